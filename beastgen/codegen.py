@@ -1,0 +1,351 @@
+"""Code generation: a :class:`~beastgen.plan.Plan` printed as a readable Python module that Numba
+compiles. Three loop nests share one shape: ``count``, ``count_with_stats`` and ``fill``.
+"""
+from __future__ import annotations
+
+import ast
+import math
+
+from . import __version__
+from . import language as L
+from .plan import Plan
+from .specialize import Item
+
+# Python operator precedence (higher binds tighter)
+_PRECEDENCE = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7,
+               "%": 7, "neg": 8, "**": 9}
+_ATOM = 10
+_NONZERO_SAFE = ("/", "//", "%")
+NJIT = "@numba.njit(cache=True, error_model='python')"
+
+
+# --------------------------------------------------------------------------------------------------
+# Expressions
+# --------------------------------------------------------------------------------------------------
+def expr_source(node, root: bool = False) -> str:
+    """Python source for a space expression (a language object or specialized IR)."""
+    return _source(node, root)[0]
+
+
+def _literal(value) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"math.{'inf' if value > 0 else 'nan'}" if value == value else "math.nan"
+    return repr(value)
+
+
+def _source(node, root=False) -> tuple[str, int]:
+    if not root and getattr(node, "name", None) is not None:
+        return node.name, _ATOM
+    if isinstance(node, L.Ref):
+        return node.target, _ATOM
+    if isinstance(node, L.Const):
+        shown = getattr(node, "shown", None)
+        if shown:
+            return shown, (_ATOM if shown.isidentifier() else 0)
+        return _literal(node.value), (_ATOM if not (isinstance(node.value, (int, float))
+                                                     and node.value < 0) else _PRECEDENCE["neg"])
+    if isinstance(node, L.DeviceProperty):
+        return f"beast.device.{node.prop}", _ATOM
+    if isinstance(node, L.Setting):
+        return f"setting({node.default!r})", _ATOM
+    if isinstance(node, L.BinOp):
+        p = _PRECEDENCE[node.op]
+        right_assoc = node.op == "**"
+        left = _wrap(node.left, p, strict=right_assoc)
+        right = _wrap(node.right, p, strict=not right_assoc)
+        return f"{left} {node.op} {right}", p
+    if isinstance(node, L.Compare):
+        p = _PRECEDENCE["cmp"]
+        return f"{_wrap(node.left, p, strict=True)} {node.op} {_wrap(node.right, p, strict=True)}", p
+    if isinstance(node, L.UnaryOp):
+        return f"-{_wrap(node.operand, _PRECEDENCE['neg'])}", _PRECEDENCE["neg"]
+    if isinstance(node, L.Not):
+        return f"not {_wrap(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
+    if isinstance(node, L.BoolOp):
+        p = _PRECEDENCE[node.op]
+        return f" {node.op} ".join(_wrap(o, p, strict=True) for o in node.operands), p
+    if isinstance(node, L.IfExp):
+        return (f"{_wrap(node.body, 1)} if {_wrap(node.test, 1)} else {_wrap(node.orelse, 0)}", 0)
+    if isinstance(node, L.Call):
+        func = {"ceil": "math.ceil", "floor": "math.floor"}.get(node.func, node.func)
+        return f"{func}({', '.join(expr_source(a) for a in node.args)})", _ATOM
+    if isinstance(node, L.RangeIterator):
+        return f"range({', '.join(expr_source(a) for a in node.children())})", _ATOM
+    if isinstance(node, L.ValuesIterator):
+        return f"values({', '.join(expr_source(a) for a in node.values)})", _ATOM
+    if isinstance(node, (L.FunctionIterator, L.Derived)):
+        return f"{node.func.__name__}()", _ATOM
+    raise TypeError(f"cannot print {type(node).__name__}")
+
+
+def _wrap(node, parent: int, strict: bool = False) -> str:
+    text, p = _source(node)
+    return f"({text})" if p < parent or (strict and p == parent) else text
+
+
+def _risky_nodes(expr: L.Expr, conditional: bool = False):
+    """(node, conditional) for every division/modulo/power that may raise, outermost last."""
+    children = expr.children()
+    for index, child in enumerate(children):
+        under = conditional
+        if isinstance(expr, L.IfExp) and index > 0 or isinstance(expr, L.BoolOp) and index > 0:
+            under = True
+        yield from _risky_nodes(child, under)
+    if isinstance(expr, L.BinOp):
+        if expr.op in _NONZERO_SAFE and not (isinstance(expr.right, L.Const) and expr.right.value):
+            yield expr, conditional
+        elif expr.op == "**" and not isinstance(expr.right, L.Const):
+            yield expr, True  # 0 ** -1 and friends: left to try/except
+
+
+# --------------------------------------------------------------------------------------------------
+# The module
+# --------------------------------------------------------------------------------------------------
+def generate_module(plan: Plan) -> str:
+    """The whole generated module, deterministic for a given plan."""
+    spec = plan.specialized
+    space = spec.space
+    out = [f'"""Enumerator for space {space.name!r} generated by beastgen {__version__}: do not edit.',
+           "",
+           f"space:      {space.name} ({space.source_hash}, sha256 of the space file)",
+           f"device:     {spec.device.key} ({spec.device.name}; profile {spec.device.fingerprint()})",
+           f"settings:   {', '.join(f'{k}={v!r}' for k, v in spec.settings.items()) or '(none)'}",
+           f"loop order: {', '.join(plan.order)}",
+           f"key:        {spec.key()}",
+           "",
+           "A filter REJECTS a configuration when it is true: each one is tested right after the loop",
+           "that binds the last variable it reads. Derived values are computed at the outermost loop",
+           "where they can be; a division or modulo by zero rejects the configuration (counted).",
+           '"""',
+           "import math", "", "import numba", "import numpy as np", ""]
+    out += _constants_section(plan)
+    out += _helpers_section(plan)
+    out += _stat_labels(plan)
+    for mode in ("count", "stats", "fill"):
+        out += [""] + _NestWriter(plan, mode).write()
+    return "\n".join(out) + "\n"
+
+
+def _constants_section(plan: Plan) -> list[str]:
+    spec = plan.specialized
+    lines = ["# -- constants: settings, device properties and constant derived values --"]
+    for name, value in spec.constants.items():
+        if isinstance(value, (int, float, str, bool)) or _is_literal_tuple(value):
+            kind = spec.space.variables[name].kind if name in spec.space.variables else "constant"
+            lines.append(f"{name} = {_literal(value)}  # {kind}")
+    module_constants = {}
+    for item in spec.items.values():
+        if item.function is not None:
+            module_constants.update(item.function.info.constant_refs)
+    for name, value in sorted(module_constants.items()):
+        lines.append(f"{name} = {value!r}  # module constant")
+    for item in spec.items.values():
+        if item.domain and item.domain[0] == "values" and _constant_values(item):
+            values = [p.value for p in item.domain[1:]]
+            if item.value_type == "float":
+                values = [float(v) for v in values]
+            lines.append(f"{item.name}__VALUES = {tuple(values)!r}")
+    return lines + [""]
+
+
+def _is_literal_tuple(value) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, (int, float, str, bool)) for v in value)
+
+
+def _constant_values(item: Item) -> bool:
+    return all(isinstance(p, L.Const) for p in item.domain[1:])
+
+
+def _helpers_section(plan: Plan) -> list[str]:
+    lines = []
+    for item in plan.specialized.items.values():
+        fn = item.function
+        if fn is None:
+            continue
+        lines += [f"# {item.kind} {item.name} ({item.origin}), form: {fn.form}", NJIT]
+        lines += ast.unparse(fn.node).splitlines() + ["", ""]
+    return lines
+
+
+def stat_slots(plan: Plan) -> list[Item]:
+    """Items with a counter in the statistics: every filter/bound (rejections), then everything that
+    can raise (errors), in placement order."""
+    return [item for level in plan.levels for item in [level.iterator, *level.body]]
+
+
+def _stat_labels(plan: Plan) -> list[str]:
+    names = ", ".join(repr(item.name) for item in stat_slots(plan))
+    return [f"STAT_SLOTS = ({names},)  # rejections[i] counts what slot i rejected or raised", ""]
+
+
+class _NestWriter:
+    def __init__(self, plan: Plan, mode: str):
+        self.plan, self.mode = plan, mode
+        self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.temps = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def write(self) -> list[str]:
+        iterators = [level.iterator for level in self.plan.levels]
+        if self.mode == "count":
+            header = ["def count():", '    """Number of valid configurations."""']
+        elif self.mode == "stats":
+            header = ["def count_with_stats(visits, rejections):",
+                      '    """count(), also adding loop iterations per level to visits and',
+                      '    rejections (filters) or errors (division by zero...) per STAT_SLOTS to rejections."""']
+        else:
+            cols = ", ".join(f"col_{it.name}" for it in iterators)
+            header = [f"def fill({cols}):",
+                      '    """Write every valid configuration into the columns (string values as indices)."""']
+        self.lines = [NJIT, *header]
+        self.emit("n = 0")
+        for index, level in enumerate(self.plan.levels):
+            self._loop(level.iterator, index)
+            for item in level.body:
+                self._item(item)
+        if self.mode == "fill":
+            for it in iterators:
+                value = f"{it.name}__index" if it.value_type == "str" else it.name
+                self.emit(f"col_{it.name}[n] = {value}")
+        self.emit("n += 1")
+        self.depth = 1
+        self.emit("return n")
+        return self.lines
+
+    # -- rejection -------------------------------------------------------------------------------
+    def reject(self, item: Item) -> None:
+        if self.mode == "stats":
+            self.emit(f"rejections[{self.slot[item.name]}] += 1")
+        self.emit("continue")
+
+    def guarded(self, item: Item, expr: L.Expr, use) -> None:
+        """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
+        operation is conditional (short-circuit or if-else)."""
+        risky = list(_risky_nodes(expr))
+        source = expr_source(expr)
+        if any(conditional for _, conditional in risky):
+            self.temps += 1
+            temp = f"{item.name}__t{self.temps}"
+            self.emit("try:")
+            self.depth += 1
+            self.emit(f"{temp} = {source}")
+            self.depth -= 1
+            self.emit("except Exception:  # division by zero or similar: rejected")
+            self.depth += 1
+            self.reject(item)
+            self.depth -= 1
+            use(temp)
+            return
+        seen = set()
+        for node, _ in risky:
+            divisor = expr_source(node.right)
+            if divisor in seen:
+                continue
+            seen.add(divisor)
+            self.emit(f"if {_wrap(node.right, _PRECEDENCE['cmp'], strict=True)} == 0:  # would divide by zero")
+            self.depth += 1
+            self.reject(item)
+            self.depth -= 1
+        use(source)
+
+    def call(self, item: Item, target: str) -> None:
+        fn = item.function
+        call = f"{fn.name}({', '.join(fn.params)})"
+        if fn.form == "generator" and fn.may_raise:
+            call = f"list({call})"
+        if fn.may_raise:
+            self.emit("try:")
+            self.depth += 1
+            self.emit(f"{target} = {call}")
+            self.depth -= 1
+            self.emit(f"except Exception:  # {item.name} raised: rejected")
+            self.depth += 1
+            self.reject(item)
+            self.depth -= 1
+        else:
+            self.emit(f"{target} = {call}")
+
+    # -- a loop ----------------------------------------------------------------------------------
+    def _loop(self, it: Item, index: int) -> None:
+        self.emit(f"# loop {index}: iterator {it.name} ({it.origin}): {it.source_text}")
+        if it.function is not None:
+            fn = it.function
+            if fn.form == "range":
+                self.call(it, f"{it.name}__lo, {it.name}__hi, {it.name}__step")
+                self.emit(f"if {it.name}__step == 0:  # range() step zero")
+                self.depth += 1
+                self.reject(it)
+                self.depth -= 1
+                header = f"for {it.name} in range({it.name}__lo, {it.name}__hi, {it.name}__step):"
+            elif fn.form == "generator" and not fn.may_raise:
+                header = f"for {it.name} in {fn.name}({', '.join(fn.params)}):"
+            else:
+                self.call(it, f"{it.name}__seq")
+                header = f"for {it.name} in {it.name}__seq:"
+            self._open(header, it, index)
+            return
+        kind, *parts = it.domain
+        if kind == "values" and _constant_values(it):
+            if it.value_type == "str":
+                self._open(f"for {it.name}__index in range({len(parts)}):", it, index)
+                self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
+            else:
+                self._open(f"for {it.name} in {it.name}__VALUES:", it, index)
+            return
+        if kind == "values":
+            as_float = it.value_type == "float"
+            texts = []
+            for p in parts:
+                holder = []
+                self.guarded(it, p, holder.append)
+                texts.append(f"float({holder[0]})" if as_float else holder[0])
+            self._open(f"for {it.name} in ({', '.join(texts)},):", it, index)
+            return
+        args = []
+        for position, part in enumerate(parts):
+            if position == 2 and not isinstance(part, L.Const):
+                self.guarded(it, part, lambda s: self.emit(f"{it.name}__step = {s}"))
+                self.emit(f"if {it.name}__step == 0:  # range() step zero")
+                self.depth += 1
+                self.reject(it)
+                self.depth -= 1
+                args.append(f"{it.name}__step")
+            else:
+                self.guarded(it, part, args.append)
+        if args[2] == "1":
+            args.pop()
+            if args[0] == "0":
+                args.pop(0)
+        self._open(f"for {it.name} in range({', '.join(args)}):", it, index)
+
+    def _open(self, header: str, it: Item, index: int) -> None:
+        self.emit(header)
+        self.depth += 1
+        if self.mode == "stats":
+            self.emit(f"visits[{index}] += 1")
+
+    # -- a derived value, filter or bound --------------------------------------------------------
+    def _item(self, item: Item) -> None:
+        if item.kind == "derived":
+            self.emit(f"# derived {item.name} ({item.origin}): {item.source_text}")
+            if item.function is not None:
+                self.call(item, item.name)
+            else:
+                self.guarded(item, item.expr, lambda s: self.emit(f"{item.name} = {s}"))
+        elif item.kind == "filter":
+            self.emit(f"# filter {item.name} ({item.origin}): rejects when {item.source_text}")
+            if item.function is not None:
+                self.call(item, f"{item.name}__rejects")
+                test = f"{item.name}__rejects"
+            else:
+                holder = []
+                self.guarded(item, item.expr, holder.append)
+                test = holder[0]
+            self.emit(f"if {test}:")
+            self.depth += 1
+            self.reject(item)
+            self.depth -= 1

@@ -1,0 +1,36 @@
+"""Errors beastgen reports to its users: one message naming the cause and the place."""
+from __future__ import annotations
+
+
+class BeastError(Exception):
+    """A problem in user input (space file, device, settings) with the place it comes from.
+
+    ``where`` is ``file:line`` when the problem has a location in a space file.
+    """
+
+    def __init__(self, message: str, where: str | None = None):
+        self.message = message
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class SpaceError(BeastError):
+    """The space file itself is wrong: syntax, undefined names, cycles, bad iterators."""
+
+
+class DeviceError(BeastError):
+    """An unknown device profile or device property, or no device found."""
+
+
+class SettingError(BeastError):
+    """A ``--set`` for a setting that does not exist or with a value outside its choices."""
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """A ' (did you mean ...?)' suffix for the closest candidates, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(candidates), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

@@ -1,0 +1,382 @@
+"""The space language: what a space file writes (``beast.setting``, ``beast.range``, ``@beast.filter``...).
+
+Every object here is a node of a small expression tree with Python semantics. Objects bound to a
+module-level name in a space file become named variables of the space (the loader names them);
+unnamed sub-expressions are inlined where they are used.
+
+A filter REJECTS a configuration when it is true (BEAST's convention).
+"""
+from __future__ import annotations
+
+import math
+import operator
+import os
+import sys
+
+from .errors import SpaceError
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_origin() -> str | None:
+    """``file:line`` of the first stack frame outside the beastgen package (the space file)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+# Operators: symbol -> Python function. Codegen prints the symbol, the reference evaluator calls the
+# function, so both follow Python's semantics by construction.
+BINARY_OPS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
+}
+COMPARE_OPS = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
+}
+CALLS = {"min": min, "max": max, "abs": abs, "ceil": math.ceil, "floor": math.floor,
+         "int": int, "float": float}
+DIVIDING_OPS = ("/", "//", "%")
+
+
+class Expr:
+    """A node of a space expression. Operators build new nodes; nothing is evaluated at load time."""
+
+    name: str | None = None  # set by the loader when the node is bound to a module-level name
+    origin: str | None = None  # file:line where it was written
+
+    def __init__(self):
+        self.origin = _caller_origin()
+
+    def children(self) -> tuple:
+        return ()
+
+    # -- arithmetic ------------------------------------------------------------------------------
+    def __add__(self, o): return BinOp("+", self, o)
+    def __radd__(self, o): return BinOp("+", o, self)
+    def __sub__(self, o): return BinOp("-", self, o)
+    def __rsub__(self, o): return BinOp("-", o, self)
+    def __mul__(self, o): return BinOp("*", self, o)
+    def __rmul__(self, o): return BinOp("*", o, self)
+    def __truediv__(self, o): return BinOp("/", self, o)
+    def __rtruediv__(self, o): return BinOp("/", o, self)
+    def __floordiv__(self, o): return BinOp("//", self, o)
+    def __rfloordiv__(self, o): return BinOp("//", o, self)
+    def __mod__(self, o): return BinOp("%", self, o)
+    def __rmod__(self, o): return BinOp("%", o, self)
+    def __pow__(self, o): return BinOp("**", self, o)
+    def __rpow__(self, o): return BinOp("**", o, self)
+    def __neg__(self): return UnaryOp("-", self)
+    def __pos__(self): return self
+    def __abs__(self): return Call("abs", (self,))
+    def __ceil__(self): return Call("ceil", (self,))
+    def __floor__(self): return Call("floor", (self,))
+
+    # -- comparisons (return expressions; == and != too) ----------------------------------------
+    def __lt__(self, o): return Compare("<", self, o)
+    def __le__(self, o): return Compare("<=", self, o)
+    def __gt__(self, o): return Compare(">", self, o)
+    def __ge__(self, o): return Compare(">=", self, o)
+    def __eq__(self, o): return Compare("==", self, o)  # type: ignore[override]
+    def __ne__(self, o): return Compare("!=", self, o)  # type: ignore[override]
+    __hash__ = object.__hash__
+
+    # -- logic: & | ~ mean and / or / not (short-circuit, as in Python) --------------------------
+    def __and__(self, o): return BoolOp("and", (self, as_expr(o)))
+    def __rand__(self, o): return BoolOp("and", (as_expr(o), self))
+    def __or__(self, o): return BoolOp("or", (self, as_expr(o)))
+    def __ror__(self, o): return BoolOp("or", (as_expr(o), self))
+    def __invert__(self): return Not(self)
+
+    def __bool__(self):
+        raise SpaceError(
+            "a space expression has no truth value while the space file is loading; write "
+            "`a & b`, `a | b`, `~a` for and/or/not, beast.where(cond, a, b) for `a if cond else b`, "
+            "beast.min/beast.max for min/max, or use a @beast.derived / @beast.filter function",
+            _caller_origin())
+
+    def __iter__(self):
+        raise SpaceError("a space expression cannot be iterated while the space file is loading",
+                         _caller_origin())
+
+    def __repr__(self):
+        from .codegen import expr_source
+        return self.name if self.name else expr_source(self)
+
+
+def as_expr(value) -> Expr:
+    return value if isinstance(value, Expr) else Const(value)
+
+
+class Const(Expr):
+    """A literal (int, float, bool or str)."""
+
+    def __init__(self, value):
+        super().__init__()
+        if not isinstance(value, (int, float, str, bool)):
+            raise SpaceError(f"unsupported constant {value!r} of type {type(value).__name__} in a "
+                             "space expression (ints, floats, bools and strings only)", self.origin)
+        self.value = value
+
+
+class Ref(Expr):
+    """A reference to a named variable of a specialized space (produced by specialization)."""
+
+    def __init__(self, target: str):
+        super().__init__()
+        self.target = target
+
+
+class BinOp(Expr):
+    def __init__(self, op: str, left, right):
+        super().__init__()
+        self.op, self.left, self.right = op, as_expr(left), as_expr(right)
+
+    def children(self):
+        return (self.left, self.right)
+
+
+class UnaryOp(Expr):
+    def __init__(self, op: str, operand):
+        super().__init__()
+        self.op, self.operand = op, as_expr(operand)
+
+    def children(self):
+        return (self.operand,)
+
+
+class Compare(Expr):
+    def __init__(self, op: str, left, right):
+        super().__init__()
+        self.op, self.left, self.right = op, as_expr(left), as_expr(right)
+
+    def children(self):
+        return (self.left, self.right)
+
+
+class BoolOp(Expr):
+    def __init__(self, op: str, operands):
+        super().__init__()
+        self.op, self.operands = op, tuple(as_expr(o) for o in operands)
+
+    def children(self):
+        return self.operands
+
+
+class Not(Expr):
+    def __init__(self, operand):
+        super().__init__()
+        self.operand = as_expr(operand)
+
+    def children(self):
+        return (self.operand,)
+
+
+class IfExp(Expr):
+    """``body if test else orelse``: see :func:`where`."""
+
+    def __init__(self, test, body, orelse):
+        super().__init__()
+        self.test, self.body, self.orelse = as_expr(test), as_expr(body), as_expr(orelse)
+
+    def children(self):
+        return (self.test, self.body, self.orelse)
+
+
+class Call(Expr):
+    """One of the builtins in :data:`CALLS` applied to expressions."""
+
+    def __init__(self, func: str, args):
+        super().__init__()
+        self.func, self.args = func, tuple(as_expr(a) for a in args)
+
+    def children(self):
+        return self.args
+
+
+# --------------------------------------------------------------------------------------------------
+# Named variables of a space
+# --------------------------------------------------------------------------------------------------
+class Setting(Expr):
+    """A problem input with a default, overridable at run time (``--set name=value``)."""
+
+    def __init__(self, default, choices=None):
+        super().__init__()
+        if not isinstance(default, (int, float, str, bool)):
+            raise SpaceError(f"a setting's default must be an int, float, bool or str, not "
+                             f"{type(default).__name__}", self.origin)
+        self.default = default
+        self.choices = tuple(choices) if choices is not None else None
+        if self.choices is not None and default not in self.choices:
+            raise SpaceError(f"setting default {default!r} is not one of its choices "
+                             f"{list(self.choices)}", self.origin)
+
+
+class DeviceProperty(Expr):
+    """A property of the target GPU, e.g. ``beast.device.max_threads_per_block``."""
+
+    def __init__(self, prop: str):
+        super().__init__()
+        self.prop = prop
+
+
+class _DeviceNamespace:
+    """``beast.device``: attribute access gives a :class:`DeviceProperty`."""
+
+    def __getattr__(self, prop: str) -> DeviceProperty:
+        if prop.startswith("__"):
+            raise AttributeError(prop)
+        return DeviceProperty(prop)
+
+
+device = _DeviceNamespace()
+
+
+class Iterator(Expr):
+    """Base of the three kinds of iterator; its value in a configuration is one element of its domain."""
+
+
+class RangeIterator(Iterator):
+    """``beast.range(start, stop, step)``: Python ``range`` semantics, bounds may be expressions."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if not 1 <= len(args) <= 3:
+            raise SpaceError(f"beast.range takes 1 to 3 arguments, got {len(args)}", self.origin)
+        if len(args) == 1:
+            args = (0, args[0])
+        start, stop = args[0], args[1]
+        step = args[2] if len(args) == 3 else 1
+        self.start, self.stop, self.step = as_expr(start), as_expr(stop), as_expr(step)
+
+    def children(self):
+        return (self.start, self.stop, self.step)
+
+
+class ValuesIterator(Iterator):
+    """``beast.values(a, b, ...)``: an explicit list of ints, floats, bools or strings."""
+
+    def __init__(self, *values):
+        super().__init__()
+        if len(values) == 1 and isinstance(values[0], (list, tuple, range)):
+            values = tuple(values[0])
+        if not values:
+            raise SpaceError("beast.values needs at least one value", self.origin)
+        self.values = tuple(as_expr(v) for v in values)
+
+    def children(self):
+        return self.values
+
+
+class FunctionIterator(Iterator):
+    """``@beast.iterator`` on a function returning a range or a sequence, or on a generator."""
+
+    def __init__(self, func):
+        super().__init__()
+        self.func = func
+        self.origin = _function_origin(func)
+
+
+class Derived(Expr):
+    """``@beast.derived``: a value computed from other variables by a function."""
+
+    def __init__(self, func):
+        super().__init__()
+        self.func = func
+        self.origin = _function_origin(func)
+
+
+class Filter:
+    """A filter: REJECTS a configuration when its condition is true."""
+
+    what = "filter"
+
+    name: str | None = None
+
+    def __init__(self, condition, origin: str | None = None):
+        self.origin = origin or _caller_origin()
+        if callable(condition) and not isinstance(condition, Expr):
+            self.func, self.expr = condition, None
+            self.origin = _function_origin(condition)
+        else:
+            self.func, self.expr = None, as_expr(condition)
+
+    def __bool__(self):
+        raise SpaceError(f"a {self.what} has no truth value; it is declared, not evaluated",
+                         self.origin)
+
+
+class Bound(Filter):
+    """A lower-bound term (seconds) on the kernel's run time; it must never exceed the real time."""
+
+    what = "bound"
+
+
+def _function_origin(func) -> str:
+    code = func.__code__
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+# --------------------------------------------------------------------------------------------------
+# The public constructors (``import beastgen as beast``)
+# --------------------------------------------------------------------------------------------------
+def setting(default, choices=None) -> Setting:
+    """A problem input with a default value; ``choices`` restricts what ``--set`` accepts."""
+    return Setting(default, choices)
+
+
+def range(*args) -> RangeIterator:  # noqa: A001 - the public name mirrors Python's range
+    """An expression iterator over ``range(start, stop, step)``; bounds may depend on other variables."""
+    return RangeIterator(*args)
+
+
+def values(*vals) -> ValuesIterator:
+    """An iterator over an explicit list of values."""
+    return ValuesIterator(*vals)
+
+
+def iterator(func) -> FunctionIterator:
+    """Decorator: a function iterator (returns a range or sequence) or closure iterator (yields)."""
+    return FunctionIterator(func)
+
+
+def derived(func) -> Derived:
+    """Decorator: a derived value computed by a function of other variables."""
+    return Derived(func)
+
+
+def filter(condition) -> Filter:  # noqa: A001 - BEAST's name
+    """A filter that REJECTS a configuration when ``condition`` is true.
+
+    Use as ``name = beast.filter(expression)`` or as a decorator on a function returning a bool.
+    """
+    return Filter(condition, _caller_origin())
+
+
+def bound(term) -> Bound:
+    """A lower bound (in seconds) on the run time of every configuration it applies to.
+
+    Use as ``name = beast.bound(expression)`` or as a decorator on a function returning seconds.
+    """
+    return Bound(term, _caller_origin())
+
+
+def where(test, body, orelse) -> IfExp:
+    """``body if test else orelse`` as a space expression."""
+    return IfExp(test, body, orelse)
+
+
+def min(*args) -> Call:  # noqa: A001
+    """``min(...)`` of space expressions."""
+    return Call("min", args)
+
+
+def max(*args) -> Call:  # noqa: A001
+    """``max(...)`` of space expressions."""
+    return Call("max", args)
+

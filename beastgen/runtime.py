@@ -1,0 +1,231 @@
+"""Runtime: write the generated module (only when it changed), import it, let Numba compile it
+(cached on disk), and run ``count`` / ``count_with_stats`` / ``fill``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .codegen import generate_module, stat_slots
+from .errors import BeastError
+from .plan import Plan, make_plan
+from .specialize import Specialized, specialize
+
+GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
+
+
+def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
+    """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
+    directory = generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
+    device = re.sub(r"[^A-Za-z0-9_]", "_", spec.device.key)
+    return os.path.join(directory, f"{spec.space.name}__{device}__{spec.settings_hash()}.py")
+
+
+def write_if_changed(path: str, source: str) -> bool:
+    """Write ``source`` unless the file already holds it (keeps Numba's cache valid). True if written."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == source:
+                return False
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(source)
+    os.replace(tmp, path)
+    return True
+
+
+def compile_space(space, device=None, settings=None, generated_dir=None, order=None) -> "CompiledPlan":
+    """Specialize, plan, generate and import: the compiled plan of ``space`` for one device."""
+    spec = specialize(space, device, settings or {})
+    plan = make_plan(spec, order) if not spec.empty_reason else None
+    return CompiledPlan(spec, plan, generated_dir)
+
+
+@dataclass
+class Stats:
+    """Per-level loop iterations and per-item rejections (filters) or errors (division by zero...)."""
+
+    count: int
+    levels: list[tuple[str, int]]  # (iterator, iterations executed at that level)
+    rejections: dict[str, int]  # filter -> configurations (or subtrees) it rejected
+    errors: dict[str, int]  # iterator/derived/filter -> times it raised (rejected)
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return {"count": self.count, "levels": [{"iterator": n, "iterations": v} for n, v in self.levels],
+                "filters": self.rejections, "errors": self.errors, "seconds": self.seconds}
+
+
+class CompiledPlan:
+    """A space specialized to one device and settings, with its generated, Numba-compiled enumerator."""
+
+    def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
+        self.specialized = spec
+        self.plan = plan
+        self.path = generated_path(spec, generated_dir) if plan else None
+        self.source = generate_module(plan) if plan else ""
+        self._module = None
+        self.last_seconds = 0.0
+
+    # -- description -----------------------------------------------------------------------------
+    @property
+    def empty_reason(self) -> str | None:
+        return self.specialized.empty_reason
+
+    @property
+    def columns(self) -> list[str]:
+        """Iterator names in declaration order: the columns of :meth:`enumerate`."""
+        return [n for n, item in self.specialized.items.items() if item.kind == "iterator"]
+
+    def write(self) -> str | None:
+        """Write the generated module (if it changed); its path."""
+        if self.path:
+            write_if_changed(self.path, self.source)
+        return self.path
+
+    @property
+    def module(self):
+        if self._module is None:
+            self.write()
+            name = "beastgen_generated_" + re.sub(r"\W", "_", os.path.basename(self.path)[:-3])
+            module_spec = importlib.util.spec_from_file_location(name, self.path)
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            module_spec.loader.exec_module(module)
+            self._module = module
+        return self._module
+
+    def _run(self, function_name: str, *args):
+        function = getattr(self.module, function_name)
+        try:
+            function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
+        except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
+            raise self._compile_error(e) from None
+        start = time.perf_counter()
+        result = function(*args)
+        self.last_seconds = time.perf_counter() - start
+        return result
+
+    def _compile_error(self, error: Exception) -> BeastError:
+        text = str(error)
+        lines = [int(m) for m in re.findall(re.escape(os.path.basename(self.path)) + r'", line (\d+)', text)]
+        where, culprit = self.path, ""
+        source_lines = self.source.splitlines()
+        for lineno in lines[-1:]:
+            for back in range(lineno - 1, -1, -1):
+                m = re.match(r"\s*# (?:loop \d+: )?(iterator|derived|filter|bound) (\w+) \(([^)]*)\)",
+                             source_lines[back])
+                if m:
+                    culprit, where = f"{m.group(1)} '{m.group(2)}': ", m.group(3)
+                    break
+        summary = next((ln.strip() for ln in text.splitlines()
+                        if ln.strip() and not ln.startswith(("File", "During"))), text)
+        return BeastError(f"{culprit}Numba cannot compile the generated enumerator "
+                          f"({self.path}): {summary}", where)
+
+    # -- running ---------------------------------------------------------------------------------
+    def count(self) -> int:
+        """Number of valid configurations."""
+        if self.plan is None:
+            return 0
+        return int(self._run("count"))
+
+    def stats(self) -> Stats:
+        """Count with per-level iterations and per-filter rejections."""
+        if self.plan is None:
+            return Stats(0, [], {}, {}, 0.0)
+        slots = stat_slots(self.plan)
+        visits = np.zeros(len(self.plan.levels), dtype=np.int64)
+        rejections = np.zeros(len(slots), dtype=np.int64)
+        n = int(self._run("count_with_stats", visits, rejections))
+        by_filter = {s.name: int(r) for s, r in zip(slots, rejections) if s.kind == "filter"}
+        errors = {s.name: int(r) for s, r in zip(slots, rejections) if s.kind != "filter" and r}
+        return Stats(n, list(zip(self.plan.order, map(int, visits))), by_filter, errors,
+                     self.last_seconds)
+
+    def why_empty(self) -> str | None:
+        """For an empty space: which filter (or error) emptied it."""
+        if self.empty_reason:
+            return self.empty_reason
+        stats = self.stats()
+        if stats.count:
+            return None
+        slots = stat_slots(self.plan)
+        culprits = [(s, stats.rejections.get(s.name) or stats.errors.get(s.name, 0)) for s in slots]
+        culprits = [(s, n) for s, n in culprits if n]
+        if not culprits:
+            return "some iterator has an empty domain"
+        last, n = culprits[-1]
+        what = "raised for" if last.kind != "filter" else "rejected"
+        return (f"the space is empty: the last {last.kind} to cut it was '{last.name}' ({last.origin}), "
+                f"which {what} {n:,} of the remaining candidates")
+
+    def enumerate(self) -> np.ndarray:
+        """Every valid configuration, as a structured array with one field per iterator
+        (declaration order); string values are mapped back."""
+        names = self.columns
+        if self.plan is None:
+            return np.zeros(0, dtype=[(n, np.int64) for n in names])
+        n = self.count()
+        count_seconds = self.last_seconds
+        items = self.specialized.items
+        order = self.plan.order
+        columns = {name: np.empty(n, dtype=self._column_dtype(items[name])) for name in order}
+        filled = self._run("fill", *(columns[name] for name in order))
+        assert filled == n, "fill and count disagree"
+        self.last_seconds += count_seconds
+        fields = []
+        for name in names:
+            column = columns[name]
+            if items[name].value_type == "str":
+                column = np.array([p.value for p in items[name].domain[1:]])[column]
+            fields.append((name, column))
+        result = np.empty(n, dtype=[(name, col.dtype) for name, col in fields])
+        for name, col in fields:
+            result[name] = col
+        return result
+
+    def dataframe(self):
+        """:meth:`enumerate` as a pandas DataFrame."""
+        import pandas as pd
+        return pd.DataFrame(self.enumerate())
+
+    def _column_dtype(self, item) -> np.dtype:
+        kind = item.value_type
+        if kind in ("int", "str"):
+            return np.dtype(np.int64)
+        if kind == "float":
+            return np.dtype(np.float64)
+        if kind == "bool":
+            return np.dtype(np.bool_)
+        return _function_value_dtype(getattr(self.module, item.function.name))
+
+
+def _numba_typeof(value):
+    import numba
+    return numba.typeof(value)
+
+
+def _function_value_dtype(dispatcher) -> np.dtype:
+    """The element type of what a compiled function iterator returns or yields."""
+    from numba.core import types
+
+    signatures = dispatcher.nopython_signatures
+    if not signatures:
+        return np.dtype(np.float64)
+    returned = signatures[0].return_type
+    element = getattr(returned, "yield_type", None) or getattr(returned, "dtype", None) or returned
+    if isinstance(element, types.Boolean):
+        return np.dtype(np.bool_)
+    if isinstance(element, types.Integer):
+        return np.dtype(np.int64)
+    return np.dtype(np.float64)

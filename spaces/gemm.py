@@ -1,0 +1,95 @@
+"""The flagship BEAST GEMM space (MAGMA-style kernel), exactly as in shared/spaces/gemm.md.
+
+A thread block of dim_m x dim_n threads computes a blk_m x blk_n tile of C, stepping through K by
+blk_k; the same threads are reshaped to blk_m_a x blk_n_a (blk_m_b x blk_n_b) to read the A (B)
+tile into shared memory. A filter REJECTS a configuration when it is true.
+"""
+import beastgen as beast
+
+# -- settings (problem inputs) -------------------------------------------------------------------
+precision = beast.setting('s', choices=['s', 'd', 'c', 'z'])
+trans_a = beast.setting(0, choices=[0, 1])
+trans_b = beast.setting(0, choices=[0, 1])
+max_blk = beast.setting(128)      # largest tile edge for blk_m, blk_n
+max_blk_k = beast.setting(64)     # largest blk_k
+
+@beast.derived
+def elem_bytes():
+    return {'s': 4, 'd': 8, 'c': 8, 'z': 16}[precision]
+
+elem_words = elem_bytes // 4
+dim_vec = 16 // elem_bytes        # vector-load width in elements
+
+# -- device properties ---------------------------------------------------------------------------
+max_threads_per_block = beast.device.max_threads_per_block
+max_threads_dim_x = beast.device.max_threads_dim_x
+max_threads_dim_y = beast.device.max_threads_dim_y
+warp_size = beast.device.warp_size
+max_shared_mem_per_block = beast.device.max_shared_mem_per_block
+max_regs_per_thread = beast.device.max_regs_per_thread
+regs_per_sm = beast.device.regs_per_sm
+max_threads_per_sm = beast.device.max_threads_per_sm
+max_blocks_per_sm = beast.device.max_blocks_per_sm
+shared_mem_per_sm = beast.device.shared_mem_per_sm
+
+# -- iterators -----------------------------------------------------------------------------------
+dim_m = beast.range(1, max_threads_dim_x + 1)
+dim_n = beast.range(1, max_threads_dim_y + 1)
+blk_m = beast.range(dim_m, max_blk + 1, dim_m)
+blk_n = beast.range(dim_n, max_blk + 1, dim_n)
+blk_k = beast.range(1, max_blk_k + 1)
+vector = beast.values(0, 1)
+
+type_len = beast.where(vector, dim_vec, 1)
+
+@beast.iterator
+def blk_m_a():
+    return range(1, (blk_k if trans_a else blk_m) // type_len + 1)
+
+@beast.iterator
+def blk_n_a():
+    return range(1, (blk_m if trans_a else blk_k) + 1)
+
+@beast.iterator
+def blk_m_b():
+    return range(1, (blk_n if trans_b else blk_k) // type_len + 1)
+
+@beast.iterator
+def blk_n_b():
+    return range(1, (blk_k if trans_b else blk_n) + 1)
+
+tex_a = beast.values(0, 1)        # read A through the texture path
+tex_b = beast.values(0, 1)
+
+# -- derived values ------------------------------------------------------------------------------
+threads = dim_m * dim_n
+thr_m = blk_m // dim_m
+thr_n = blk_n // dim_n
+smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
+regs = elem_words * (thr_m * thr_n + thr_m + thr_n
+                     + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
+blocks_per_sm = beast.min(max_blocks_per_sm, max_threads_per_sm // threads,
+                          regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+
+# -- filters (each REJECTS when true) ------------------------------------------------------------
+over_max_threads = beast.filter(threads > max_threads_per_block)
+partial_warp = beast.filter(threads % warp_size != 0)
+a_shape = beast.filter(blk_m_a * blk_n_a != threads)
+b_shape = beast.filter(blk_m_b * blk_n_b != threads)
+
+@beast.filter
+def a_incongruent():
+    if trans_a:
+        return blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+    return blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+
+@beast.filter
+def b_incongruent():
+    if trans_b:
+        return blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+    return blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
+
+over_max_shmem = beast.filter(smem > max_shared_mem_per_block)
+over_max_regs = beast.filter(regs > max_regs_per_thread)
+low_occupancy = beast.filter(blocks_per_sm * threads * 4 < max_threads_per_sm)
+low_fma_ratio = beast.filter(5 * thr_m * thr_n < 6 * (thr_m + thr_n))
