@@ -17,6 +17,7 @@ _PRECEDENCE = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/
 _ATOM = 10
 _NONZERO_SAFE = ("/", "//", "%")
 NJIT = "@numba.njit(cache=True, error_model='python')"
+_CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
 
 
 # --------------------------------------------------------------------------------------------------
@@ -112,6 +113,7 @@ def generate_module(plan: Plan) -> str:
            f"settings:   {', '.join(f'{k}={v!r}' for k, v in spec.settings.items()) or '(none)'}",
            f"loop order: {', '.join(plan.order)}",
            f"key:        {spec.key()}",
+           f"regenerate: {regenerate_command(spec)}",
            "",
            "A filter REJECTS a configuration when it is true: each one is tested right after the loop",
            "that binds the last variable it reads. Derived values are computed at the outermost loop",
@@ -124,6 +126,13 @@ def generate_module(plan: Plan) -> str:
     for mode in ("count", "stats", "fill"):
         out += [""] + _NestWriter(plan, mode).write()
     return "\n".join(out) + "\n"
+
+
+def regenerate_command(spec) -> str:
+    """The ``beastgen generate`` command line that produces this module."""
+    sets = " ".join(f"{k}={v}" for k, v in spec.settings.items())
+    return (f"beastgen generate {spec.space.path} --device {spec.device.key}"
+            + (f" --set {sets}" if sets else ""))
 
 
 def _constants_section(plan: Plan) -> list[str]:
@@ -142,8 +151,8 @@ def _constants_section(plan: Plan) -> list[str]:
     for item in spec.items.values():
         if item.domain and item.domain[0] == "values" and _constant_values(item):
             values = [p.value for p in item.domain[1:]]
-            if item.value_type == "float":
-                values = [float(v) for v in values]
+            if item.value_type in _CASTS:  # one element type: a tuple of (True, 2) cannot be looped
+                values = [_CASTS[item.value_type](v) for v in values]
             lines.append(f"{item.name}__VALUES = {tuple(values)!r}")
     return lines + [""]
 
@@ -175,7 +184,7 @@ def stat_slots(plan: Plan) -> list[Item]:
 
 def _stat_labels(plan: Plan) -> list[str]:
     names = ", ".join(repr(item.name) for item in stat_slots(plan))
-    return [f"STAT_SLOTS = ({names},)  # rejections[i] counts what slot i rejected or raised", ""]
+    return [f"STAT_SLOTS = ({names},)  # _rejections[i] counts what slot i rejected or raised", ""]
 
 
 class _NestWriter:
@@ -185,6 +194,7 @@ class _NestWriter:
         self.lines: list[str] = []
         self.depth = 1
         self.temps = 0
+        self.loops = 0  # loops open where the next line goes
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -194,15 +204,15 @@ class _NestWriter:
         if self.mode == "count":
             header = ["def count():", '    """Number of valid configurations."""']
         elif self.mode == "stats":
-            header = ["def count_with_stats(visits, rejections):",
-                      '    """count(), also adding loop iterations per level to visits and',
-                      '    rejections (filters) or errors (division by zero...) per STAT_SLOTS to rejections."""']
+            header = ["def count_with_stats(_visits, _rejections):",
+                      '    """count(), also adding loop iterations per level to _visits and',
+                      '    rejections (filters) or errors (division by zero...) per STAT_SLOTS to _rejections."""']
         else:
-            cols = ", ".join(f"col_{it.name}" for it in iterators)
+            cols = ", ".join(f"_col_{it.name}" for it in iterators)
             header = [f"def fill({cols}):",
                       '    """Write every valid configuration into the columns (string values as indices)."""']
         self.lines = [NJIT, *header]
-        self.emit("n = 0")
+        self.emit("_n = 0")
         for index, level in enumerate(self.plan.levels):
             self._loop(level.iterator, index)
             for item in level.body:
@@ -210,17 +220,17 @@ class _NestWriter:
         if self.mode == "fill":
             for it in iterators:
                 value = f"{it.name}__index" if it.value_type == "str" else it.name
-                self.emit(f"col_{it.name}[n] = {value}")
-        self.emit("n += 1")
+                self.emit(f"_col_{it.name}[_n] = {value}")
+        self.emit("_n += 1")
         self.depth = 1
-        self.emit("return n")
+        self.emit("return _n")
         return self.lines
 
     # -- rejection -------------------------------------------------------------------------------
     def reject(self, item: Item) -> None:
         if self.mode == "stats":
-            self.emit(f"rejections[{self.slot[item.name]}] += 1")
-        self.emit("continue")
+            self.emit(f"_rejections[{self.slot[item.name]}] += 1")
+        self.emit("continue" if self.loops else "return _n")  # before the outer loop: all rejected
 
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
@@ -297,12 +307,12 @@ class _NestWriter:
                 self._open(f"for {it.name} in {it.name}__VALUES:", it, index)
             return
         if kind == "values":
-            as_float = it.value_type == "float"
+            cast = _CASTS.get(it.value_type)
             texts = []
             for p in parts:
                 holder = []
                 self.guarded(it, p, holder.append)
-                texts.append(f"float({holder[0]})" if as_float else holder[0])
+                texts.append(f"{cast.__name__}({holder[0]})" if cast else holder[0])
             self._open(f"for {it.name} in ({', '.join(texts)},):", it, index)
             return
         args = []
@@ -325,8 +335,9 @@ class _NestWriter:
     def _open(self, header: str, it: Item, index: int) -> None:
         self.emit(header)
         self.depth += 1
+        self.loops += 1
         if self.mode == "stats":
-            self.emit(f"visits[{index}] += 1")
+            self.emit(f"_visits[{index}] += 1")
 
     # -- a derived value, filter or bound --------------------------------------------------------
     def _item(self, item: Item) -> None:

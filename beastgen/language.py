@@ -8,6 +8,7 @@ A filter REJECTS a configuration when it is true (BEAST's convention).
 """
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 import os
@@ -263,7 +264,7 @@ class ValuesIterator(Iterator):
 
     def __init__(self, *values):
         super().__init__()
-        if len(values) == 1 and isinstance(values[0], (list, tuple, range)):
+        if len(values) == 1 and isinstance(values[0], (list, tuple, builtins.range)):
             values = tuple(values[0])
         if not values:
             raise SpaceError("beast.values needs at least one value", self.origin)

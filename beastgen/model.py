@@ -33,6 +33,7 @@ class FunctionInfo:
     space_refs: dict[str, int] = field(default_factory=dict)  # space name -> first line used
     device_refs: dict[str, int] = field(default_factory=dict)  # beast.device.X -> first line
     constant_refs: dict[str, object] = field(default_factory=dict)  # module-level constants used
+    aliases: dict[str, str] = field(default_factory=dict)  # module-level alias -> space name
     is_generator: bool = False
 
     def where(self, lineno: int | None = None) -> str:
@@ -103,7 +104,7 @@ class Space:
 # --------------------------------------------------------------------------------------------------
 def load(path: str | os.PathLike) -> Space:
     """Execute a space file and collect its space. Errors name the file and line."""
-    path = os.fspath(path)
+    path = _display_path(os.fspath(path))
     if path.endswith(".json"):
         raise SpaceError("T1 JSON spaces are not supported yet; give a Python space file", path)
     try:
@@ -124,9 +125,20 @@ def load(path: str | os.PathLike) -> Space:
         exec(code, module.__dict__)
     except SpaceError:
         raise
+    except NameError as e:
+        names = [n for n in module.__dict__ if not n.startswith("__")]
+        raise SpaceError(f"undefined name '{e.name}'" + did_you_mean(e.name, names),
+                         _user_traceback_origin(e, path)) from None
     except Exception as e:  # the user's module failed while executing: point at its line
         raise SpaceError(f"{type(e).__name__}: {e}", _user_traceback_origin(e, path)) from None
     return _collect(name, path, source, tree, module.__dict__)
+
+
+def _display_path(path: str) -> str:
+    """Relative to the working directory when the file is under it (stable generated code)."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    return absolute if relative.startswith(os.pardir) else relative
 
 
 def _user_traceback_origin(exc: BaseException, path: str) -> str:
@@ -162,8 +174,9 @@ def _collect(name, path, source, tree, module_globals) -> Space:
             continue
         if getattr(obj, "name", None) is not None:  # an alias of an object already named
             continue
-        if var_name in RESERVED_NAMES:
-            raise SpaceError(f"'{var_name}' is reserved by beastgen; choose another name", obj.origin)
+        if var_name in RESERVED_NAMES or var_name.startswith("_") or "__" in var_name:
+            raise SpaceError(f"'{var_name}' is reserved by beastgen (as are names starting with '_' "
+                             "or containing '__'); choose another name", obj.origin)
         obj.name = var_name
         variables[var_name] = Variable(var_name, kind, obj, obj.origin)
 
@@ -287,6 +300,7 @@ def _analyze_function(func, functions, path, module_globals, variables) -> Funct
             target = getattr(value, "name", None)
             if _kind_of(value) is not None and target in variables:  # an alias
                 info.space_refs[target] = lineno
+                info.aliases[name] = target
             elif value is L or getattr(value, "__name__", None) == "beastgen":
                 continue  # beast.device.X, collected above
             elif value is math:

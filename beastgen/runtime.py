@@ -84,7 +84,7 @@ class CompiledPlan:
     @property
     def columns(self) -> list[str]:
         """Iterator names in declaration order: the columns of :meth:`enumerate`."""
-        return [n for n, item in self.specialized.items.items() if item.kind == "iterator"]
+        return list(self.specialized.space.iterators)  # items are in dependency order
 
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""

@@ -160,7 +160,11 @@ def raw_dependencies(var: Variable) -> set[str]:
         for child in var.obj.children():
             deps |= {child.name} if child.name is not None else expr_dependencies(child)
         return deps
-    return expr_dependencies(var.expr) if var.expr is not None else set()
+    if var.expr is None:
+        return set()
+    if var.expr is not var.obj and var.expr.name is not None:  # e.g. beast.filter(flag)
+        return {var.expr.name}
+    return expr_dependencies(var.expr)
 
 
 def specialize(space: Space, device=None, settings: dict | None = None) -> Specialized:
@@ -206,8 +210,9 @@ class _Folder:
             self._resolve_expr(var)
 
     def _resolve_expr(self, var: Variable) -> None:
+        own = var.expr is var.obj  # False for a filter: beast.filter(flag) reads the variable flag
         try:
-            folded = self.fold(var.expr, root=True)
+            folded = self.fold(var.expr, root=own)
         except _Raises as e:
             self._always_raises(var, e)
             return
@@ -215,7 +220,7 @@ class _Folder:
             self._constant(var, folded.value)
             return
         item = Item(var.name, var.kind, var.origin, self._item_deps(folded), expr=folded,
-                    source_text=repr_source(var.expr, root=True))
+                    source_text=repr_source(var.expr, root=own))
         item.value_type = infer_type(folded, self.items)
         self.items[var.name] = item
 
@@ -230,9 +235,9 @@ class _Folder:
                     if infer_type(part, self.items) in ("float", "str"):
                         raise SpaceError(f"range bounds and step of '{var.name}' must be integers: "
                                          f"{repr_source(part)} is not", var.origin)
-                if isinstance(parts[2], L.Const) and parts[2].value == 0:
-                    raise SpaceError(f"range step of '{var.name}' is zero for these settings",
-                                     var.origin)
+                if isinstance(parts[2], L.Const) and parts[2].value == 0:  # as range() would
+                    self._always_raises(var, ValueError("range() arg 3 must not be zero"))
+                    return
             else:
                 parts = [self.fold(v) for v in it.values]
                 domain = ("values", *parts)
@@ -255,6 +260,10 @@ class _Folder:
             self._constant_function(var)
             return
         params = [p for p in params if p not in self.constants]
+        if info.is_generator and not any(isinstance(n, ast.Yield) for n in ast.walk(node)):
+            self.empty_reason = self.empty_reason or (  # its yields were in branches folded away
+                f"iterator '{var.name}' ({var.origin}) yields nothing for these settings")
+            return
         _check_compilable(node, info)
         form = _function_form(var.kind, node, info)
         fn = SpaceFunction(info, node, params, form, _may_raise(node))
@@ -462,6 +471,9 @@ def infer_type(expr: L.Expr, items: dict) -> str:
 # --------------------------------------------------------------------------------------------------
 def _fold_function(info: FunctionInfo, constants: dict, profile: DeviceProfile) -> ast.FunctionDef:
     node = copy.deepcopy(info.node)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in info.aliases:
+            sub.id = info.aliases[sub.id]
     assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     env = {k: v for k, v in constants.items() if k not in assigned}
     env.update({k: v for k, v in info.constant_refs.items() if k not in assigned})

@@ -1,0 +1,224 @@
+"""The ``beastgen`` command line: show, generate, count, enumerate, devices."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from .errors import BeastError
+
+
+def _settings(pairs: list[list[str]] | None) -> dict:
+    settings = {}
+    for group in pairs or []:
+        for pair in group:
+            name, sep, value = pair.partition("=")
+            if not sep or not name:
+                raise BeastError(f"--set expects name=value, got {pair!r}")
+            settings[name.strip()] = value.strip()
+    return settings
+
+
+def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
+    p.add_argument("space", help="space file (.py)")
+    if device:
+        p.add_argument("--device", "-d", default=None,
+                       help="device profile: a built-in name (see `beastgen devices`), a .toml file, "
+                            "or 'auto' (default: h100)")
+    p.add_argument("--set", dest="settings", nargs="+", action="append", metavar="NAME=VALUE",
+                   help="override settings (repeatable)")
+    p.add_argument("--generated-dir", default=None,
+                   help="where generated enumerators go (default: ./generated)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="beastgen",
+        description="Compile declarative GPU tuning spaces into fast exact enumerators. "
+                    "A filter REJECTS a configuration when it is true.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("show", help="variables, dependency DAG and the loop nest with each filter placed")
+    _add_space_args(p)
+
+    p = sub.add_parser("generate", help="write the generated enumerator")
+    _add_space_args(p)
+
+    p = sub.add_parser("count", help="count the valid configurations")
+    _add_space_args(p)
+    p.add_argument("--stats", action="store_true", help="iterations per loop level, rejections per filter")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+
+    p = sub.add_parser("enumerate", help="write every valid configuration to a file")
+    _add_space_args(p)
+    p.add_argument("-o", "--output", required=True, help="output file: .csv, .parquet or .npy")
+
+    sub.add_parser("devices", help="list the built-in device profiles")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except BeastError as e:
+        print(f"beastgen: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("beastgen: interrupted", file=sys.stderr)
+        return 130
+
+
+# --------------------------------------------------------------------------------------------------
+def _compile(args):
+    from .model import load
+    from .runtime import compile_space
+
+    space = load(args.space)
+    plan = compile_space(space, device=args.device, settings=_settings(args.settings),
+                         generated_dir=args.generated_dir)
+    return space, plan
+
+
+def _describe_target(plan) -> str:
+    spec = plan.specialized
+    default = " (the built-in default; choose with --device)" if spec.device.source == "built-in" \
+        and spec.device.key == _default_key() else ""
+    settings = ", ".join(f"{k}={v!r}" for k, v in spec.settings.items()) or "none"
+    return (f"space {spec.space.name} ({spec.space.path}) on {spec.device.key} "
+            f"({spec.device.name}){default}\nsettings: {settings}")
+
+
+def _default_key() -> str:
+    from .devices import DEFAULT_DEVICE
+    return DEFAULT_DEVICE
+
+
+def cmd_devices(args) -> int:
+    from .devices import format_profiles_table
+    print(format_profiles_table())
+    return 0
+
+
+def cmd_generate(args) -> int:
+    _, plan = _compile(args)
+    if plan.plan is None:
+        print(f"nothing to generate: {plan.empty_reason}")
+        return 0
+    plan.write()
+    print(f"wrote {os.path.relpath(plan.path)} (loop order: {', '.join(plan.plan.order)})")
+    return 0
+
+
+def cmd_count(args) -> int:
+    start = time.perf_counter()
+    _, plan = _compile(args)
+    print(_describe_target(plan))
+    if plan.plan is not None:
+        print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
+    stats = plan.stats() if args.stats else None
+    count = stats.count if stats else plan.count()
+    seconds = stats.seconds if stats else plan.last_seconds
+    total = time.perf_counter() - start
+    print(f"{count:,} valid configurations (enumeration {seconds:.3f} s, total {total:.2f} s)")
+    if count == 0:
+        print(f"empty: {plan.why_empty()}")
+    if stats:
+        print()
+        print(format_stats(plan, stats))
+    if args.json:
+        spec = plan.specialized
+        record = {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
+                  "settings": spec.settings, "count": count, "seconds": seconds,
+                  "total_seconds": total}
+        if stats:
+            record["stats"] = stats.as_dict()
+        print(json.dumps(record))
+    return 0
+
+
+def format_stats(plan, stats) -> str:
+    """Per-level iterations with the filters placed at each level and what they rejected."""
+    from .table import format_table
+
+    rows = []
+    for index, level in enumerate(plan.plan.levels):
+        iterations = stats.levels[index][1]
+        rows.append([str(index), level.iterator.name, f"{iterations:,}", "", ""])
+        for item in level.body:
+            if item.kind == "filter":
+                rows.append(["", "", "", f"filter {item.name}", f"{stats.rejections[item.name]:,}"])
+            if stats.errors.get(item.name):
+                rows.append(["", "", "", f"{item.kind} {item.name} raised", f"{stats.errors[item.name]:,}"])
+        if stats.errors.get(level.iterator.name):
+            rows.append(["", "", "", "domain raised", f"{stats.errors[level.iterator.name]:,}"])
+    return format_table(["level", "iterator", "iterations", "filter placed here", "rejected"], rows)
+
+
+def cmd_show(args) -> int:
+    space, plan = _compile(args)
+    print(_describe_target(plan))
+    print()
+    for kind, label in (("setting", "settings"), ("device", "device properties"),
+                        ("iterator", "iterators"), ("derived", "derived values"),
+                        ("filter", "filters"), ("bound", "bound terms")):
+        variables = space.of_kind(kind)
+        if variables:
+            print(f"{label}: {', '.join(variables)}")
+    spec = plan.specialized
+    if spec.dropped_filters:
+        print(f"filters always false for these settings (dropped): {', '.join(spec.dropped_filters)}")
+    if plan.plan is None:
+        print(f"\nempty: {plan.empty_reason}")
+        return 0
+    print("\ndependency DAG (variable <- what it reads):")
+    for name, item in spec.items.items():
+        print(f"  {name:<24} <- {', '.join(item.deps) or '(constants only)'}")
+    print("\nloop nest (a filter REJECTS when true):")
+    for index, level in enumerate(plan.plan.levels):
+        pad = "  " * index
+        print(f"  {pad}for {level.iterator.name} in {level.iterator.source_text}")
+        for item in level.body:
+            what = "rejects when " if item.kind == "filter" else "= "
+            print(f"  {pad}  {item.kind} {item.name} {what}{item.source_text}")
+    print(f"\ngenerated enumerator: {os.path.relpath(plan.path)}")
+    return 0
+
+
+def cmd_enumerate(args) -> int:
+    import numpy as np
+
+    _, plan = _compile(args)
+    output = args.output
+    extension = os.path.splitext(output)[1].lower()
+    if extension not in (".csv", ".parquet", ".npy"):
+        raise BeastError(f"unknown output format '{extension}': use .csv, .parquet or .npy", output)
+    print(_describe_target(plan))
+    configs = plan.enumerate()
+    seconds = plan.last_seconds
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    if extension == ".npy":
+        np.save(output, configs)
+    elif extension == ".csv":
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(",".join(configs.dtype.names) + "\n")
+            for row in configs.tolist():
+                f.write(",".join(map(str, row)) + "\n")
+    else:
+        try:
+            import pandas as pd
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise BeastError("writing .parquet needs pandas and pyarrow: pip install 'beastgen[data]'") from None
+        pd.DataFrame(configs).to_parquet(output, index=False)
+    print(f"wrote {len(configs):,} configurations to {output} (enumeration {seconds:.3f} s)")
+    return 0
+
+
+COMMANDS = {"show": cmd_show, "generate": cmd_generate, "count": cmd_count,
+            "enumerate": cmd_enumerate, "devices": cmd_devices}
+
+if __name__ == "__main__":
+    sys.exit(main())

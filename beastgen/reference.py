@@ -1,0 +1,156 @@
+"""The reference enumerator: deliberately naive, pure Python, over the loaded model.
+
+It shares nothing with the optimizing pipeline but the inputs: iterators are nested in a plain
+topological order, every derived value and filter is evaluated only at the innermost level, and
+space functions run as the user's own Python code. Tests use it to prove the compiled enumerator
+exact. A filter REJECTS a configuration when it is true; a configuration for which any derived
+value or filter raises is rejected too.
+"""
+from __future__ import annotations
+
+import math
+import types
+
+import networkx as nx
+
+from . import language as L
+from .devices import DeviceProfile, load_profile
+from .model import Space
+from .specialize import dependency_graph, resolve_settings
+
+
+class _Raised(Exception):
+    pass
+
+
+class ReferenceEnumerator:
+    def __init__(self, space: Space, device=None, settings: dict | None = None):
+        self.space = space
+        self.profile = device if isinstance(device, DeviceProfile) else load_profile(device)
+        self.inputs = dict(resolve_settings(space, settings or {}))
+        for name, var in space.variables.items():
+            if var.kind == "device":
+                self.inputs[name] = self.profile.get(var.obj.prop)
+        graph = dependency_graph(space)
+        order = list(nx.lexicographical_topological_sort(graph, key=list(space.variables).index))
+        self.iterators = [n for n in order if space.variables[n].kind == "iterator"]
+        self.checks = [n for n in order if space.variables[n].kind in ("derived", "filter")]
+
+    def configurations(self):
+        """Yield each valid configuration as a dict {iterator: value}, in nest order."""
+        yield from self._nest(0, {})
+
+    def count(self) -> int:
+        return sum(1 for _ in self.configurations())
+
+    def _nest(self, depth: int, config: dict):
+        if depth == len(self.iterators):
+            env: dict = {}
+            try:
+                rejected = any(bool(self._value(n, config, env)) and
+                               self.space.variables[n].kind == "filter" for n in self.checks)
+            except _Raised:
+                return
+            if not rejected:
+                yield dict(config)
+            return
+        name = self.iterators[depth]
+        try:
+            domain = list(self._domain(name, config, {}))
+        except _Raised:
+            return
+        for value in domain:
+            config[name] = value
+            yield from self._nest(depth + 1, config)
+        config.pop(name, None)
+
+    # -- evaluation ------------------------------------------------------------------------------
+    def _value(self, name: str, config: dict, env: dict):
+        if name in config:
+            return config[name]
+        if name in self.inputs:
+            return self.inputs[name]
+        if name not in env:
+            var = self.space.variables[name]
+            if var.function is not None:
+                env[name] = self._call(var.function.func, config, env)
+            else:
+                env[name] = self._eval(var.expr, config, env, root=var.expr is var.obj)
+        return env[name]
+
+    def _domain(self, name: str, config: dict, env: dict):
+        var = self.space.variables[name]
+        if var.function is not None:
+            return self._call(var.function.func, config, env)
+        it = var.obj
+        if isinstance(it, L.RangeIterator):
+            args = [self._eval(p, config, env) for p in (it.start, it.stop, it.step)]
+            try:
+                return range(*args)
+            except (TypeError, ValueError):
+                raise _Raised from None
+        return [self._eval(v, config, env) for v in it.values]
+
+    def _call(self, func, config: dict, env: dict):
+        scope = dict(self.space.module_globals)
+        for name in func.__code__.co_names:
+            obj = scope.get(name)
+            target = obj.name if isinstance(obj, L.Expr) else name  # an alias reads its target
+            var = self.space.variables.get(target)
+            if target in config or target in self.inputs or (var is not None and var.kind == "derived"):
+                scope[name] = self._value(target, config, env)
+        scope["beast"] = _DeviceView(self.profile)
+        bound = types.FunctionType(func.__code__, scope, func.__name__)
+        try:
+            result = bound()
+            return list(result) if isinstance(result, types.GeneratorType) else result
+        except Exception:  # noqa: BLE001 - the user's code raised: rejected
+            raise _Raised from None
+
+    def _eval(self, node: L.Expr, config: dict, env: dict, root: bool = False):
+        if not root and node.name is not None:
+            return self._value(node.name, config, env)
+        try:
+            if isinstance(node, L.Const):
+                return node.value
+            if isinstance(node, L.DeviceProperty):
+                return self.profile.get(node.prop)
+            if isinstance(node, L.BinOp):
+                return L.BINARY_OPS[node.op](self._eval(node.left, config, env),
+                                             self._eval(node.right, config, env))
+            if isinstance(node, L.Compare):
+                return L.COMPARE_OPS[node.op](self._eval(node.left, config, env),
+                                              self._eval(node.right, config, env))
+            if isinstance(node, L.UnaryOp):
+                return -self._eval(node.operand, config, env)
+            if isinstance(node, L.Not):
+                return not self._eval(node.operand, config, env)
+            if isinstance(node, L.BoolOp):
+                value = None
+                for operand in node.operands:
+                    value = self._eval(operand, config, env)
+                    if (node.op == "and" and not value) or (node.op == "or" and value):
+                        return value
+                return value
+            if isinstance(node, L.IfExp):
+                test = self._eval(node.test, config, env)
+                return self._eval(node.body if test else node.orelse, config, env)
+            if isinstance(node, L.Call):
+                return L.CALLS[node.func](*(self._eval(a, config, env) for a in node.args))
+        except _Raised:
+            raise
+        except Exception:  # noqa: BLE001 - division by zero and friends: rejected
+            raise _Raised from None
+        raise TypeError(f"cannot evaluate {type(node).__name__}")
+
+
+class _DeviceView:
+    """Stands in for the ``beast`` module inside space functions: ``beast.device.X``."""
+
+    def __init__(self, profile: DeviceProfile):
+        self.device = types.SimpleNamespace(**profile.properties)
+        self.math = math
+
+
+def reference_count(space: Space, device=None, **settings) -> int:
+    return ReferenceEnumerator(space, device, settings).count()

@@ -1,0 +1,148 @@
+"""A 2-D multi-channel convolution (cuDNN's forward conv, NCHW input, KCRS filters) computed as an
+implicit GEMM, parameterized in the spirit of ISAAC (Tillet & Cox, SC'17, section 3.3).
+
+The convolution O[n, k, p, q] = sum over (c, r, s) of I[n, c, p*stride + r - pad, q*stride + s - pad]
+* F[k, c, r, s] is an implicit matrix product: rows are the NPQ output pixels, columns the K
+filters, and the reduction runs over CRS = C*R*S. Nothing is unfolded in memory: tiles of I are
+gathered into shared memory through an indirection table (im2col on the fly).
+
+Tuning parameters:
+    blk_pix, blk_k   the block's output tile: blk_pix output pixels (of NPQ) x blk_k filters
+    thr_pix, thr_k   each thread's register micro-tile, so the block has
+                     (blk_pix // thr_pix) * (blk_k // thr_k) threads
+    blk_crs          the reduction depth prefetched into shared memory per step (ISAAC's U)
+    split_block      the reduction is split across that many thread groups of a block, whose
+                     results are summed in shared memory at the end (ISAAC's C_L)
+    split_grid       the reduction is split across that many blocks, whose results are summed
+                     with global atomics (ISAAC's C_G); it buys parallelism for deep reductions
+    vec_in, vec_f    vector width (elements) of the global loads of the input and filter tiles
+    stages           shared-memory buffers: 1 = load then compute, 2 = double buffering
+
+Filters encode what must hold for the kernel to compile and run (threads, registers and shared
+memory within the device limits, tiles divisible by micro-tiles and by the vector loads) and what
+a performance engineer would not bother timing (low occupancy, too few blocks for the SMs, a tile
+mostly padding for this problem size, split reductions too short to pay for themselves).
+
+A filter REJECTS a configuration when it is true.
+"""
+import beastgen as beast
+
+# -- settings (problem inputs): the default is a ResNet-50 conv3_x 3x3 layer, batch 32 ------------
+N = beast.setting(32)          # batch size
+C = beast.setting(128)         # input channels
+H = beast.setting(28)          # input height
+W = beast.setting(28)          # input width
+K = beast.setting(128)         # output channels (filters)
+R = beast.setting(3)           # filter height
+S = beast.setting(3)           # filter width
+stride = beast.setting(1)
+pad = beast.setting(1)
+precision = beast.setting('s', choices=['h', 's', 'd'])
+max_tile = beast.setting(128)  # largest block tile edge (blk_pix, blk_k)
+max_thread_tile = beast.setting(8)  # largest micro-tile edge (thr_pix, thr_k)
+
+@beast.derived
+def elem_bytes():
+    return {'h': 2, 's': 4, 'd': 8}[precision]
+
+acc_bytes = beast.max(elem_bytes, 4)       # half precision accumulates in float
+P = (H + 2 * pad - R) // stride + 1        # output height
+Q = (W + 2 * pad - S) // stride + 1        # output width
+NPQ = N * P * Q                            # rows of the implicit GEMM
+CRS = C * R * S                            # depth of the implicit GEMM
+
+# -- device properties ---------------------------------------------------------------------------
+sm_count = beast.device.sm_count
+warp_size = beast.device.warp_size
+max_threads_per_block = beast.device.max_threads_per_block
+max_threads_per_sm = beast.device.max_threads_per_sm
+max_blocks_per_sm = beast.device.max_blocks_per_sm
+regs_per_sm = beast.device.regs_per_sm
+max_regs_per_thread = beast.device.max_regs_per_thread
+shared_mem_per_sm = beast.device.shared_mem_per_sm
+# dynamic shared memory: the kernel opts in to the largest allocation the device allows
+max_shared_mem_per_block = beast.device.max_shared_mem_per_block_optin
+
+# -- iterators -----------------------------------------------------------------------------------
+@beast.iterator
+def blk_pix():
+    """Output-pixel tile: powers of two from 16 to max_tile."""
+    t = 16
+    while t <= max_tile:
+        yield t
+        t *= 2
+
+@beast.iterator
+def blk_k():
+    """Filter tile: powers of two from 4 to max_tile, stopping at the first that covers K
+    (a larger one would be mostly padding; K = 1 still gets a tile)."""
+    t = 4
+    while t <= max_tile:
+        yield t
+        if t >= K:
+            break
+        t *= 2
+
+thr_pix = beast.range(1, beast.min(blk_pix, max_thread_tile) + 1)
+thr_k = beast.range(1, beast.min(blk_k, max_thread_tile) + 1)
+blk_crs = beast.values(4, 8, 16, 32)
+split_block = beast.values(1, 2, 4)
+split_grid = beast.values(1, 2, 4, 8)
+vec_in = beast.values(1, 2, 4)
+vec_f = beast.values(1, 2, 4)
+stages = beast.values(1, 2)
+
+# -- derived values ------------------------------------------------------------------------------
+threads = (blk_pix // thr_pix) * (blk_k // thr_k) * split_block
+padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix   # NPQ rounded up to whole tiles
+padded_k = (K + blk_k - 1) // blk_k * blk_k
+tiles = (padded_npq // blk_pix) * (padded_k // blk_k)
+blocks = tiles * split_grid
+
+@beast.derived
+def smem():
+    """Shared memory per block: the staged input and filter tiles, the indirection table, and
+    (when the reduction is split inside the block) the buffer that sums the partial tiles."""
+    tile_bytes = stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes
+    table_bytes = 4 * blk_crs                  # im2col offsets of the CRS slice
+    if split_block > 1:
+        reduce_bytes = (split_block - 1) * blk_pix * blk_k * acc_bytes
+        return max(tile_bytes, reduce_bytes) + table_bytes
+    return tile_bytes + table_bytes
+
+# 32-bit registers per thread: accumulators, operand fragments, prefetch buffers, addressing
+acc_words = acc_bytes // 4
+elem_regs = (elem_bytes + 3) // 4
+prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+regs = (thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs
+        + stages // 2 * prefetch * elem_regs + 28)
+blocks_per_sm = beast.min(max_blocks_per_sm, max_threads_per_sm // threads,
+                          regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+
+# -- filters (each REJECTS when true) ------------------------------------------------------------
+not_divisible = beast.filter((blk_pix % thr_pix != 0) | (blk_k % thr_k != 0))
+too_many_threads = beast.filter(threads > max_threads_per_block)
+partial_warp = beast.filter(threads % warp_size != 0)
+too_few_threads = beast.filter(threads < 2 * warp_size)
+vector_too_wide = beast.filter((vec_in * elem_bytes > 16) | (vec_f * elem_bytes > 16))
+
+@beast.filter
+def misaligned_vectors():
+    """A vector load must not straddle a row of the gathered tile. Input vectors run along q:
+    contiguous in memory only without stride, and only when Q is a multiple of the width (the next
+    output row starts elsewhere). Filter vectors run along crs (KCRS layout)."""
+    if vec_in > 1:
+        if stride != 1 or Q % vec_in != 0:
+            return True
+    return vec_f > 1 and CRS % vec_f != 0
+
+# the inner loop reads thr_pix + thr_k operands from shared memory for thr_pix * thr_k FMAs
+shared_memory_bound = beast.filter(thr_pix * thr_k < thr_pix + thr_k)
+over_shared_memory = beast.filter(smem > max_shared_mem_per_block)
+over_registers = beast.filter(regs > max_regs_per_thread)
+low_occupancy = beast.filter(blocks_per_sm * threads * 4 < max_threads_per_sm)
+too_few_blocks = beast.filter(blocks < sm_count)
+# each slice of a split reduction must still run at least two prefetch steps
+short_reduction = beast.filter(CRS < 2 * blk_crs * split_block * split_grid)
+# a pixel tile that is mostly padding for this problem
+wasted_pixels = beast.filter(padded_npq > 2 * NPQ)

@@ -1,0 +1,35 @@
+"""Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
+import os
+import textwrap
+
+import pytest
+
+import beastgen
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+
+
+@pytest.fixture(scope="session")
+def generated_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("generated"))
+
+
+@pytest.fixture(scope="session")
+def gemm_space():
+    return beastgen.load(os.path.join(REPO, "spaces", "gemm.py"))
+
+
+@pytest.fixture(scope="session")
+def gemm_h100(gemm_space, generated_dir):
+    return gemm_space.specialize(device="h100", generated_dir=generated_dir)
+
+
+@pytest.fixture
+def write_space(tmp_path):
+    """Write a space file from (dedented) text; returns its path."""
+    def write(text, name="space.py"):
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return str(path)
+    return write

@@ -1,0 +1,63 @@
+"""The flagship space: the expected counts of shared/spaces/gemm.md."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from beastgen.devices import load_profile
+from beastgen.reference import ReferenceEnumerator
+
+
+def test_h100_single_nn_count(gemm_h100):
+    assert gemm_h100.count() == 459_316
+
+
+@pytest.mark.parametrize("device, settings, expected", [
+    ("v100", dict(precision="d", trans_a=0, trans_b=1), 83_032),
+    ("c2050", dict(precision="z", trans_a=0, trans_b=0), 0),
+])
+def test_expected_counts(gemm_space, generated_dir, device, settings, expected):
+    plan = gemm_space.specialize(device=device, generated_dir=generated_dir, **settings)
+    assert plan.count() == expected
+
+
+def test_c2050_empty_names_the_register_filter(gemm_space, generated_dir):
+    plan = gemm_space.specialize(device="c2050", precision="z", generated_dir=generated_dir)
+    assert "over_max_regs" in plan.why_empty()
+
+
+def test_stats(gemm_h100):
+    stats = gemm_h100.stats()
+    assert stats.count == 459_316
+    levels = dict(stats.levels)
+    assert levels["dim_m"] == 1024 and levels["dim_n"] == 1024 * 1024
+    assert levels[gemm_h100.plan.order[-1]] == 459_316  # the innermost level only sees survivors
+    # the two thread filters see every (dim_m, dim_n) pair; what passes them reaches blk_m's loop
+    assert stats.rejections["over_max_threads"] == sum(
+        1 for m in range(1, 1025) for n in range(1, 1025) if m * n > 1024)
+    assert not stats.errors
+
+
+def test_enumerate_matches_count_and_filters(gemm_h100):
+    configs = gemm_h100.enumerate()
+    assert len(configs) == 459_316
+    assert list(configs.dtype.names) == gemm_h100.columns
+    threads = configs["dim_m"] * configs["dim_n"]
+    assert np.all(threads <= 1024) and np.all(threads % 32 == 0)
+    assert np.all(configs["blk_m_a"] * configs["blk_n_a"] == threads)
+    assert len(np.unique(configs)) == len(configs)
+
+
+def test_small_gemm_equals_reference(gemm_space, generated_dir):
+    # a toy GPU (warps of 2 threads) keeps the naive reference, which tests everything innermost, fast
+    settings = dict(precision="d", trans_a=1, trans_b=0, max_blk=6, max_blk_k=2)
+    device = load_profile("k40")
+    device = dataclasses.replace(device, key="toy", properties={
+        **device.properties, "max_threads_dim_x": 8, "max_threads_dim_y": 8, "warp_size": 2,
+        "max_threads_per_sm": 64, "max_threads_per_block": 16, "regs_per_sm": 2048})
+    plan = gemm_space.specialize(device=device, generated_dir=generated_dir, **settings)
+    got = {tuple(row) for row in plan.enumerate().tolist()}
+    assert len(got) == plan.count() > 0
+    reference = ReferenceEnumerator(gemm_space, device, settings)
+    expected = {tuple(c[k] for k in plan.columns) for c in reference.configurations()}
+    assert got == expected

@@ -1,0 +1,516 @@
+"""Property tests: the compiled enumerator is exact against the naive reference enumerator.
+
+A hypothesis strategy writes random small space files (every iterator kind, dependent and raising
+bounds, derived values and filters as expressions and as functions, settings overridden at
+specialization), and each is compiled and compared, as a multiset of configurations, with
+:class:`beastgen.reference.ReferenceEnumerator`. Every example costs a Numba compilation, so the
+example counts are small, derandomized and fixed; the hand-written tests below pin the bugs found.
+"""
+from __future__ import annotations
+
+import itertools
+import textwrap
+from collections import Counter
+
+import networkx as nx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import beastgen
+from beastgen.errors import BeastError
+from beastgen.plan import item_graph, iterator_closure
+from beastgen.reference import ReferenceEnumerator
+from beastgen.runtime import compile_space
+from beastgen.specialize import specialize
+
+DEVICE = "v100"
+CI = settings(deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# --------------------------------------------------------------------------------------------------
+# Expressions: trees of tuples, rendered as space expressions (beast.where, &, |, ~) or as the body
+# of a space function (x if c else y, and, or, not)
+# --------------------------------------------------------------------------------------------------
+INT_CONSTS = (-3, -2, -1, 0, 1, 2, 3, 4)
+FLOAT_CONSTS = (0.5, -1.5, 2.25, 0.1, 3.0, -0.75)
+STRINGS = ("x", "y", "z")
+LIMIT = 4  # range bounds are clamped to [-LIMIT, LIMIT + 1] unless known to be that small
+INF = float("inf")
+
+
+def render(node, fn: bool) -> str:
+    kind = node[0]
+    if kind == "n":
+        return node[1]
+    if kind == "k":
+        return f"({node[1]!r})" if isinstance(node[1], (int, float)) and node[1] < 0 else repr(node[1])
+    if kind == "bin":
+        return f"({render(node[2], fn)} {node[1]} {render(node[3], fn)})"
+    if kind == "neg":
+        return f"(-{render(node[1], fn)})"
+    if kind == "call":
+        func = {"ceil": "math.ceil", "floor": "math.floor", "abs": "abs"}.get(
+            node[1], node[1] if fn else f"beast.{node[1]}")
+        return f"{func}({', '.join(render(a, fn) for a in node[2])})"
+    if kind == "where":
+        test, body, orelse = (render(n, fn) for n in node[1:])
+        return f"({body} if {test} else {orelse})" if fn else f"beast.where({test}, {body}, {orelse})"
+    if kind == "cmp":
+        return f"({render(node[2], fn)} {node[1]} {render(node[3], fn)})"
+    if kind in ("and", "or"):
+        op = kind if fn else {"and": "&", "or": "|"}[kind]
+        return f"({render(node[1], fn)} {op} {render(node[2], fn)})"
+    if kind == "not":
+        return f"(not {render(node[1], fn)})" if fn else f"(~{render(node[1], fn)})"
+    raise AssertionError(kind)
+
+
+def has_name(node) -> bool:
+    return node[0] == "n" or any(isinstance(c, tuple) and has_name(c) for c in node[1:]) or (
+        node[0] == "call" and any(has_name(a) for a in node[2]))
+
+
+class Gen:
+    """Draws the pieces of one space; ``names`` maps each usable name to (type, magnitude bound)."""
+
+    def __init__(self, draw, fn: bool = False):
+        self.draw, self.fn = draw, fn
+        self.names: dict[str, tuple[str, float]] = {}
+        self.features: set[str] = set()
+
+    def pick(self, options):
+        return self.draw(st.sampled_from(list(options)))
+
+    def chance(self, p=0.5) -> bool:
+        return self.draw(st.integers(0, 99)) < p * 100
+
+    def of_type(self, *types):
+        return [n for n, (t, _) in self.names.items() if t in types]
+
+    # -- leaves ----------------------------------------------------------------------------------
+    def int_leaf(self, bool_ok=False):
+        names = self.of_type("int", "bool") if bool_ok else self.of_type("int")
+        if names and self.chance(0.7):
+            name = self.pick(names)
+            return ("n", name), self.names[name][1]
+        value = self.pick(INT_CONSTS)
+        if value < 0:
+            self.features.add("negative-constant")
+        return ("k", value), abs(value)
+
+    def name_leaf(self, types, fallback):
+        names = self.of_type(*types)
+        if names:
+            name = self.pick(names)
+            return ("n", name), self.names[name][1]
+        return fallback()
+
+    # -- typed expressions: (node, bound) --------------------------------------------------------
+    def int_expr(self, depth, bool_ok=False):
+        if depth <= 0 or self.chance(0.3):
+            return self.int_leaf(bool_ok)
+        op = self.pick(["+", "-", "*", "//", "%", "neg", "abs", "min", "max", "where", "ceil",
+                        "floor", "+", "-", "//", "%"])
+        if op in ("+", "-", "*"):
+            (l, bl), (r, br) = self.int_expr(depth - 1, True), self.int_expr(depth - 1, True)
+            node, bound = ("bin", op, l, r), (bl * br if op == "*" else bl + br)
+        elif op in ("//", "%"):
+            (l, bl), (r, br) = self.int_expr(depth - 1), self.int_expr(depth - 1)
+            self.features.add("int-" + op)
+            node, bound = ("bin", op, l, r), (bl if op == "//" else br)
+        elif op in ("neg", "abs"):
+            x, bound = self.int_expr(depth - 1)
+            node = ("neg", x) if op == "neg" else ("call", "abs", (x,))
+            self.features.add(op)
+        elif op in ("min", "max"):
+            (l, bl), (r, br) = self.int_expr(depth - 1), self.int_expr(depth - 1)
+            node, bound = ("call", op, (l, r)), max(bl, br)
+            self.features.add("min/max")
+        elif op == "where":
+            test = self.bool_expr(depth - 1)
+            (l, bl), (r, br) = self.int_expr(depth - 1), self.int_expr(depth - 1)
+            node, bound = ("where", test, l, r), max(bl, br)
+            self.features.add("where")
+        else:
+            x, b = self.num_expr(depth - 1, want_float=True)
+            node, bound = ("call", op, (x,)), b + 1
+            self.features.add("ceil/floor")
+        return self.named(node), bound
+
+    def num_expr(self, depth, want_float=False):
+        if not want_float and self.chance(0.5):
+            return self.int_expr(depth)
+        if depth <= 0 or self.chance(0.25):
+            return self.name_leaf(["float"], lambda: (("k", self.pick(FLOAT_CONSTS)), 3.0))
+        op = self.pick(["/", "/", "+", "*", "-", "//", "%", "min", "where"])
+        (l, bl) = self.num_expr(depth - 1)
+        (r, br) = self.num_expr(depth - 1, want_float=op != "/")
+        self.features.add("float-" + op)
+        if op == "min":
+            return self.named(("call", "min", (l, r))), max(bl, br)
+        if op == "where":
+            return self.named(("where", self.bool_expr(depth - 1), l, r)), max(bl, br)
+        if op in ("/", "//", "%"):
+            return self.named(("bin", op, l, r)), INF
+        return self.named(("bin", op, l, r)), (bl * br if op == "*" else bl + br)
+
+    def bool_expr(self, depth):
+        choice = self.pick(["cmp", "cmp", "str", "bool", "and", "or", "not", "truthy"])
+        if depth <= 0 and choice in ("and", "or", "not"):
+            choice = "cmp"
+        if choice == "str" and self.of_type("str"):
+            name = self.pick(self.of_type("str"))
+            other = ("n", self.pick(self.of_type("str-setting"))) if (
+                self.of_type("str-setting") and self.chance(0.3)) else ("k", self.pick(STRINGS))
+            self.features.add("str-compare")
+            return ("cmp", self.pick(["==", "!="]), ("n", name), other)
+        if choice == "bool" and self.of_type("bool"):
+            self.features.add("bool-name")
+            return ("n", self.pick(self.of_type("bool")))
+        if choice in ("and", "or"):
+            self.features.add(choice)
+            return self.named((choice, self.bool_expr(depth - 1), self.bool_expr(depth - 1)))
+        if choice == "not":
+            self.features.add("not")
+            return self.named(("not", self.bool_expr(depth - 1)))
+        if choice == "truthy":  # a number as a condition: its truth value
+            self.features.add("truthy-number")
+            return self.int_expr(depth)[0]
+        (l, _), (r, _) = self.num_expr(depth), self.num_expr(max(depth - 1, 0))
+        self.features.add("compare")
+        return self.named(("cmp", self.pick(["<", "<=", ">", ">=", "==", "!="]), l, r))
+
+    def named(self, node):
+        """In a space expression, an operator between constants would run at load time (bitwise
+        ``&``, a division by zero): give such a node a name operand."""
+        if self.fn or has_name(node):
+            return node
+        leaf = ("n", self.pick(self.of_type("int"))) if self.of_type("int") else ("n", "n")
+        if node[0] in ("bin", "cmp"):
+            return (node[0], node[1], leaf, node[3])
+        if node[0] == "not":
+            return ("not", ("cmp", ">", leaf, ("k", 0)))
+        if node[0] in ("and", "or"):
+            return (node[0], ("cmp", "<", leaf, ("k", 1)), node[2])
+        return node  # calls and where of constants are evaluated as plain Python at load time
+
+    def bounded(self, depth, limit=LIMIT):
+        """An int expression for a range bound, clamped unless small enough already."""
+        node, bound = self.int_expr(depth)
+        if bound > limit + 1:
+            node = ("call", "max", (("k", -limit), ("call", "min", (("k", limit + 1), node))))
+            bound = limit + 1
+        return node, bound
+
+
+# --------------------------------------------------------------------------------------------------
+# Space files
+# --------------------------------------------------------------------------------------------------
+def fn_block(text: str) -> str:
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+def iterator_decl(g: Gen, fg: Gen, name: str):
+    """Source, type and magnitude bound of a random iterator named ``name``."""
+    kind = g.pick(["range_const", "range_dep", "range_dep", "values_const", "values_dep",
+                   "fn_range", "fn_seq", "gen", "fn_const"])
+    g.features.add(kind)
+    E = lambda node: render(node, False)  # noqa: E731
+    F = lambda node: render(node, True)  # noqa: E731
+    if kind == "range_const":
+        lo, hi = g.pick(range(-LIMIT, 3)), g.pick(range(-1, LIMIT + 2))
+        step = g.pick([1, 1, 2, -1, -2, 3])
+        if step < 0:
+            lo, hi = hi, lo
+            g.features.add("negative-step")
+        if lo == 0 and step == 1 and g.chance():
+            return f"{name} = beast.range({hi})\n", "int", max(abs(lo), abs(hi))
+        if g.chance(0.3):
+            return f"{name} = beast.range(-n, n + {abs(hi)}, {step})\n", "int", LIMIT + 6
+        return f"{name} = beast.range({lo}, {hi}, {step})\n", "int", max(abs(lo), abs(hi))
+    if kind == "range_dep":
+        (start, bs), (stop, bt) = g.bounded(2), g.bounded(2)
+        args = [E(start), E(stop)]
+        if g.chance(0.7):
+            step, _ = g.bounded(1, limit=2)
+            if step[0] == "k" and step[1] == 0:
+                step = ("k", -1)
+            args.append(E(step))
+            g.features.add("dynamic-step")
+        return f"{name} = beast.range({', '.join(args)})\n", "int", max(bs, bt)
+    if kind == "values_const":
+        flavor = g.pick(["int", "float", "bool", "str", "int-float", "int-bool"])
+        g.features.add("values-" + flavor)
+        count = g.draw(st.integers(1, 4))
+        pools = {"int": INT_CONSTS, "float": FLOAT_CONSTS, "bool": (True, False), "str": STRINGS,
+                 "int-float": INT_CONSTS + FLOAT_CONSTS, "int-bool": INT_CONSTS + (True, False)}
+        vals = [g.pick(pools[flavor]) for _ in range(count)]
+        typ = {"int": "int", "float": "float", "bool": "bool", "str": "str",
+               "int-bool": "int"}.get(flavor, "float")
+        if flavor == "int-float" and all(isinstance(v, int) for v in vals):
+            typ = "int"
+        if flavor == "bool" or (flavor == "int-bool" and all(isinstance(v, bool) for v in vals)):
+            typ = "bool"
+        bound = max(abs(v) for v in vals) if typ != "str" else 0
+        return f"{name} = beast.values({', '.join(map(repr, vals))})\n", typ, bound
+    if kind == "values_dep":
+        parts = [g.int_expr(2, bool_ok=g.chance(0.3)) for _ in range(g.draw(st.integers(1, 3)))]
+        parts.append((("k", g.pick(INT_CONSTS)), 3))
+        return (f"{name} = beast.values({', '.join(E(p) for p, _ in parts)})\n", "int",
+                max(b for _, b in parts))
+    if kind == "fn_range":
+        (lo, bl), (hi, bh) = fg.bounded(2), fg.bounded(2)
+        cond = fg.bool_expr(1)
+        step = g.pick(["1", "-1", "2", F(fg.bounded(1, limit=1)[0]), f"(1 if {F(cond)} else -1)"])
+        (lo2, bl2), (hi2, bh2) = fg.bounded(1), fg.bounded(1)
+        if g.chance():
+            body = f"""
+                if {F(cond)}:
+                    return range({F(hi)})
+                return range({F(lo2)}, {F(hi2)}, {step})
+            """
+        else:
+            body = f"return range({F(lo)}, {F(hi)} if {F(cond)} else {F(hi2)}, {step})"
+        bound = max(bl, bh, bl2, bh2)
+        return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(
+            textwrap.dedent(body).strip("\n"), "    ")), "int", bound
+    if kind == "fn_seq":
+        as_float = g.chance(0.3)
+        elem = (lambda: fg.num_expr(1, want_float=True)) if as_float else (lambda: fg.int_expr(2))
+        first = [elem() for _ in range(g.draw(st.integers(1, 3)))]
+        second = [elem() for _ in range(g.draw(st.integers(1, 3)))]
+        bound = max(b for _, b in first + second)
+        if as_float:
+            first = [(("bin", "*", n, ("k", 1.0)), b) for n, b in first]
+            second = [(("bin", "*", n, ("k", 1.0)), b) for n, b in second]
+        left, right = ("[", "]") if g.chance() else ("(", ",)")
+        if left == "(":  # a tuple's length is part of its type: one return only
+            body = f"return {left}{', '.join(F(n) for n, _ in first)}{right}"
+            g.features.add("fn-tuple")
+        else:
+            body = f"""
+                if {F(fg.bool_expr(1))}:
+                    return [{', '.join(F(n) for n, _ in first)}]
+                return [{', '.join(F(n) for n, _ in second)}]
+            """
+            g.features.add("fn-list")
+        return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(
+            textwrap.dedent(body).strip("\n"), "    ")), "float" if as_float else "int", bound
+    if kind == "gen":
+        flavor = g.pick(["while", "for", "fib"])
+        g.features.add("gen-" + flavor)
+        (lo, bl), (hi, bh) = fg.bounded(1), fg.bounded(2)
+        if flavor == "while":
+            inc = g.pick(["1", "2", f"1 + abs({F(fg.int_expr(1)[0])}) % 2"])
+            body = f"""
+                x = {F(lo)}
+                while x < {F(hi)}:
+                    if {F(fg.bool_expr(1))}:
+                        yield x
+                    x += {inc}
+            """
+            bound = max(bl, bh)
+        elif flavor == "for":
+            (div, _) = fg.int_expr(1)
+            body = f"""
+                for k in range({F(lo)}, {F(hi)}):
+                    yield k * 3 // {F(div)}
+            """
+            bound = 3 * max(bl, bh)
+        else:
+            body = f"""
+                prev = nxt = 1
+                while nxt <= {F(hi)}:
+                    yield nxt
+                    nxt, prev = nxt + prev, nxt
+            """
+            bound = bh
+        return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(
+            textwrap.dedent(body).strip("\n"), "    ")), "int", bound
+    # fn_const: a function iterator of settings only, run once in plain Python at specialization
+    body = g.pick([
+        "if n > 2:\n    return range(n - 3, n)\nreturn [n, -n, 0]",
+        "return range(1, n + 1, 1 if m >= 0 else -1)",
+        "k = m\nwhile k < n:\n    yield k\n    k += 2",
+        "return (n, 2 * n) if m != 1 else ()",
+    ])
+    return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(body, "    ")), "int", 12
+
+
+def derived_decl(g: Gen, fg: Gen, name: str):
+    """Source, type and bound of a random derived value."""
+    kind = g.pick(["expr", "expr", "fn", "const"])
+    g.features.add("derived-" + kind)
+    if kind == "const":
+        node, bound = g.pick([(("bin", "-", ("bin", "*", ("n", "n"), ("k", 2)), ("k", 1)), 11),
+                              (("bin", "//", ("k", 12), ("bin", "-", ("n", "n"), ("k", 2))), 12),
+                              (("call", "max", (("n", "m"), ("k", 1))), 5)])
+        return f"{name} = {render(node, False)}\n", "int", bound
+    is_float = g.chance(0.3)
+    make = (lambda d: fg.num_expr(d, want_float=True)) if is_float else fg.int_expr
+    if kind == "expr":
+        node, bound = (g.num_expr(2, want_float=True) if is_float else g.int_expr(3))
+        return f"{name} = {render(node, False)}\n", "float" if is_float else "int", bound
+    (t, bt), (r1, b1), (r2, b2) = make(2), make(1), make(2)
+    op = g.pick(["+", "-", "*", "//", "%"])
+    bound = INF if op in "//%" and is_float else max(bt * b1 if op == "*" else bt + b1, b2, bt)
+    body = f"""
+        t = {render(t, True)}
+        if {render(fg.bool_expr(1), True)}:
+            return t {op} {render(r1, True)}
+        return {render(r2, True)} if {render(fg.bool_expr(1), True)} else t
+    """
+    return fn_block(f"@beast.derived\ndef {name}():\n" + textwrap.indent(
+        textwrap.dedent(body).strip("\n"), "    ")), "float" if is_float else "int", bound
+
+
+def filter_decl(g: Gen, fg: Gen, name: str) -> str:
+    kind = g.pick(["expr", "expr", "fn", "const", "const-fn"])
+    g.features.add("filter-" + kind)
+    if kind == "expr":
+        return f"{name} = beast.filter({render(g.bool_expr(2), False)})\n"
+    if kind == "const":
+        return f"{name} = beast.filter({g.pick(['n > 3', '(n == 2) | (m < 0)', 'm * 2 > n'])})\n"
+    if kind == "const-fn":
+        return fn_block(f"""
+            @beast.filter
+            def {name}():
+                return n % (m + 1) == 1
+        """)
+    body = f"""
+        if {render(fg.bool_expr(1), True)}:
+            return {render(fg.bool_expr(2), True)}
+        return {render(fg.bool_expr(1), True)} or {render(fg.num_expr(1)[0], True)} % 2 == 0
+    """
+    return fn_block(f"@beast.filter\ndef {name}():\n" + textwrap.indent(
+        textwrap.dedent(body).strip("\n"), "    "))
+
+
+@st.composite
+def spaces(draw, max_iterators=4):
+    """(space source, settings overrides, features): a random small space."""
+    g, fg = Gen(draw), Gen(draw, fn=True)
+    fg.features = g.features
+    lines = ["import math", "", "import beastgen as beast", ""]
+    defaults = {"n": draw(st.integers(1, 4)), "m": draw(st.integers(-2, 3))}
+    lines += [f"n = beast.setting({defaults['n']})", f"m = beast.setting({defaults['m']})"]
+    names = {"n": ("int", 5), "m": ("int", 3)}
+    if g.chance(0.4):
+        lines.append(f"flag = beast.setting({draw(st.booleans())})")
+        names["flag"] = ("bool", 1)
+    if g.chance(0.4):
+        lines.append(f"mode = beast.setting({g.pick(STRINGS[:2])!r}, choices=['x', 'y'])")
+        names["mode"] = ("str-setting", 0)
+    if g.chance(0.3):
+        lines.append("wz = beast.device.warp_size // 16")
+        names["wz"] = ("int", 2)
+        g.features.add("device")
+    g.names = fg.names = names
+    overrides = {}
+    for setting, choices in (("n", range(0, 6)), ("m", range(-2, 4)), ("flag", (True, False)),
+                             ("mode", ("x", "y"))):
+        if setting in names and g.chance(0.35):
+            value = g.pick(choices)
+            overrides[setting] = str(value) if setting == "n" and g.chance(0.3) else value
+            g.features.add("override")
+
+    n_iterators = draw(st.integers(2, max_iterators))
+    n_derived, n_filters = draw(st.integers(0, 3)), draw(st.integers(1, 4))
+    # interleave: after each iterator, some derived values and filters over what exists so far
+    slots = sorted(draw(st.lists(st.integers(0, n_iterators - 1), min_size=n_derived + n_filters,
+                                 max_size=n_derived + n_filters)))
+    kinds = ["derived"] * n_derived + ["filter"] * n_filters
+    kinds = draw(st.permutations(kinds))
+    counters = {"derived": 0, "filter": 0}
+    for index, iterator in enumerate("abcd"[:n_iterators]):
+        text, typ, bound = iterator_decl(g, fg, iterator)
+        lines.append(text.rstrip("\n"))
+        names[iterator] = (typ, bound)
+        for slot, kind in zip(slots, kinds):
+            if slot != index:
+                continue
+            name = f"{kind[0]}{counters[kind]}"
+            counters[kind] += 1
+            if kind == "derived":
+                text, typ, bound = derived_decl(g, fg, f"v{counters[kind] - 1}")
+                names[f"v{counters[kind] - 1}"] = (typ, bound)
+            else:
+                text = filter_decl(g, fg, name)
+            lines.append(text.rstrip("\n"))
+    return "\n".join(lines) + "\n", overrides, frozenset(g.features)
+
+
+# --------------------------------------------------------------------------------------------------
+# Checking
+# --------------------------------------------------------------------------------------------------
+def reference_rows(space, overrides, columns):
+    ref = ReferenceEnumerator(space, DEVICE, dict(overrides))
+    return Counter(tuple(config[c] for c in columns) for config in ref.configurations())
+
+
+def check_exact(space, overrides, generated_dir, order=None):
+    """Compile ``space`` (in ``order`` if given) and compare it with the reference."""
+    plan = compile_space(space, DEVICE, dict(overrides), str(generated_dir), order=order)
+    assert plan.columns == list(space.iterators)
+    expected = reference_rows(space, overrides, plan.columns)
+    table = plan.enumerate()
+    assert list(table.dtype.names) == plan.columns
+    assert Counter(map(tuple, table.tolist())) == expected
+    total = sum(expected.values())
+    assert plan.count() == total
+    stats = plan.stats()
+    assert stats.count == total
+    if plan.plan is not None:
+        assert stats.levels[-1][1] >= total
+    return plan, total
+
+
+def write_space(directory, source, name="space"):
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    return path
+
+
+def random_valid_order(space, overrides, draw):
+    """A random topological order of the iterators (a loop order compile_space accepts)."""
+    spec = specialize(space, DEVICE, dict(overrides))
+    if spec.empty_reason:
+        return None
+    graph = item_graph(spec.items)
+    iterators = [n for n, item in spec.items.items() if item.kind == "iterator"]
+    loops = nx.DiGraph()
+    loops.add_nodes_from(iterators)
+    for name in iterators:
+        loops.add_edges_from((dep, name) for dep in iterator_closure(graph, spec.items, name) - {name})
+    priority = draw(st.permutations(iterators))
+    return list(nx.lexicographical_topological_sort(loops, key=priority.index))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("properties")
+
+
+_counter = itertools.count()
+
+
+@settings(CI, max_examples=40)
+@given(case=spaces())
+def test_compiled_matches_reference(workdir, case):
+    source, overrides, _ = case
+    directory = workdir / f"s{next(_counter)}"
+    directory.mkdir()
+    space = beastgen.load(write_space(directory, source))
+    check_exact(space, overrides, directory)
+
+
+@settings(CI, max_examples=12)
+@given(case=spaces(max_iterators=3), data=st.data())
+def test_any_loop_order_matches_reference(workdir, case, data):
+    source, overrides, _ = case
+    directory = workdir / f"o{next(_counter)}"
+    directory.mkdir()
+    space = beastgen.load(write_space(directory, source))
+    order = random_valid_order(space, overrides, data.draw)
+    check_exact(space, overrides, directory, order=order)
