@@ -10,6 +10,7 @@ from . import __version__
 from . import language as L
 from .plan import Plan
 from .specialize import Item
+from .symbolic import SymbolicContext
 
 # Python operator precedence (higher binds tighter)
 _PRECEDENCE = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7,
@@ -17,6 +18,8 @@ _PRECEDENCE = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/
 _ATOM = 10
 _NONZERO_SAFE = ("/", "//", "%")
 NJIT = "@numba.njit(cache=True, error_model='python')"
+# Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
+NJIT_GENERATOR = "@numba.njit(error_model='python')"
 _CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
 
 
@@ -84,16 +87,17 @@ def _wrap(node, parent: int, strict: bool = False) -> str:
     return f"({text})" if p < parent or (strict and p == parent) else text
 
 
-def _risky_nodes(expr: L.Expr, conditional: bool = False):
-    """(node, conditional) for every division/modulo/power that may raise, outermost last."""
+def _risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
+    """(node, conditional) for every division/modulo/power that may raise, innermost first;
+    ``nonzero(divisor)`` says when a divisor is proven never zero (no guard needed)."""
     children = expr.children()
     for index, child in enumerate(children):
         under = conditional
         if isinstance(expr, L.IfExp) and index > 0 or isinstance(expr, L.BoolOp) and index > 0:
             under = True
-        yield from _risky_nodes(child, under)
+        yield from _risky_nodes(child, nonzero, under)
     if isinstance(expr, L.BinOp):
-        if expr.op in _NONZERO_SAFE and not (isinstance(expr.right, L.Const) and expr.right.value):
+        if expr.op in _NONZERO_SAFE and not nonzero(expr.right):
             yield expr, conditional
         elif expr.op == "**" and not isinstance(expr.right, L.Const):
             yield expr, True  # 0 ** -1 and friends: left to try/except
@@ -123,8 +127,9 @@ def generate_module(plan: Plan) -> str:
     out += _constants_section(plan)
     out += _helpers_section(plan)
     out += _stat_labels(plan)
+    symbolic = SymbolicContext(spec.items)
     for mode in ("count", "stats", "fill"):
-        out += [""] + _NestWriter(plan, mode).write()
+        out += [""] + _NestWriter(plan, mode, symbolic).write()
     return "\n".join(out) + "\n"
 
 
@@ -171,7 +176,8 @@ def _helpers_section(plan: Plan) -> list[str]:
         fn = item.function
         if fn is None:
             continue
-        lines += [f"# {item.kind} {item.name} ({item.origin}), form: {fn.form}", NJIT]
+        lines += [f"# {item.kind} {item.name} ({item.origin}), form: {fn.form}",
+                  NJIT_GENERATOR if fn.form == "generator" else NJIT]
         lines += ast.unparse(fn.node).splitlines() + ["", ""]
     return lines
 
@@ -188,8 +194,8 @@ def _stat_labels(plan: Plan) -> list[str]:
 
 
 class _NestWriter:
-    def __init__(self, plan: Plan, mode: str):
-        self.plan, self.mode = plan, mode
+    def __init__(self, plan: Plan, mode: str, symbolic: SymbolicContext):
+        self.plan, self.mode, self.symbolic = plan, mode, symbolic
         self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
         self.lines: list[str] = []
         self.depth = 1
@@ -235,7 +241,7 @@ class _NestWriter:
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
         operation is conditional (short-circuit or if-else)."""
-        risky = list(_risky_nodes(expr))
+        risky = list(_risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
             self.temps += 1
@@ -317,7 +323,7 @@ class _NestWriter:
             return
         args = []
         for position, part in enumerate(parts):
-            if position == 2 and not isinstance(part, L.Const):
+            if position == 2 and not self.symbolic.provably_nonzero(part):
                 self.guarded(it, part, lambda s: self.emit(f"{it.name}__step = {s}"))
                 self.emit(f"if {it.name}__step == 0:  # range() step zero")
                 self.depth += 1

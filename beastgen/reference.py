@@ -8,7 +8,6 @@ value or filter raises is rejected too.
 """
 from __future__ import annotations
 
-import math
 import types
 
 import networkx as nx
@@ -16,7 +15,7 @@ import networkx as nx
 from . import language as L
 from .devices import DeviceProfile, load_profile
 from .model import Space
-from .specialize import dependency_graph, resolve_settings
+from .specialize import dependency_graph, function_globals, resolve_settings
 
 
 class _Raised(Exception):
@@ -92,14 +91,13 @@ class ReferenceEnumerator:
         return [self._eval(v, config, env) for v in it.values]
 
     def _call(self, func, config: dict, env: dict):
-        scope = dict(self.space.module_globals)
+        scope = function_globals(self.space, self.profile)
         for name in func.__code__.co_names:
             obj = scope.get(name)
             target = obj.name if isinstance(obj, L.Expr) else name  # an alias reads its target
             var = self.space.variables.get(target)
             if target in config or target in self.inputs or (var is not None and var.kind == "derived"):
                 scope[name] = self._value(target, config, env)
-        scope["beast"] = _DeviceView(self.profile)
         bound = types.FunctionType(func.__code__, scope, func.__name__)
         try:
             result = bound()
@@ -142,14 +140,6 @@ class ReferenceEnumerator:
         except Exception:  # noqa: BLE001 - division by zero and friends: rejected
             raise _Raised from None
         raise TypeError(f"cannot evaluate {type(node).__name__}")
-
-
-class _DeviceView:
-    """Stands in for the ``beast`` module inside space functions: ``beast.device.X``."""
-
-    def __init__(self, profile: DeviceProfile):
-        self.device = types.SimpleNamespace(**profile.properties)
-        self.math = math
 
 
 def reference_count(space: Space, device=None, **settings) -> int:

@@ -281,8 +281,9 @@ class _Folder:
     def _constant_function(self, var: Variable) -> None:
         """A function of constants only: run the user's own code once, in Python."""
         func = var.function.func
-        env = dict(self.space.module_globals)
+        env = function_globals(self.space, self.profile)
         env.update(self.constant_env())
+        env.update({alias: env[target] for alias, target in var.function.aliases.items()})
         bound = types.FunctionType(func.__code__, env, func.__name__)
         try:
             value = bound()
@@ -401,6 +402,17 @@ class _Folder:
         const = L.Const(value)
         const.shown = repr_source(new)
         return const
+
+
+def function_globals(space: Space, profile: DeviceProfile) -> dict:
+    """The globals a space function runs with in plain Python: the space module's, with the
+    beastgen module replaced by a view where ``beast.device.X`` is the profile's value."""
+    view = types.SimpleNamespace(device=types.SimpleNamespace(**profile.properties))
+    env = dict(space.module_globals)
+    for name, value in env.items():
+        if isinstance(value, types.ModuleType) and value.__name__ == "beastgen":
+            env[name] = view
+    return env
 
 
 def _named_const(value, name) -> L.Const:

@@ -5,6 +5,7 @@ device:     h100 (NVIDIA H100 SXM5 80GB; profile f190b544e0068a20)
 settings:   precision='s', trans_a=0, trans_b=0, max_blk=128, max_blk_k=64
 loop order: dim_m, dim_n, blk_m, blk_n, blk_k, vector, blk_m_a, blk_n_a, blk_m_b, blk_n_b, tex_a, tex_b
 key:        3115febbc2a3
+regenerate: beastgen generate spaces/gemm.py --device h100 --set precision=s trans_a=0 trans_b=0 max_blk=128 max_blk_k=64
 
 A filter REJECTS a configuration when it is true: each one is tested right after the loop
 that binds the last variable it reads. Derived values are computed at the outermost loop
@@ -76,13 +77,13 @@ def b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b):
     return blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
 
 
-STAT_SLOTS = ('dim_m', 'dim_n', 'threads', 'over_max_threads', 'partial_warp', 'blk_m', 'thr_m', 'blk_n', 'thr_n', 'low_fma_ratio', 'blk_k', 'smem', 'over_max_shmem', 'regs', 'over_max_regs', 'blocks_per_sm', 'low_occupancy', 'vector', 'type_len', 'blk_m_a', 'blk_n_a', 'a_shape', 'a_incongruent', 'blk_m_b', 'blk_n_b', 'b_shape', 'b_incongruent', 'tex_a', 'tex_b',)  # rejections[i] counts what slot i rejected or raised
+STAT_SLOTS = ('dim_m', 'dim_n', 'threads', 'over_max_threads', 'partial_warp', 'blk_m', 'thr_m', 'blk_n', 'thr_n', 'low_fma_ratio', 'blk_k', 'smem', 'over_max_shmem', 'regs', 'over_max_regs', 'blocks_per_sm', 'low_occupancy', 'vector', 'type_len', 'blk_m_a', 'blk_n_a', 'a_shape', 'a_incongruent', 'blk_m_b', 'blk_n_b', 'b_shape', 'b_incongruent', 'tex_a', 'tex_b',)  # _rejections[i] counts what slot i rejected or raised
 
 
 @numba.njit(cache=True, error_model='python')
 def count():
     """Number of valid configurations."""
-    n = 0
+    _n = 0
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
     for dim_m in range(1, max_threads_dim_x + 1):
         # loop 1: iterator dim_n (spaces/gemm.py:37): range(1, max_threads_dim_y + 1, 1)
@@ -201,179 +202,179 @@ def count():
                                             for tex_a in tex_a__VALUES:
                                                 # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
                                                 for tex_b in tex_b__VALUES:
-                                                    n += 1
-    return n
+                                                    _n += 1
+    return _n
 
 @numba.njit(cache=True, error_model='python')
-def count_with_stats(visits, rejections):
-    """count(), also adding loop iterations per level to visits and
-    rejections (filters) or errors (division by zero...) per STAT_SLOTS to rejections."""
-    n = 0
+def count_with_stats(_visits, _rejections):
+    """count(), also adding loop iterations per level to _visits and
+    rejections (filters) or errors (division by zero...) per STAT_SLOTS to _rejections."""
+    _n = 0
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
     for dim_m in range(1, max_threads_dim_x + 1):
-        visits[0] += 1
+        _visits[0] += 1
         # loop 1: iterator dim_n (spaces/gemm.py:37): range(1, max_threads_dim_y + 1, 1)
         for dim_n in range(1, max_threads_dim_y + 1):
-            visits[1] += 1
+            _visits[1] += 1
             # derived threads (spaces/gemm.py:65): dim_m * dim_n
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                rejections[3] += 1
+                _rejections[3] += 1
                 continue
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
-                rejections[4] += 1
+                _rejections[4] += 1
                 continue
             # loop 2: iterator blk_m (spaces/gemm.py:38): range(dim_m, max_blk + 1, dim_m)
             blk_m__step = dim_m
             if blk_m__step == 0:  # range() step zero
-                rejections[5] += 1
+                _rejections[5] += 1
                 continue
             for blk_m in range(dim_m, max_blk + 1, blk_m__step):
-                visits[2] += 1
+                _visits[2] += 1
                 # derived thr_m (spaces/gemm.py:66): blk_m // dim_m
                 if dim_m == 0:  # would divide by zero
-                    rejections[6] += 1
+                    _rejections[6] += 1
                     continue
                 thr_m = blk_m // dim_m
                 # loop 3: iterator blk_n (spaces/gemm.py:39): range(dim_n, max_blk + 1, dim_n)
                 blk_n__step = dim_n
                 if blk_n__step == 0:  # range() step zero
-                    rejections[7] += 1
+                    _rejections[7] += 1
                     continue
                 for blk_n in range(dim_n, max_blk + 1, blk_n__step):
-                    visits[3] += 1
+                    _visits[3] += 1
                     # derived thr_n (spaces/gemm.py:67): blk_n // dim_n
                     if dim_n == 0:  # would divide by zero
-                        rejections[8] += 1
+                        _rejections[8] += 1
                         continue
                     thr_n = blk_n // dim_n
                     # filter low_fma_ratio (spaces/gemm.py:95): rejects when 5 * thr_m * thr_n < 6 * (thr_m + thr_n)
                     if 5 * thr_m * thr_n < 6 * (thr_m + thr_n):
-                        rejections[9] += 1
+                        _rejections[9] += 1
                         continue
                     # loop 4: iterator blk_k (spaces/gemm.py:40): range(1, max_blk_k + 1, 1)
                     for blk_k in range(1, max_blk_k + 1):
-                        visits[4] += 1
+                        _visits[4] += 1
                         # derived smem (spaces/gemm.py:68): (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
                         if smem > max_shared_mem_per_block:
-                            rejections[12] += 1
+                            _rejections[12] += 1
                             continue
                         # derived regs (spaces/gemm.py:69): elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         if threads == 0:  # would divide by zero
-                            rejections[13] += 1
+                            _rejections[13] += 1
                             continue
                         regs = elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         # filter over_max_regs (spaces/gemm.py:93): rejects when regs > max_regs_per_thread
                         if regs > max_regs_per_thread:
-                            rejections[14] += 1
+                            _rejections[14] += 1
                             continue
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         if threads == 0:  # would divide by zero
-                            rejections[15] += 1
+                            _rejections[15] += 1
                             continue
                         if regs * threads == 0:  # would divide by zero
-                            rejections[15] += 1
+                            _rejections[15] += 1
                             continue
                         if smem == 0:  # would divide by zero
-                            rejections[15] += 1
+                            _rejections[15] += 1
                             continue
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
-                            rejections[16] += 1
+                            _rejections[16] += 1
                             continue
                         # loop 5: iterator vector (spaces/gemm.py:41): values(0, 1)
                         for vector in vector__VALUES:
-                            visits[5] += 1
+                            _visits[5] += 1
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
                             try:
                                 blk_m_a__lo, blk_m_a__hi, blk_m_a__step = blk_m_a__range(blk_m, type_len)
                             except Exception:  # blk_m_a raised: rejected
-                                rejections[19] += 1
+                                _rejections[19] += 1
                                 continue
                             if blk_m_a__step == 0:  # range() step zero
-                                rejections[19] += 1
+                                _rejections[19] += 1
                                 continue
                             for blk_m_a in range(blk_m_a__lo, blk_m_a__hi, blk_m_a__step):
-                                visits[6] += 1
+                                _visits[6] += 1
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
                                 try:
                                     blk_n_a__lo, blk_n_a__hi, blk_n_a__step = blk_n_a__range(blk_k)
                                 except Exception:  # blk_n_a raised: rejected
-                                    rejections[20] += 1
+                                    _rejections[20] += 1
                                     continue
                                 if blk_n_a__step == 0:  # range() step zero
-                                    rejections[20] += 1
+                                    _rejections[20] += 1
                                     continue
                                 for blk_n_a in range(blk_n_a__lo, blk_n_a__hi, blk_n_a__step):
-                                    visits[7] += 1
+                                    _visits[7] += 1
                                     # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads
                                     if blk_m_a * blk_n_a != threads:
-                                        rejections[21] += 1
+                                        _rejections[21] += 1
                                         continue
                                     # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
                                     try:
                                         a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
                                     except Exception:  # a_incongruent raised: rejected
-                                        rejections[22] += 1
+                                        _rejections[22] += 1
                                         continue
                                     if a_incongruent__rejects:
-                                        rejections[22] += 1
+                                        _rejections[22] += 1
                                         continue
                                     # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
                                     try:
                                         blk_m_b__lo, blk_m_b__hi, blk_m_b__step = blk_m_b__range(blk_k, type_len)
                                     except Exception:  # blk_m_b raised: rejected
-                                        rejections[23] += 1
+                                        _rejections[23] += 1
                                         continue
                                     if blk_m_b__step == 0:  # range() step zero
-                                        rejections[23] += 1
+                                        _rejections[23] += 1
                                         continue
                                     for blk_m_b in range(blk_m_b__lo, blk_m_b__hi, blk_m_b__step):
-                                        visits[8] += 1
+                                        _visits[8] += 1
                                         # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
                                         try:
                                             blk_n_b__lo, blk_n_b__hi, blk_n_b__step = blk_n_b__range(blk_n)
                                         except Exception:  # blk_n_b raised: rejected
-                                            rejections[24] += 1
+                                            _rejections[24] += 1
                                             continue
                                         if blk_n_b__step == 0:  # range() step zero
-                                            rejections[24] += 1
+                                            _rejections[24] += 1
                                             continue
                                         for blk_n_b in range(blk_n_b__lo, blk_n_b__hi, blk_n_b__step):
-                                            visits[9] += 1
+                                            _visits[9] += 1
                                             # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads
                                             if blk_m_b * blk_n_b != threads:
-                                                rejections[25] += 1
+                                                _rejections[25] += 1
                                                 continue
                                             # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                             try:
                                                 b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
                                             except Exception:  # b_incongruent raised: rejected
-                                                rejections[26] += 1
+                                                _rejections[26] += 1
                                                 continue
                                             if b_incongruent__rejects:
-                                                rejections[26] += 1
+                                                _rejections[26] += 1
                                                 continue
                                             # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
                                             for tex_a in tex_a__VALUES:
-                                                visits[10] += 1
+                                                _visits[10] += 1
                                                 # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
                                                 for tex_b in tex_b__VALUES:
-                                                    visits[11] += 1
-                                                    n += 1
-    return n
+                                                    _visits[11] += 1
+                                                    _n += 1
+    return _n
 
 @numba.njit(cache=True, error_model='python')
-def fill(col_dim_m, col_dim_n, col_blk_m, col_blk_n, col_blk_k, col_vector, col_blk_m_a, col_blk_n_a, col_blk_m_b, col_blk_n_b, col_tex_a, col_tex_b):
+def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector, _col_blk_m_a, _col_blk_n_a, _col_blk_m_b, _col_blk_n_b, _col_tex_a, _col_tex_b):
     """Write every valid configuration into the columns (string values as indices)."""
-    n = 0
+    _n = 0
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
     for dim_m in range(1, max_threads_dim_x + 1):
         # loop 1: iterator dim_n (spaces/gemm.py:37): range(1, max_threads_dim_y + 1, 1)
@@ -492,17 +493,17 @@ def fill(col_dim_m, col_dim_n, col_blk_m, col_blk_n, col_blk_k, col_vector, col_
                                             for tex_a in tex_a__VALUES:
                                                 # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
                                                 for tex_b in tex_b__VALUES:
-                                                    col_dim_m[n] = dim_m
-                                                    col_dim_n[n] = dim_n
-                                                    col_blk_m[n] = blk_m
-                                                    col_blk_n[n] = blk_n
-                                                    col_blk_k[n] = blk_k
-                                                    col_vector[n] = vector
-                                                    col_blk_m_a[n] = blk_m_a
-                                                    col_blk_n_a[n] = blk_n_a
-                                                    col_blk_m_b[n] = blk_m_b
-                                                    col_blk_n_b[n] = blk_n_b
-                                                    col_tex_a[n] = tex_a
-                                                    col_tex_b[n] = tex_b
-                                                    n += 1
-    return n
+                                                    _col_dim_m[_n] = dim_m
+                                                    _col_dim_n[_n] = dim_n
+                                                    _col_blk_m[_n] = blk_m
+                                                    _col_blk_n[_n] = blk_n
+                                                    _col_blk_k[_n] = blk_k
+                                                    _col_vector[_n] = vector
+                                                    _col_blk_m_a[_n] = blk_m_a
+                                                    _col_blk_n_a[_n] = blk_n_a
+                                                    _col_blk_m_b[_n] = blk_m_b
+                                                    _col_blk_n_b[_n] = blk_n_b
+                                                    _col_tex_a[_n] = tex_a
+                                                    _col_tex_b[_n] = tex_b
+                                                    _n += 1
+    return _n

@@ -93,3 +93,50 @@ over_max_shmem = beast.filter(smem > max_shared_mem_per_block)
 over_max_regs = beast.filter(regs > max_regs_per_thread)
 low_occupancy = beast.filter(blocks_per_sm * threads * 4 < max_threads_per_sm)
 low_fma_ratio = beast.filter(5 * thr_m * thr_n < 6 * (thr_m + thr_n))
+
+# -- lower-bound model (Telamon-style): seconds; each term must NEVER exceed the real run time ----
+# Problem size C[M x N] += A[M x K] B[K x N]. The bound of a configuration is the maximum of the terms;
+# a term that depends only on outer loops cuts whole subtrees there.
+M = beast.setting(4096)
+N = beast.setting(4096)
+K = beast.setting(4096)
+
+sm_count = beast.device.sm_count
+clock_hz = beast.device.max_clock_mhz * 1e6       # the highest clock the GPU can run at
+LOAD_BYTES_PER_CLOCK_PER_SM = 256                  # L1 (128 B/clk) and texture path combined, at most
+
+@beast.derived
+def fmas_per_element():                           # a complex multiply-add is 4 real FMAs
+    return 4 if precision in ('c', 'z') else 1
+
+@beast.derived
+def peak_fma_flops():                             # this kernel uses FMA units, never tensor cores
+    return beast.device.peak_flops_fp64 if precision in ('d', 'z') else beast.device.peak_flops_fp32
+
+@beast.derived
+def warp_issue_per_clock():                       # Kepler can dual-issue; later GPUs issue one
+    return 2 if float(beast.device.compute_capability) < 5 else 1
+
+blocks = ((M + blk_m - 1) // blk_m) * ((N + blk_n - 1) // blk_n)
+# resident blocks per SM from the exact limits only (threads, shared memory, block slots): the register
+# estimate above may exceed the compiler's real use, and fewer resident blocks would not be a valid bound
+resident_blocks = beast.min(max_blocks_per_sm, max_threads_per_sm // threads, shared_mem_per_sm // smem)
+
+# compute: every one of the 2*M*N*K (x4 complex) flops is executed, never faster than the FMA peak
+compute_time = beast.bound(2 * fmas_per_element * M * N * K / peak_fma_flops)
+
+# compulsory DRAM traffic: A and B read and C written at least once; only what exceeds the L2 can
+# have stayed on chip from a previous run, and DRAM never moves more than its peak bandwidth
+dram_time = beast.bound(beast.max(0, (M * K + K * N + M * N) * elem_bytes - beast.device.l2_size)
+                        / beast.device.dram_bandwidth)
+
+# tiling traffic: each of the `blocks` blocks loads its blk_m x K panel of A and K x blk_n panel of B
+# into shared memory; no SM takes in more than LOAD_BYTES_PER_CLOCK_PER_SM bytes per clock
+tiling_time = beast.bound(blocks * (blk_m + blk_n) * K * elem_bytes
+                          / (sm_count * LOAD_BYTES_PER_CLOCK_PER_SM * clock_hz))
+
+# wave quantization: the busiest SM runs at least ceil(blocks / sm_count) blocks, at most
+# resident_blocks at a time; each block lasts at least its threads' FMA count (thr_m*thr_n*K each,
+# issued at most warp_issue_per_clock per clock)
+wave_time = beast.bound(((blocks + sm_count - 1) // sm_count + resident_blocks - 1) // resident_blocks
+                        * fmas_per_element * thr_m * thr_n * K / (warp_issue_per_clock * clock_hz))

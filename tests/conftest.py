@@ -33,3 +33,9 @@ def write_space(tmp_path):
         path.write_text(textwrap.dedent(text))
         return str(path)
     return write
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _generated_code_outside_the_repository(tmp_path_factory):
+    """Tests never write into the repository's own generated/ (checked by test_generated.py)."""
+    os.environ["BEASTGEN_GENERATED_DIR"] = str(tmp_path_factory.mktemp("generated-default"))

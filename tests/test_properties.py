@@ -37,6 +37,7 @@ FLOAT_CONSTS = (0.5, -1.5, 2.25, 0.1, 3.0, -0.75)
 STRINGS = ("x", "y", "z")
 LIMIT = 4  # range bounds are clamped to [-LIMIT, LIMIT + 1] unless known to be that small
 INF = float("inf")
+SETTINGS = ("n", "m", "flag", "mode", "wz")
 
 
 def render(node, fn: bool) -> str:
@@ -86,12 +87,14 @@ class Gen:
         return self.draw(st.integers(0, 99)) < p * 100
 
     def of_type(self, *types):
-        return [n for n, (t, _) in self.names.items() if t in types]
+        """Names of these types; settings once, iterators and derived values thrice (more likely)."""
+        return [n for n, (t, _) in self.names.items() if t in types
+                for _ in range(1 if n in SETTINGS else 3)]
 
     # -- leaves ----------------------------------------------------------------------------------
     def int_leaf(self, bool_ok=False):
         names = self.of_type("int", "bool") if bool_ok else self.of_type("int")
-        if names and self.chance(0.7):
+        if names and self.chance(0.8):
             name = self.pick(names)
             return ("n", name), self.names[name][1]
         value = self.pick(INT_CONSTS)
@@ -142,6 +145,8 @@ class Gen:
         if not want_float and self.chance(0.5):
             return self.int_expr(depth)
         if depth <= 0 or self.chance(0.25):
+            if self.chance(0.4):
+                return self.int_leaf()
             return self.name_leaf(["float"], lambda: (("k", self.pick(FLOAT_CONSTS)), 3.0))
         op = self.pick(["/", "/", "+", "*", "-", "//", "%", "min", "where"])
         (l, bl) = self.num_expr(depth - 1)
@@ -211,10 +216,12 @@ def fn_block(text: str) -> str:
     return textwrap.dedent(text).strip("\n") + "\n"
 
 
-def iterator_decl(g: Gen, fg: Gen, name: str):
-    """Source, type and magnitude bound of a random iterator named ``name``."""
-    kind = g.pick(["range_const", "range_dep", "range_dep", "values_const", "values_dep",
-                   "fn_range", "fn_seq", "gen", "fn_const"])
+ITERATOR_KINDS = ("range_const", "range_dep", "values_const", "fn_range", "gen", "values_dep",
+                  "fn_seq", "fn_const")
+
+
+def iterator_decl(g: Gen, fg: Gen, name: str, kind: str):
+    """Source, type and magnitude bound of a random iterator of ``kind`` named ``name``."""
     g.features.add(kind)
     E = lambda node: render(node, False)  # noqa: E731
     F = lambda node: render(node, True)  # noqa: E731
@@ -227,22 +234,32 @@ def iterator_decl(g: Gen, fg: Gen, name: str):
         if lo == 0 and step == 1 and g.chance():
             return f"{name} = beast.range({hi})\n", "int", max(abs(lo), abs(hi))
         if g.chance(0.3):
-            return f"{name} = beast.range(-n, n + {abs(hi)}, {step})\n", "int", LIMIT + 6
+            return f"{name} = beast.range(-n, n + {abs(hi)}, {abs(step)})\n", "int", LIMIT + 6
         return f"{name} = beast.range({lo}, {hi}, {step})\n", "int", max(abs(lo), abs(hi))
     if kind == "range_dep":
         (start, bs), (stop, bt) = g.bounded(2), g.bounded(2)
-        args = [E(start), E(stop)]
-        if g.chance(0.7):
-            step, _ = g.bounded(1, limit=2)
-            if step[0] == "k" and step[1] == 0:
-                step = ("k", -1)
-            args.append(E(step))
+        width = g.pick([4, 6, 2, 3])
+        shape = g.pick(["up", "down", "any"])
+        if shape == "up":  # never empty (but a bound may divide by zero)
+            stop, bt = ("bin", "+", start, ("k", width)), bs + width
+        elif shape == "down":
+            stop, bt = ("bin", "-", start, ("k", width)), bs + width
+            g.features.add("negative-step")
+        step, _ = g.bounded(1, limit=2)
+        if shape == "up":
+            step = ("call", "max", (("k", 1), step)) if g.chance() else ("k", 1)
+        elif shape == "down":
+            step = ("call", "min", (("k", -1), step)) if g.chance() else ("k", -1)
+        elif step[0] == "k" and step[1] == 0:
+            step = ("k", 2)
+        args = [E(start), E(stop)] + ([E(step)] if step != ("k", 1) else [])
+        if step[0] != "k":
             g.features.add("dynamic-step")
         return f"{name} = beast.range({', '.join(args)})\n", "int", max(bs, bt)
     if kind == "values_const":
         flavor = g.pick(["int", "float", "bool", "str", "int-float", "int-bool"])
         g.features.add("values-" + flavor)
-        count = g.draw(st.integers(1, 4))
+        count = g.draw(st.integers(2, 5)) if g.chance(0.8) else 1
         pools = {"int": INT_CONSTS, "float": FLOAT_CONSTS, "bool": (True, False), "str": STRINGS,
                  "int-float": INT_CONSTS + FLOAT_CONSTS, "int-bool": INT_CONSTS + (True, False)}
         vals = [g.pick(pools[flavor]) for _ in range(count)]
@@ -260,25 +277,21 @@ def iterator_decl(g: Gen, fg: Gen, name: str):
         return (f"{name} = beast.values({', '.join(E(p) for p, _ in parts)})\n", "int",
                 max(b for _, b in parts))
     if kind == "fn_range":
-        (lo, bl), (hi, bh) = fg.bounded(2), fg.bounded(2)
-        cond = fg.bool_expr(1)
-        step = g.pick(["1", "-1", "2", F(fg.bounded(1, limit=1)[0]), f"(1 if {F(cond)} else -1)"])
-        (lo2, bl2), (hi2, bh2) = fg.bounded(1), fg.bounded(1)
+        (lo, bl), (top, bt) = fg.bounded(2), fg.bounded(1)
+        cond, width = fg.bool_expr(1), g.pick([4, 2, 6])
+        up, down = f"{F(lo)}, {F(lo)} + {width}", f"{F(lo)} + {width}, {F(lo)}"
+        args = g.pick([up, f"{up}, 2", f"{down}, -1", f"{up}, {F(fg.bounded(1, limit=1)[0])}",
+                       f"{up}, (1 if {F(cond)} else -1)"])
         if g.chance():
-            body = f"""
-                if {F(cond)}:
-                    return range({F(hi)})
-                return range({F(lo2)}, {F(hi2)}, {step})
-            """
+            body = f"if {F(cond)}:\n    return range({F(top)})\nreturn range({args})"
         else:
-            body = f"return range({F(lo)}, {F(hi)} if {F(cond)} else {F(hi2)}, {step})"
-        bound = max(bl, bh, bl2, bh2)
-        return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(
-            textwrap.dedent(body).strip("\n"), "    ")), "int", bound
+            body = f"return range({F(lo)}, ({F(lo)} + {width}) if {F(cond)} else {F(top)})"
+        return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(body, "    ")), \
+            "int", max(bl + width, bt)
     if kind == "fn_seq":
         as_float = g.chance(0.3)
         elem = (lambda: fg.num_expr(1, want_float=True)) if as_float else (lambda: fg.int_expr(2))
-        first = [elem() for _ in range(g.draw(st.integers(1, 3)))]
+        first = [elem() for _ in range(g.draw(st.integers(2, 4)))]
         second = [elem() for _ in range(g.draw(st.integers(1, 3)))]
         bound = max(b for _, b in first + second)
         if as_float:
@@ -301,6 +314,8 @@ def iterator_decl(g: Gen, fg: Gen, name: str):
         flavor = g.pick(["while", "for", "fib"])
         g.features.add("gen-" + flavor)
         (lo, bl), (hi, bh) = fg.bounded(1), fg.bounded(2)
+        if g.chance(0.7):
+            hi, bh = ("bin", "+", lo, ("k", g.pick([4, 6, 2]))), bl + 6
         if flavor == "while":
             inc = g.pick(["1", "2", f"1 + abs({F(fg.int_expr(1)[0])}) % 2"])
             body = f"""
@@ -331,8 +346,8 @@ def iterator_decl(g: Gen, fg: Gen, name: str):
     # fn_const: a function iterator of settings only, run once in plain Python at specialization
     body = g.pick([
         "if n > 2:\n    return range(n - 3, n)\nreturn [n, -n, 0]",
-        "return range(1, n + 1, 1 if m >= 0 else -1)",
-        "k = m\nwhile k < n:\n    yield k\n    k += 2",
+        "return range(1, n + 1, 1 if m >= 0 else 2)",
+        "k = m - 3\nwhile k < n:\n    yield k\n    k += 2",
         "return (n, 2 * n) if m != 1 else ()",
     ])
     return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(body, "    ")), "int", 12
@@ -365,24 +380,30 @@ def derived_decl(g: Gen, fg: Gen, name: str):
         textwrap.dedent(body).strip("\n"), "    ")), "float" if is_float else "int", bound
 
 
-def filter_decl(g: Gen, fg: Gen, name: str) -> str:
-    kind = g.pick(["expr", "expr", "fn", "const", "const-fn"])
+def filter_decl(g: Gen, fg: Gen, name: str, constant: str | None = None) -> str:
+    """A random filter; ``constant``: 'const' or 'const-fn' for one that only reads settings."""
+    kind = g.pick(["expr", "fn"] if constant is None else [constant])
     g.features.add("filter-" + kind)
     if kind == "expr":
-        return f"{name} = beast.filter({render(g.bool_expr(2), False)})\n"
+        cond = g.bool_expr(2)
+        if g.chance(0.8):  # rejecting less often keeps more of the space
+            cond = g.named(("and", cond, g.bool_expr(1)))
+        return f"{name} = beast.filter({render(cond, False)})\n"
     if kind == "const":
-        return f"{name} = beast.filter({g.pick(['n > 3', '(n == 2) | (m < 0)', 'm * 2 > n'])})\n"
+        return f"{name} = beast.filter({g.pick(['n > 4', '(n == 5) | (m < -1)', 'm * 3 > n + 6'])})\n"
     if kind == "const-fn":
         return fn_block(f"""
             @beast.filter
             def {name}():
-                return n % (m + 1) == 1
+                return n % (m + 1) == 3
         """)
     body = f"""
         if {render(fg.bool_expr(1), True)}:
             return {render(fg.bool_expr(2), True)}
-        return {render(fg.bool_expr(1), True)} or {render(fg.num_expr(1)[0], True)} % 2 == 0
+        return {render(fg.bool_expr(1), True)} and {render(fg.num_expr(1)[0], True)} % 2 == 0
     """
+    if g.chance(0.7):
+        body = body.replace("return (", f"return {render(fg.bool_expr(1), True)} and (", 1)
     return fn_block(f"@beast.filter\ndef {name}():\n" + textwrap.indent(
         textwrap.dedent(body).strip("\n"), "    "))
 
@@ -415,29 +436,31 @@ def spaces(draw, max_iterators=4):
             overrides[setting] = str(value) if setting == "n" and g.chance(0.3) else value
             g.features.add("override")
 
-    n_iterators = draw(st.integers(2, max_iterators))
-    n_derived, n_filters = draw(st.integers(0, 3)), draw(st.integers(1, 4))
+    n_iterators = max(draw(st.integers(2, max_iterators)), draw(st.integers(2, max_iterators)))
+    n_derived, n_filters = draw(st.integers(0, 3)), draw(st.integers(1, 3))
     # interleave: after each iterator, some derived values and filters over what exists so far
     slots = sorted(draw(st.lists(st.integers(0, n_iterators - 1), min_size=n_derived + n_filters,
                                  max_size=n_derived + n_filters)))
-    kinds = ["derived"] * n_derived + ["filter"] * n_filters
-    kinds = draw(st.permutations(kinds))
+    kinds = draw(st.permutations(["derived"] * n_derived + ["filter"] * n_filters))
     counters = {"derived": 0, "filter": 0}
+    iterator_kinds = draw(st.permutations(ITERATOR_KINDS))  # different kinds in one space
     for index, iterator in enumerate("abcd"[:n_iterators]):
-        text, typ, bound = iterator_decl(g, fg, iterator)
+        text, typ, bound = iterator_decl(g, fg, iterator, iterator_kinds[index])
         lines.append(text.rstrip("\n"))
         names[iterator] = (typ, bound)
         for slot, kind in zip(slots, kinds):
             if slot != index:
                 continue
-            name = f"{kind[0]}{counters[kind]}"
+            name = f"{'v' if kind == 'derived' else 'f'}{counters[kind]}"
             counters[kind] += 1
             if kind == "derived":
-                text, typ, bound = derived_decl(g, fg, f"v{counters[kind] - 1}")
-                names[f"v{counters[kind] - 1}"] = (typ, bound)
+                text, typ, bound = derived_decl(g, fg, name)
+                names[name] = (typ, bound)
             else:
                 text = filter_decl(g, fg, name)
             lines.append(text.rstrip("\n"))
+    if g.chance(0.15):  # constant for the settings: dropped, or rejects everything
+        lines.append(filter_decl(g, fg, "fixed", g.pick(["const", "const-fn"])).rstrip("\n"))
     return "\n".join(lines) + "\n", overrides, frozenset(g.features)
 
 

@@ -1,0 +1,134 @@
+"""Lower bounds at work: thresholds, the exhaustive-versus-pruned comparison (Telamon's Figure 2),
+its table and its plot.
+
+Every bound term is a lower bound on a configuration's run time on its own; a configuration's bound
+is the maximum of its terms. Bound-pruned enumeration keeps the valid configurations whose bound is
+at most the threshold, cutting a whole subtree as soon as a term computed at its level exceeds it.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from .errors import BeastError
+
+_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A time threshold, in seconds, or a factor of the best bound (``2x``)."""
+
+    seconds: float | None = None
+    factor: float | None = None
+
+    def resolve(self, best_bound: float) -> float:
+        return self.seconds if self.factor is None else self.factor * best_bound
+
+    def __str__(self):
+        return f"{self.factor:g}x the best bound" if self.factor is not None else format_seconds(self.seconds)
+
+
+def parse_threshold(text: str) -> Threshold:
+    """``1.5ms``, ``250us``, ``0.002`` (seconds), ``2x`` (of the best bound) or ``inf``."""
+    cleaned = text.strip().lower()
+    if cleaned in ("inf", "infinity", "none"):
+        return Threshold(seconds=math.inf)
+    match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*(x|s|ms|us|µs|ns)?", cleaned)
+    if not match:
+        raise BeastError(f"cannot read threshold {text!r}: give a time (1.5ms, 250us, 0.002) "
+                         "or a factor of the best bound (2x)")
+    value, unit = float(match.group(1)), match.group(2) or ""
+    if unit == "x":
+        if value < 1:
+            raise BeastError(f"threshold factor {text!r} is below 1x: nothing would be kept")
+        return Threshold(factor=value)
+    return Threshold(seconds=value * _UNITS[unit])
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds is None or math.isinf(seconds):
+        return "inf"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+@dataclass
+class LevelCuts:
+    """One loop level of the comparison."""
+
+    iterator: str
+    visited_exhaustive: int  # iterations without any bound
+    visited_hoisted: int  # iterations with each bound term tested where it can first be computed
+    visited_innermost: int  # iterations with every bound term tested only innermost (no hoisting)
+    subtrees_cut: int  # subtrees cut at this level by bound terms (hoisted)
+    configurations_removed: int  # valid configurations inside those subtrees
+    bound_terms: list[str] = field(default_factory=list)  # bound terms placed at this level
+
+
+@dataclass
+class Comparison:
+    space: str
+    device: str
+    threshold: Threshold
+    threshold_seconds: float
+    best_bound_seconds: float
+    exhaustive: int
+    bound_pruned: int
+    bound_pruned_innermost: int  # must equal bound_pruned
+    levels: list[LevelCuts]
+
+    def as_dict(self) -> dict:
+        return {"space": self.space, "device": self.device, "threshold": str(self.threshold),
+                "threshold_seconds": self.threshold_seconds,
+                "best_bound_seconds": self.best_bound_seconds, "exhaustive": self.exhaustive,
+                "bound_pruned": self.bound_pruned,
+                "bound_pruned_without_hoisting": self.bound_pruned_innermost,
+                "levels": [vars(level) for level in self.levels]}
+
+    def table(self) -> str:
+        from .table import format_table
+
+        rows = [[str(i), lv.iterator, f"{lv.visited_exhaustive:,}", f"{lv.visited_hoisted:,}",
+                 f"{lv.visited_innermost:,}", f"{lv.subtrees_cut:,}", f"{lv.configurations_removed:,}",
+                 ", ".join(lv.bound_terms)] for i, lv in enumerate(self.levels)]
+        return format_table(["level", "iterator", "visited (no bound)", "visited (hoisted)",
+                             "visited (innermost)", "subtrees cut", "configs removed",
+                             "bound terms placed here"], rows)
+
+
+def plot_comparison(comparison: Comparison, path: str) -> None:
+    """Per level: nodes visited without bounds, with hoisted bounds, subtrees cut and configurations
+    removed (log scale), in the spirit of Telamon's Figure 2."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]'") from None
+    import numpy as np
+
+    levels = comparison.levels
+    x = np.arange(len(levels))
+    series = [("visited, no bound", [lv.visited_exhaustive for lv in levels]),
+              ("visited, bounds hoisted", [lv.visited_hoisted for lv in levels]),
+              ("visited, bounds innermost", [lv.visited_innermost for lv in levels]),
+              ("subtrees cut", [lv.subtrees_cut for lv in levels]),
+              ("valid configurations removed", [lv.configurations_removed for lv in levels])]
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(max(8, len(levels) * 0.9), 5))
+    for i, (label, values) in enumerate(series):
+        ax.bar(x + (i - len(series) / 2 + 0.5) * width, [max(v, 0) for v in values], width, label=label)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xticks(x, [lv.iterator for lv in levels], rotation=45, ha="right")
+    ax.set_xlabel("loop level (outermost first)")
+    ax.set_ylabel("count (log scale)")
+    ax.set_title(f"{comparison.space} on {comparison.device}: threshold {format_seconds(comparison.threshold_seconds)}"
+                 f" ({comparison.threshold}); {comparison.bound_pruned:,} of {comparison.exhaustive:,} kept")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,97 @@
+"""Symbolic reasoning with sympy over specialized expressions: proves facts the generated code can
+then skip testing (e.g. that a divisor can never be zero, so no division guard is needed).
+"""
+from __future__ import annotations
+
+import sympy
+
+from . import language as L
+
+
+class SymbolicContext:
+    """Translates IR expressions to sympy, with each iterator's sign and integrality as assumptions."""
+
+    def __init__(self, items: dict):
+        self.items = items
+        self._cache: dict[str, sympy.Expr | None] = {}
+
+    def provably_nonzero(self, expr: L.Expr) -> bool:
+        value = self.to_sympy(expr)
+        return value is not None and value.is_nonzero is True
+
+    def to_sympy(self, node: L.Expr):
+        """A sympy expression equal to ``node`` for every configuration, or None."""
+        if isinstance(node, L.Const):
+            value = node.value
+            if isinstance(value, bool) or isinstance(value, int):
+                return sympy.Integer(int(value))
+            return sympy.Float(value) if isinstance(value, float) else None
+        if isinstance(node, L.Ref):
+            return self._variable(node.target)
+        if isinstance(node, L.UnaryOp):
+            operand = self.to_sympy(node.operand)
+            return None if operand is None else -operand
+        if isinstance(node, L.BinOp) and node.op != "**":
+            left, right = self.to_sympy(node.left), self.to_sympy(node.right)
+            if left is None or right is None:
+                return None
+            if node.op == "+":
+                return left + right
+            if node.op == "-":
+                return left - right
+            if node.op == "*":
+                return left * right
+            if node.op == "/":
+                return left / right
+            if node.op == "//":
+                return sympy.floor(left / right)
+            return sympy.Mod(left, right)
+        if isinstance(node, L.Call) and node.func in ("min", "max", "abs", "ceil", "floor"):
+            args = [self.to_sympy(a) for a in node.args]
+            if any(a is None for a in args):
+                return None
+            function = {"min": sympy.Min, "max": sympy.Max, "abs": sympy.Abs,
+                        "ceil": sympy.ceiling, "floor": sympy.floor}[node.func]
+            return function(*args)
+        return None
+
+    def _variable(self, name: str):
+        if name not in self._cache:
+            self._cache[name] = None  # guards against self-reference while translating
+            item = self.items.get(name)
+            if item is None:
+                value = None
+            elif item.kind == "iterator":
+                value = sympy.Symbol(name, **self._assumptions(item))
+            elif item.expr is not None:
+                value = self.to_sympy(item.expr)
+            else:
+                value = None
+            self._cache[name] = value if value is not None else sympy.Symbol(name)
+        return self._cache[name]
+
+    def _assumptions(self, item) -> dict:
+        facts = {}
+        if item.value_type == "int":
+            facts["integer"] = True
+        elif item.value_type == "float":
+            facts["real"] = True
+        elif item.value_type != "bool":
+            return facts
+        if item.domain is None:
+            return facts
+        kind, *parts = item.domain
+        if kind == "range":
+            start, step = self.to_sympy(parts[0]), self.to_sympy(parts[2])
+            if start is not None and step is not None and step.is_positive:
+                if start.is_positive:
+                    facts["positive"] = True
+                elif start.is_nonnegative:
+                    facts["nonnegative"] = True
+        elif kind == "values":
+            values = [self.to_sympy(p) for p in parts]
+            if all(v is not None and v.is_positive for v in values):
+                facts["positive"] = True
+            elif all(v is not None and v.is_nonnegative for v in values):
+                facts["nonnegative"] = True
+        return facts
