@@ -1,12 +1,14 @@
-"""The ``beastgen`` command line: show, generate, count, enumerate, devices."""
+"""The ``beastgen`` command line: show, generate, count, enumerate, rank, compare, devices."""
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 
+from .bounds import format_seconds, parse_threshold
 from .errors import BeastError
 
 
@@ -49,7 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("count", help="count the valid configurations")
     _add_space_args(p)
     p.add_argument("--stats", action="store_true", help="iterations per loop level, rejections per filter")
+    p.add_argument("--threshold", "-t", default=None,
+                   help="bound-pruned count: only configurations whose lower bound is at most this "
+                        "time (1.5ms, 250us, 0.002) or factor of the best bound (2x)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+
+    p = sub.add_parser("rank", help="the configurations with the smallest lower bounds")
+    _add_space_args(p)
+    p.add_argument("--top", "-k", type=int, default=10, help="how many (default 10)")
+    p.add_argument("--threshold", "-t", default=None, help="only bounds at most this (time or factor)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+
+    p = sub.add_parser("compare", help="exhaustive versus bound-pruned counts, and where the cuts happen")
+    _add_space_args(p)
+    p.add_argument("--threshold", "-t", required=True,
+                   help="a time (1.5ms, 250us, 0.002) or a factor of the best bound (2x)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    p.add_argument("--plot", default=None, metavar="PNG", help="draw the per-level picture")
 
     p = sub.add_parser("enumerate", help="write every valid configuration to a file")
     _add_space_args(p)
@@ -118,6 +136,23 @@ def cmd_count(args) -> int:
     print(_describe_target(plan))
     if plan.plan is not None:
         print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
+    if args.threshold is not None:
+        if args.stats:
+            raise BeastError("--stats counts the exhaustive space; use `beastgen compare` for "
+                             "per-level statistics of bound pruning")
+        threshold = parse_threshold(args.threshold)
+        seconds_limit = threshold.resolve(plan.best_bound() if threshold.factor else math.inf)
+        count = plan.count(seconds_limit)
+        seconds = plan.last_seconds
+        total = time.perf_counter() - start
+        print(f"{count:,} valid configurations with a lower bound of at most "
+              f"{format_seconds(seconds_limit)} ({threshold}) (enumeration {seconds:.3f} s, "
+              f"total {total:.2f} s)")
+        if args.json:
+            print(json.dumps(_target_record(plan) | {
+                "count": count, "threshold_seconds": seconds_limit, "seconds": seconds,
+                "total_seconds": total}))
+        return 0
     stats = plan.stats() if args.stats else None
     count = stats.count if stats else plan.count()
     seconds = stats.seconds if stats else plan.last_seconds
@@ -129,13 +164,59 @@ def cmd_count(args) -> int:
         print()
         print(format_stats(plan, stats))
     if args.json:
-        spec = plan.specialized
-        record = {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
-                  "settings": spec.settings, "count": count, "seconds": seconds,
-                  "total_seconds": total}
+        record = _target_record(plan) | {"count": count, "seconds": seconds, "total_seconds": total}
         if stats:
             record["stats"] = stats.as_dict()
         print(json.dumps(record))
+    return 0
+
+
+def _target_record(plan) -> dict:
+    spec = plan.specialized
+    return {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
+            "settings": spec.settings}
+
+
+def cmd_rank(args) -> int:
+    from .table import format_table
+
+    _, plan = _compile(args)
+    print(_describe_target(plan))
+    threshold = math.inf
+    if args.threshold is not None:
+        parsed = parse_threshold(args.threshold)
+        threshold = parsed.resolve(plan.best_bound() if parsed.factor else math.inf)
+    ranked = plan.rank(args.top, threshold)
+    columns = plan.columns
+    rows = [[str(i + 1), format_seconds(float(r["bound"])), str(r["bottleneck"]),
+             *(str(r[c]) for c in columns)] for i, r in enumerate(ranked)]
+    print(format_table(["#", "bound", "bottleneck", *columns], rows))
+    if args.json:
+        print(json.dumps(_target_record(plan) | {"top": [
+            {"bound_seconds": float(r["bound"]), "bottleneck": str(r["bottleneck"]),
+             "config": {c: r[c].item() for c in columns}} for r in ranked]}))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .bounds import plot_comparison
+
+    _, plan = _compile(args)
+    print(_describe_target(plan))
+    comparison = plan.compare(parse_threshold(args.threshold))
+    print(f"best bound {format_seconds(comparison.best_bound_seconds)}; threshold "
+          f"{format_seconds(comparison.threshold_seconds)} ({comparison.threshold})")
+    print(f"exhaustive: {comparison.exhaustive:,} valid configurations")
+    share = comparison.bound_pruned / comparison.exhaustive if comparison.exhaustive else 0.0
+    print(f"bound-pruned: {comparison.bound_pruned:,} ({share:.1%}); the same without hoisting "
+          f"bound terms: {comparison.bound_pruned_innermost:,}")
+    print()
+    print(comparison.table())
+    if args.plot:
+        plot_comparison(comparison, args.plot)
+        print(f"\nwrote {args.plot}")
+    if args.json:
+        print(json.dumps(comparison.as_dict()))
     return 0
 
 
@@ -218,7 +299,8 @@ def cmd_enumerate(args) -> int:
 
 
 COMMANDS = {"show": cmd_show, "generate": cmd_generate, "count": cmd_count,
-            "enumerate": cmd_enumerate, "devices": cmd_devices}
+            "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
+            "compare": cmd_compare}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -122,13 +122,21 @@ def generate_module(plan: Plan) -> str:
            "A filter REJECTS a configuration when it is true: each one is tested right after the loop",
            "that binds the last variable it reads. Derived values are computed at the outermost loop",
            "where they can be; a division or modulo by zero rejects the configuration (counted).",
+           "A bound term (seconds) is tested like a filter: a subtree is cut when a term computable",
+           "at its level already exceeds the threshold; a term that raises bounds nothing (0).",
            '"""',
-           "import math", "", "import numba", "import numpy as np", ""]
+           "import math", "", "import numba", "import numpy as np", "",
+           "from beastgen.nestlib import heap_offer", ""]
     out += _constants_section(plan)
     out += _helpers_section(plan)
     out += _stat_labels(plan)
     symbolic = SymbolicContext(spec.items)
-    for mode in ("count", "stats", "fill"):
+    modes = ["count", "stats", "fill"]
+    if spec.bound_terms:
+        out += [f"BOUND_TERMS = ({', '.join(map(repr, spec.bound_terms))},)  # a configuration's bound "
+                "is the largest; rank() reports which", ""]
+        modes += ["pruned", "analysis", "rank"]
+    for mode in modes:
         out += [""] + _NestWriter(plan, mode, symbolic).write()
     return "\n".join(out) + "\n"
 
@@ -205,20 +213,49 @@ class _NestWriter:
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
+    _HEADERS = {
+        "count": ("count()", "Number of valid configurations."),
+        "stats": ("count_with_stats(_visits, _rejections)",
+                  "count(), also adding loop iterations per level to _visits and rejections (filters)\n"
+                  "    or errors (division by zero...) per STAT_SLOTS to _rejections."),
+        "pruned": ("count_pruned(_threshold)",
+                   "Valid configurations whose bound is at most _threshold; each bound term cuts\n"
+                   "    its whole subtree at the level where it is first computable."),
+        "analysis": ("cut_analysis(_threshold, _visits, _skipped, _cuts, _removed)",
+                     "Exhaustive walk that records where count_pruned() would cut: per level, the\n"
+                     "    iterations (_visits) and those inside already-cut subtrees (_skipped), subtrees\n"
+                     "    cut (_cuts), and valid configurations they held (_removed). Returns how many\n"
+                     "    valid configurations have every bound term at most _threshold, tested only\n"
+                     "    once the configuration is complete (no hoisting)."),
+        "rank": ("rank(_threshold, _bounds, _terms, _rows)",
+                 "The len(_bounds) valid configurations with the smallest bounds (at most _threshold),\n"
+                 "    as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the\n"
+                 "    largest bound kept. Returns how many were kept."),
+    }
+
     def write(self) -> list[str]:
         iterators = [level.iterator for level in self.plan.levels]
-        if self.mode == "count":
-            header = ["def count():", '    """Number of valid configurations."""']
-        elif self.mode == "stats":
-            header = ["def count_with_stats(_visits, _rejections):",
-                      '    """count(), also adding loop iterations per level to _visits and',
-                      '    rejections (filters) or errors (division by zero...) per STAT_SLOTS to _rejections."""']
-        else:
+        spec = self.plan.specialized
+        if self.mode == "fill":
             cols = ", ".join(f"_col_{it.name}" for it in iterators)
             header = [f"def fill({cols}):",
                       '    """Write every valid configuration into the columns (string values as indices)."""']
+        else:
+            signature, doc = self._HEADERS[self.mode]
+            header = [f"def {signature}:", f'    """{doc}"""']
         self.lines = [NJIT, *header]
-        self.emit("_n = 0")
+        self.emit("_size = 0" if self.mode == "rank" else "_n = 0")
+        constant_bounds = [b for b in spec.bound_terms if b in spec.constants]
+        if self.mode in ("pruned", "rank"):
+            self.emit("_limit = _threshold")
+            if constant_bounds:
+                self.emit(f"if max({', '.join(constant_bounds + ['0.0'])}) > _limit:  # constant bound terms")
+                self.emit("    return 0")
+        if self.mode == "rank":
+            self.emit(f"_row = np.empty({len(iterators)})")
+        if self.mode == "analysis":
+            self.emit(f"_cut_0 = 0 if max({', '.join(constant_bounds + ['0.0'])}) > _threshold else -1"
+                      "  # level of the first cut")
         for index, level in enumerate(self.plan.levels):
             self._loop(level.iterator, index)
             for item in level.body:
@@ -227,10 +264,37 @@ class _NestWriter:
             for it in iterators:
                 value = f"{it.name}__index" if it.value_type == "str" else it.name
                 self.emit(f"_col_{it.name}[_n] = {value}")
+        elif self.mode == "analysis":
+            last = f"_cut_{len(iterators)}"
+            self.emit(f"if {last} >= 0:")
+            self.emit(f"    _removed[{last}] += 1")
+            self.emit("    continue")
+        elif self.mode == "rank":
+            self._rank_leaf(iterators)
+            self.depth = 1
+            self.emit("return _size")
+            return self.lines
         self.emit("_n += 1")
         self.depth = 1
         self.emit("return _n")
         return self.lines
+
+    def _rank_leaf(self, iterators) -> None:
+        terms = self.plan.specialized.bound_terms
+        self.emit(f"_bound = {terms[0]}")
+        self.emit("_term = 0")
+        for index, term in enumerate(terms[1:], 1):
+            self.emit(f"if {term} > _bound:")
+            self.emit(f"    _bound = {term}")
+            self.emit(f"    _term = {index}")
+        self.emit("if _bound > _limit:")
+        self.emit("    continue")
+        for column, it in enumerate(iterators):
+            value = f"{it.name}__index" if it.value_type == "str" else it.name
+            self.emit(f"_row[{column}] = {value}")
+        self.emit("_size = heap_offer(_bounds, _terms, _rows, _size, _bound, _term, _row)")
+        self.emit("if _size == _bounds.shape[0]:  # full: only better bounds can still enter")
+        self.emit("    _limit = min(_threshold, _bounds[0])")
 
     # -- rejection -------------------------------------------------------------------------------
     def reject(self, item: Item) -> None:
@@ -342,11 +406,43 @@ class _NestWriter:
         self.emit(header)
         self.depth += 1
         self.loops += 1
-        if self.mode == "stats":
+        if self.mode in ("stats", "analysis"):
             self.emit(f"_visits[{index}] += 1")
+        if self.mode == "analysis":
+            self.emit(f"_cut_{index + 1} = _cut_{index}")
+            self.emit(f"if _cut_{index + 1} >= 0:")
+            self.emit(f"    _skipped[{index}] += 1")
 
     # -- a derived value, filter or bound --------------------------------------------------------
+    def _bound(self, item: Item) -> None:
+        self.emit(f"# bound {item.name} ({item.origin}): {item.source_text}")
+        if item.function is not None:
+            call = f"{item.function.name}({', '.join(item.function.params)})"
+        else:
+            call = expr_source(item.expr)
+        may_raise = (item.function.may_raise if item.function is not None
+                     else any(True for _ in _risky_nodes(item.expr, self.symbolic.provably_nonzero)))
+        if may_raise:
+            self.emit("try:")
+            self.emit(f"    {item.name} = {call}")
+            self.emit("except Exception:  # a bound term that raises bounds nothing")
+            self.emit(f"    {item.name} = 0.0")
+        else:
+            self.emit(f"{item.name} = {call}")
+        level = self.loops
+        if self.mode in ("pruned", "rank"):
+            self.emit(f"if {item.name} > _limit:  # cut: every completion is slower than the limit")
+            self.emit("    continue")
+        elif self.mode == "analysis":
+            self.emit(f"if _cut_{level} < 0 and {item.name} > _threshold:")
+            self.emit(f"    _cut_{level} = {level - 1}")
+            self.emit(f"    _cuts[{level - 1}] += 1")
+
     def _item(self, item: Item) -> None:
+        if item.kind == "bound":
+            if self.mode in ("pruned", "analysis", "rank"):
+                self._bound(item)
+            return
         if item.kind == "derived":
             self.emit(f"# derived {item.name} ({item.origin}): {item.source_text}")
             if item.function is not None:

@@ -34,6 +34,7 @@ class ReferenceEnumerator:
         order = list(nx.lexicographical_topological_sort(graph, key=list(space.variables).index))
         self.iterators = [n for n in order if space.variables[n].kind == "iterator"]
         self.checks = [n for n in order if space.variables[n].kind in ("derived", "filter")]
+        self.bound_terms = [n for n in space.variables if space.variables[n].kind == "bound"]
 
     def configurations(self):
         """Yield each valid configuration as a dict {iterator: value}, in nest order."""
@@ -41,6 +42,20 @@ class ReferenceEnumerator:
 
     def count(self) -> int:
         return sum(1 for _ in self.configurations())
+
+    def bound(self, config: dict) -> tuple[float, str | None]:
+        """The bound of a valid configuration (the largest term; a term that raises bounds nothing,
+        i.e. counts as 0) and the term that dominates it (the first one declared, on ties)."""
+        env: dict = {}
+        best, name = 0.0, None
+        for term in self.bound_terms:
+            try:
+                value = float(self._value(term, config, env))
+            except _Raised:
+                value = 0.0
+            if name is None or value > best:
+                best, name = value, term
+        return best, name
 
     def _nest(self, depth: int, config: dict):
         if depth == len(self.iterators):

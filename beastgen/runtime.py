@@ -4,20 +4,26 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import language as L
 from .codegen import generate_module, stat_slots
 from .errors import BeastError
 from .plan import Plan, make_plan
-from .specialize import Specialized, specialize
+from .specialize import Specialized, infer_type, specialize
 
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
+#: column types by value type (string values are stored as indices into their constant tuple)
+_DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dtype(np.float64),
+           "bool": np.dtype(np.bool_)}
 
 
 def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
@@ -116,10 +122,16 @@ class CompiledPlan:
         return result
 
     def _compile_error(self, error: Exception) -> BeastError:
-        text = str(error)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)) or f"{type(error).__name__} inside Numba"
         lines = [int(m) for m in re.findall(re.escape(os.path.basename(self.path)) + r'", line (\d+)', text)]
         where, culprit = self.path, ""
         source_lines = self.source.splitlines()
+        if not lines:  # an internal Numba error: blame the innermost generated function compiling
+            names = [frame.f_locals["self"].py_func.__name__ for frame, _ in
+                     traceback.walk_tb(error.__traceback__)
+                     if hasattr(frame.f_locals.get("self"), "py_func")]
+            lines = [i + 1 for name in names[-1:] for i, line in enumerate(source_lines)
+                     if line.startswith(f"def {name}(")]
         for lineno in lines[-1:]:
             for back in range(lineno - 1, -1, -1):
                 m = re.match(r"\s*# (?:loop \d+: )?(iterator|derived|filter|bound) (\w+) \(([^)]*)\)",
@@ -128,16 +140,79 @@ class CompiledPlan:
                     culprit, where = f"{m.group(1)} '{m.group(2)}': ", m.group(3)
                     break
         summary = next((ln.strip() for ln in text.splitlines()
-                        if ln.strip() and not ln.startswith(("File", "During"))), text)
+                        if ln.strip() and not ln.strip().startswith(("File", "During", "Failed in"))),
+                       text)
         return BeastError(f"{culprit}Numba cannot compile the generated enumerator "
                           f"({self.path}): {summary}", where)
 
     # -- running ---------------------------------------------------------------------------------
-    def count(self) -> int:
-        """Number of valid configurations."""
+    def count(self, threshold: float | None = None) -> int:
+        """Number of valid configurations; with a threshold (seconds), only those whose bound is at
+        most the threshold (bound-pruned; the threshold is a run-time argument: nothing recompiles)."""
         if self.plan is None:
             return 0
-        return int(self._run("count"))
+        if threshold is None:
+            return int(self._run("count"))
+        self._require_bounds()
+        return int(self._run("count_pruned", float(threshold)))
+
+    # -- lower bounds ----------------------------------------------------------------------------
+    @property
+    def bound_terms(self) -> list[str]:
+        return self.specialized.bound_terms
+
+    def _require_bounds(self) -> None:
+        if not self.bound_terms:
+            raise BeastError(f"space '{self.specialized.space.name}' declares no bound terms "
+                             "(beast.bound / @beast.bound)", self.specialized.space.path)
+
+    def rank(self, k: int = 10, threshold: float = math.inf) -> np.ndarray:
+        """The ``k`` valid configurations with the smallest bounds (at most ``threshold``), best
+        first, with fields ``bound`` (seconds) and ``bottleneck`` (the dominating term)."""
+        self._require_bounds()
+        names = self.columns
+        if self.plan is None or k <= 0:
+            return self._structured({n: np.zeros(0) for n in names}, extra=[
+                ("bound", np.zeros(0)), ("bottleneck", np.zeros(0, dtype="U1"))])
+        bounds = np.empty(k)
+        terms = np.empty(k, dtype=np.int64)
+        rows = np.empty((k, len(self.plan.order)))
+        size = int(self._run("rank", float(threshold), bounds, terms, rows))
+        order = np.argsort(bounds[:size], kind="stable")
+        items = self.specialized.items
+        columns = {name: rows[order, j].astype(self._column_dtype(items[name]))
+                   for j, name in enumerate(self.plan.order)}
+        bottleneck = np.array(self.bound_terms)[terms[order]]
+        return self._structured(columns, extra=[("bound", bounds[order]), ("bottleneck", bottleneck)])
+
+    def best_bound(self) -> float:
+        """The smallest bound of any valid configuration (inf for an empty space)."""
+        best = self.rank(1)
+        return float(best["bound"][0]) if len(best) else math.inf
+
+    def compare(self, threshold: "Threshold") -> "Comparison":
+        """Exhaustive versus bound-pruned counts, and per loop level where the cuts happen."""
+        from .bounds import Comparison, LevelCuts
+
+        self._require_bounds()
+        spec = self.specialized
+        best = self.best_bound()
+        seconds = threshold.resolve(best)
+        exhaustive = self.count()
+        if self.plan is None:
+            return Comparison(spec.space.name, spec.device.key, threshold, seconds, best, 0, 0, 0, [])
+        pruned = self.count(seconds)
+        depth = len(self.plan.levels)
+        visits, skipped, cuts, removed = (np.zeros(depth + 1, dtype=np.int64) for _ in range(4))
+        innermost = int(self._run("cut_analysis", float(seconds), visits, skipped, cuts, removed))
+        levels = []
+        for index, level in enumerate(self.plan.levels):
+            terms = [item.name for item in level.body if item.kind == "bound"]
+            levels.append(LevelCuts(level.iterator.name, int(visits[index]),
+                                    int(visits[index] - skipped[index]), int(visits[index]),
+                                    int(cuts[index]), int(removed[index]), terms))
+        return Comparison(spec.space.name, spec.device.key, threshold, seconds, best, exhaustive,
+                          pruned, innermost, levels)
 
     def stats(self) -> Stats:
         """Count with per-level iterations and per-filter rejections."""
@@ -172,9 +247,8 @@ class CompiledPlan:
     def enumerate(self) -> np.ndarray:
         """Every valid configuration, as a structured array with one field per iterator
         (declaration order); string values are mapped back."""
-        names = self.columns
         if self.plan is None:
-            return np.zeros(0, dtype=[(n, np.int64) for n in names])
+            return np.zeros(0, dtype=[(n, np.int64) for n in self.columns])
         n = self.count()
         count_seconds = self.last_seconds
         items = self.specialized.items
@@ -183,12 +257,20 @@ class CompiledPlan:
         filled = self._run("fill", *(columns[name] for name in order))
         assert filled == n, "fill and count disagree"
         self.last_seconds += count_seconds
+        return self._structured(columns)
+
+    def _structured(self, columns: dict, extra=()) -> np.ndarray:
+        """One structured array: iterator fields in declaration order (strings mapped back), then
+        ``extra`` (name, array) fields."""
+        items = self.specialized.items
         fields = []
-        for name in names:
+        for name in self.columns:
             column = columns[name]
             if items[name].value_type == "str":
-                column = np.array([p.value for p in items[name].domain[1:]])[column]
+                column = np.array([p.value for p in items[name].domain[1:]])[column.astype(np.int64)]
             fields.append((name, column))
+        fields += list(extra)
+        n = len(fields[0][1]) if fields else 0
         result = np.empty(n, dtype=[(name, col.dtype) for name, col in fields])
         for name, col in fields:
             result[name] = col
@@ -200,14 +282,16 @@ class CompiledPlan:
         return pd.DataFrame(self.enumerate())
 
     def _column_dtype(self, item) -> np.dtype:
-        kind = item.value_type
-        if kind in ("int", "str"):
-            return np.dtype(np.int64)
-        if kind == "float":
-            return np.dtype(np.float64)
-        if kind == "bool":
-            return np.dtype(np.bool_)
-        return _function_value_dtype(getattr(self.module, item.function.name))
+        if item.value_type in _DTYPES:
+            return _DTYPES[item.value_type]
+        if item.function is not None:
+            return _function_value_dtype(getattr(self.module, item.function.name))
+        # values(...) (or a derived value) reading function values: the types Numba gave them
+        items = self.specialized.items
+        parts = item.domain[1:] if item.domain else [item.expr]
+        return np.result_type(*(self._column_dtype(items[p.target]) if isinstance(p, L.Ref)
+                                else _DTYPES.get(infer_type(p, items), np.dtype(np.float64))
+                                for p in parts))
 
 
 def _numba_typeof(value):

@@ -81,6 +81,11 @@ class Specialized:
     dropped_filters: list[str] = field(default_factory=list)  # always false for these settings
     empty_reason: str | None = None  # why the space is empty before any iteration
 
+    @property
+    def bound_terms(self) -> list[str]:
+        """Every bound term (constant or not), in declaration order."""
+        return [n for n, v in self.space.variables.items() if v.kind == "bound"]
+
     def key(self) -> str:
         """A short hash of what the generated code depends on."""
         blob = json.dumps([self.space.source_hash, self.device.fingerprint(),
@@ -245,6 +250,9 @@ class _Folder:
                 if value_type == "mixed":
                     raise SpaceError(f"the values of '{var.name}' mix strings and numbers; give "
                                      "one type per iterator", var.origin)
+                if value_type == "str" and not all(isinstance(p, L.Const) for p in parts):
+                    raise SpaceError(f"the string values of '{var.name}' must be constants (the "
+                                     "enumerator stores strings as indices into them)", var.origin)
         except _Raises as e:
             self._always_raises(var, e)
             return
@@ -321,11 +329,14 @@ class _Folder:
         self.constants[var.name] = value
 
     def _always_raises(self, var: Variable, error: Exception) -> None:
+        if var.kind == "bound":  # a bound term that raises bounds nothing
+            self.constants[var.name] = 0.0
+            return
         cause = error.__cause__ or error
         self.empty_reason = self.empty_reason or (
             f"{var.kind} '{var.name}' ({var.origin}) raises {type(cause).__name__} for these "
             f"settings: every configuration is rejected")
-        if var.kind in ("derived", "bound"):
+        if var.kind == "derived":
             self.constants[var.name] = 0  # keeps later variables foldable; nothing is enumerated
 
     # -- helpers ---------------------------------------------------------------------------------

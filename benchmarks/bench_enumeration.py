@@ -32,9 +32,10 @@ Tools (each run counts the valid configurations; every count is checked against 
   measured inside the program, without compilation).
 
 Every peer runs in a subprocess with a time limit: a run that needs more than ``--cap`` seconds is
-reported as ">cap". A tool repeats its run ``--repeats`` times (fewer when the repeats would
-exceed the cap) and the median is reported. ``--quick`` skips the slowest peers (the plain-Python
-nest, Kernel Tuner's brute force, and Kernel Tuner and pyATF on the flagship space).
+reported as ">cap". A tool repeats its run ``--repeats`` times and the median is reported; a run
+longer than 20 s is not repeated, nor one that would take the tool's total past the cap.
+``--quick`` skips the slowest peers (the plain-Python nest, Kernel Tuner's brute force, and Kernel
+Tuner and pyATF on the flagship space).
 
 Peers that are not installed (``pip install -e '.[bench]'``) are reported and skipped.
 """
@@ -148,15 +149,19 @@ def emit(**record):
     print(RESULT_MARK + json.dumps(record), flush=True)
 
 
+#: a run longer than this (seconds) is not repeated: its median is that one run
+LONG_RUN = 20.0
+
+
 def repeat(run, repeats: int, cap: float):
-    """Call ``run()`` -> (count, seconds) up to ``repeats`` times, emitting each; stop early when
-    the next run would push the total past the cap."""
+    """Call ``run()`` -> (count, seconds) up to ``repeats`` times, emitting each; stop early after a
+    long run (LONG_RUN) or when the next run would push the total past the cap."""
     total = 0.0
-    for i in range(repeats):
+    for _ in range(repeats):
         count, seconds = run()
         emit(count=count, seconds=seconds)
         total += seconds
-        if total + seconds > cap:
+        if seconds > LONG_RUN or total + seconds > cap:
             break
 
 
@@ -514,7 +519,7 @@ def run_c_nest(space, args) -> Outcome:
             outcome.counts.append(int(count))
             outcome.seconds.append(float(seconds))
             total += float(seconds)
-            if total + float(seconds) > args.cap:
+            if float(seconds) > LONG_RUN or total + float(seconds) > args.cap:
                 break
     if not outcome.seconds:
         outcome.status, outcome.note = ">cap", f"no run finished within {args.cap:g} s"
@@ -621,7 +626,8 @@ def report(results, spaces, tools, args) -> tuple[str, list[str]]:
             if o.note and o.status not in ("skipped",):
                 notes.append(f"  {space}/{tool}: {o.status}: {o.note}")
             elif o.seconds and len(o.seconds) < args.repeats and tool != "beastgen_cold":
-                notes.append(f"  {space}/{tool}: {len(o.seconds)} run(s) (repeats limited by the cap)")
+                notes.append(f"  {space}/{tool}: {len(o.seconds)} run(s): runs over {LONG_RUN:g} s "
+                             "are not repeated, nor runs that would pass the cap")
     text = "\n".join([
         f"Median seconds per tool (cap {args.cap:g} s, up to {args.repeats} runs each; "
         "'-' = not applicable / skipped / unavailable):",

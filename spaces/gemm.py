@@ -135,6 +135,11 @@ dram_time = beast.bound(beast.max(0, (M * K + K * N + M * N) * elem_bytes - beas
 tiling_time = beast.bound(blocks * (blk_m + blk_n) * K * elem_bytes
                           / (sm_count * LOAD_BYTES_PER_CLOCK_PER_SM * clock_hz))
 
+# SM load: the busiest SM executes at least ceil(blocks / sm_count) whole blocks' FMAs, never faster
+# than its share of the FMA peak
+sm_load_time = beast.bound((blocks + sm_count - 1) // sm_count * 2 * fmas_per_element * blk_m * blk_n * K
+                           / (peak_fma_flops / sm_count))
+
 # wave quantization: the busiest SM runs at least ceil(blocks / sm_count) blocks, at most
 # resident_blocks at a time; each block lasts at least its threads' FMA count (thr_m*thr_n*K each,
 # issued at most warp_issue_per_clock per clock)

@@ -37,7 +37,7 @@ FLOAT_CONSTS = (0.5, -1.5, 2.25, 0.1, 3.0, -0.75)
 STRINGS = ("x", "y", "z")
 LIMIT = 4  # range bounds are clamped to [-LIMIT, LIMIT + 1] unless known to be that small
 INF = float("inf")
-SETTINGS = ("n", "m", "flag", "mode", "wz")
+SETTINGS = ("n", "m", "flag", "mode", "r", "wz")
 
 
 def render(node, fn: bool) -> str:
@@ -164,10 +164,10 @@ class Gen:
         choice = self.pick(["cmp", "cmp", "str", "bool", "and", "or", "not", "truthy"])
         if depth <= 0 and choice in ("and", "or", "not"):
             choice = "cmp"
-        if choice == "str" and self.of_type("str"):
-            name = self.pick(self.of_type("str"))
-            other = ("n", self.pick(self.of_type("str-setting"))) if (
-                self.of_type("str-setting") and self.chance(0.3)) else ("k", self.pick(STRINGS))
+        if choice == "str" and self.of_type("str", "str-setting"):
+            name = self.pick(self.of_type("str", "str-setting"))
+            other = ("n", "mode") if "mode" in self.names and name != "mode" and self.chance(0.3) \
+                else ("k", self.pick(STRINGS))
             self.features.add("str-compare")
             return ("cmp", self.pick(["==", "!="]), ("n", name), other)
         if choice == "bool" and self.of_type("bool"):
@@ -424,13 +424,17 @@ def spaces(draw, max_iterators=4):
         lines.append(f"mode = beast.setting({g.pick(STRINGS[:2])!r}, choices=['x', 'y'])")
         names["mode"] = ("str-setting", 0)
     if g.chance(0.3):
+        lines.append(f"r = beast.setting({g.pick(FLOAT_CONSTS)!r})")
+        names["r"] = ("float", 3)
+        g.features.add("float-setting")
+    if g.chance(0.3):
         lines.append("wz = beast.device.warp_size // 16")
         names["wz"] = ("int", 2)
         g.features.add("device")
     g.names = fg.names = names
     overrides = {}
     for setting, choices in (("n", range(0, 6)), ("m", range(-2, 4)), ("flag", (True, False)),
-                             ("mode", ("x", "y"))):
+                             ("mode", ("x", "y")), ("r", (0.25, -2.5, 4.0))):
         if setting in names and g.chance(0.35):
             value = g.pick(choices)
             overrides[setting] = str(value) if setting == "n" and g.chance(0.3) else value
