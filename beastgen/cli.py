@@ -1,4 +1,5 @@
-"""The ``beastgen`` command line: show, generate, count, enumerate, rank, compare, devices."""
+"""The ``beastgen`` command line: show, generate, count, enumerate, rank, compare, check-bounds,
+devices."""
 from __future__ import annotations
 
 import argparse
@@ -72,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("enumerate", help="write every valid configuration to a file")
     _add_space_args(p)
     p.add_argument("-o", "--output", required=True, help="output file: .csv, .parquet or .npy")
+
+    p = sub.add_parser("check-bounds",
+                       help="check the bound model against real measurements (a Kernel Tuner cache file)")
+    _add_space_args(p)
+    p.add_argument("--replay", required=True, metavar="FILE.json[.gz]", help="Kernel Tuner cache file")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
     sub.add_parser("devices", help="list the built-in device profiles")
     return parser
@@ -220,6 +227,19 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_check_bounds(args) -> int:
+    from .replay import check_bounds, load_replay
+
+    replay = load_replay(args.replay)
+    _, plan = _compile(args)
+    print(_describe_target(plan))
+    check = check_bounds(plan, replay)
+    print(check.report())
+    if args.json:
+        print(json.dumps(check.as_dict()))
+    return 1 if check.violations else 0
+
+
 def format_stats(plan, stats) -> str:
     """Per-level iterations with the filters placed at each level and what they rejected."""
     from .table import format_table
@@ -300,7 +320,7 @@ def cmd_enumerate(args) -> int:
 
 COMMANDS = {"show": cmd_show, "generate": cmd_generate, "count": cmd_count,
             "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
-            "compare": cmd_compare}
+            "compare": cmd_compare, "check-bounds": cmd_check_bounds}
 
 if __name__ == "__main__":
     sys.exit(main())

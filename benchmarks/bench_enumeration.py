@@ -574,14 +574,7 @@ def fmt_seconds(outcome: Outcome) -> str:
         return "-"
     if outcome.status == "error":
         return "error"
-    s = outcome.median
-    if s >= 100:
-        return f"{s:.0f}"
-    if s >= 0.1:
-        return f"{s:.2f}"
-    if s >= 1e-3:
-        return f"{s * 1e3:.2f}ms"
-    return f"{s * 1e6:.1f}us"
+    return f"{outcome.median:.3g}"
 
 
 def fmt_ratio(outcome: Outcome, base: Outcome | None, cap: float) -> str:
@@ -629,7 +622,7 @@ def report(results, spaces, tools, args) -> tuple[str, list[str]]:
                 notes.append(f"  {space}/{tool}: {len(o.seconds)} run(s): runs over {LONG_RUN:g} s "
                              "are not repeated, nor runs that would pass the cap")
     text = "\n".join([
-        f"Median seconds per tool (cap {args.cap:g} s, up to {args.repeats} runs each; "
+        f"Median seconds per tool (cap {args.cap:g} s per run, up to {args.repeats} runs each; "
         "'-' = not applicable / skipped / unavailable):",
         format_table(headers, seconds_rows), "",
         "Time relative to beastgen warm (count only, compiled code cached):",

@@ -82,3 +82,47 @@ def excluded_128x128_with_8x8_threads():
     T1: ``not (MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8)``; rejecting when it is
     false means rejecting when the inner conjunction is true."""
     return MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+
+# -- lower-bound model of the Xgemm kernel (seconds; each term must NEVER exceed the real time) ---
+# C[M x N] = A[M x K] B[K x N] in single precision; a work-group of MDIMC x NDIMC threads computes an
+# MWG x NWG tile of C, stepping through K by KWG, with A (B) staged in local memory when SA (SB).
+# The problem size is a setting; the Kernel Tuner replay data (shared/replay/) is 4096^3.
+M = beast.setting(4096)
+N = beast.setting(4096)
+K = beast.setting(4096)
+ELEM_BYTES = 4
+LOAD_BYTES_PER_CLOCK_PER_SM = 256          # L1 (128 B/clk) and texture path combined, at most
+
+sm_count = beast.device.sm_count
+clock_hz = beast.device.max_clock_mhz * 1e6  # the highest clock the GPU can run at
+peak_flops = beast.device.peak_flops_fp32    # Xgemm uses FMA units, never tensor cores
+threads = MDIMC * NDIMC
+work_groups = ((M + MWG - 1) // MWG) * ((N + NWG - 1) // NWG)
+local_mem = (SA * MWG + SB * NWG) * KWG * ELEM_BYTES
+# resident work-groups per SM from the exact limits (threads, local memory, block slots); registers
+# are unknown here and could only lower it, which keeps every term below valid
+resident = beast.min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads,
+                     beast.where(local_mem > 0, beast.device.shared_mem_per_sm // beast.max(local_mem, 1),
+                                 beast.device.max_blocks_per_sm))
+
+# compute: all 2*M*N*K flops, never faster than the FP32 FMA peak
+compute_time = beast.bound(2 * M * N * K / peak_flops)
+
+# compulsory DRAM traffic: A, B read and C written once, except what a previous run left in L2
+dram_time = beast.bound(beast.max(0, (M * K + K * N + M * N) * ELEM_BYTES - beast.device.l2_size)
+                        / beast.device.dram_bandwidth)
+
+# tiling traffic: each work-group reads its MWG x K panel of A and K x NWG panel of B at least once;
+# no SM takes in more than LOAD_BYTES_PER_CLOCK_PER_SM bytes per clock
+tiling_time = beast.bound(work_groups * (MWG + NWG) * K * ELEM_BYTES
+                          / (sm_count * LOAD_BYTES_PER_CLOCK_PER_SM * clock_hz))
+
+# SM load: the busiest SM runs at least ceil(work_groups / sm_count) whole work-groups' flops at its
+# share of the peak
+sm_load_time = beast.bound((work_groups + sm_count - 1) // sm_count * 2 * MWG * NWG * K
+                           / (peak_flops / sm_count))
+
+# wave quantization: the busiest SM runs those work-groups at most `resident` at a time, and each
+# lasts at least its threads' (MWG/MDIMC)*(NWG/NDIMC)*K FMAs, one instruction per clock per warp
+wave_time = beast.bound(((work_groups + sm_count - 1) // sm_count + resident - 1) // resident
+                        * (MWG // MDIMC) * (NWG // NDIMC) * K / clock_hz)

@@ -14,7 +14,7 @@ from collections import Counter
 
 import networkx as nx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import beastgen
@@ -522,10 +522,12 @@ def workdir(tmp_path_factory):
 _counter = itertools.count()
 
 
-@settings(CI, max_examples=40)
+@settings(CI, max_examples=36)
 @given(case=spaces())
 def test_compiled_matches_reference(workdir, case):
-    source, overrides, _ = case
+    source, overrides, features = case
+    for feature in sorted(features):  # pytest --hypothesis-show-statistics lists how often
+        event(feature)
     directory = workdir / f"s{next(_counter)}"
     directory.mkdir()
     space = beastgen.load(write_space(directory, source))
@@ -541,3 +543,222 @@ def test_any_loop_order_matches_reference(workdir, case, data):
     space = beastgen.load(write_space(directory, source))
     order = random_valid_order(space, overrides, data.draw)
     check_exact(space, overrides, directory, order=order)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hand-written regressions: each space pins a bug the properties found (or a tricky corner)
+# --------------------------------------------------------------------------------------------------
+def exact(tmp_path, source, **overrides):
+    """Load ``source``, compile it with ``overrides``, check it against the reference: the plan
+    and its number of configurations."""
+    path = write_space(tmp_path, textwrap.dedent(source), f"space_{len(list(tmp_path.iterdir()))}")
+    return check_exact(beastgen.load(path), overrides, tmp_path)
+
+
+TRICKY = """
+    import beastgen as beast
+    n = beast.setting(6)
+    a = beast.range(1, n + 1)
+    b = beast.range(a, 3 * n, a)
+    c = beast.values(0, 1)
+    d = beast.values('x', 'y')
+    @beast.iterator
+    def fib():
+        prev = nxt = 1
+        while nxt <= b:
+            yield nxt
+            nxt, prev = nxt + prev, nxt
+    @beast.iterator
+    def e():
+        return range(1, b // a + 1)
+    q = b // (a - 2)
+    @beast.derived
+    def r():
+        return (fib % (c - 1)) if d == 'x' else 7 / (a - 3)
+    too_big = beast.filter(a * b > 40)
+    odd = beast.filter((b % 2 == 1) & (d == 'y'))
+    @beast.filter
+    def weird():
+        return r > q
+"""
+
+
+def test_tricky_space(tmp_path):
+    assert exact(tmp_path, TRICKY)[1] == 75
+    assert exact(tmp_path, TRICKY, n="4")[1] > 0  # a setting given as text, as --set does
+
+
+def test_single_values_and_rejection_before_the_outer_loop(tmp_path):
+    """beast.values(x) with one argument crashed (language.range shadowed the builtin); a division
+    by zero in the outermost loop's domain emitted `continue` outside any loop."""
+    source = """
+        import beastgen as beast
+        n = beast.setting(3)
+        a = beast.values(n // (n - 2), 3)
+        b = beast.values(-3)
+        c = beast.values([1, 2])
+    """
+    assert exact(tmp_path, source)[1] == 4
+    plan, total = exact(tmp_path, source, n=2)
+    assert total == 0 and plan.stats().errors == {"a": 1}
+
+
+def test_filters_on_named_variables(tmp_path):
+    """beast.filter(flag) / beast.filter(a): the condition is another variable (it crashed both
+    enumerators and was not a dependency)."""
+    source = """
+        import beastgen as beast
+        flag = beast.setting(False)
+        a = beast.range(3)
+        v = a - 1
+        nonzero = beast.filter(a)
+        off = beast.filter(flag)
+        minus_one = beast.filter(v)
+    """
+    assert exact(tmp_path, source)[1] == 0
+    source = source.replace("v = a - 1", "v = a")
+    plan, total = exact(tmp_path, source)
+    assert total == 1 and plan.specialized.dropped_filters == ["off"]
+    plan, total = exact(tmp_path, source, flag=True)
+    assert total == 0 and "'off'" in plan.empty_reason
+
+
+def test_generator_whose_yields_fold_away(tmp_path):
+    """A closure iterator whose only yield sits under a constant-false branch yields nothing."""
+    source = """
+        import beastgen as beast
+        flag = beast.setting(False)
+        a = beast.range(4)
+        @beast.iterator
+        def g():
+            x = 0
+            while x < a:
+                if flag:
+                    yield x
+                x += 1
+    """
+    plan, total = exact(tmp_path, source)
+    assert total == 0 and "yields nothing" in plan.empty_reason
+    assert exact(tmp_path, source, flag=True)[1] == 6
+
+
+def test_aliases_in_space_functions(tmp_path):
+    """A module-level alias (size = n, first = a) read by a space function, compiled or constant."""
+    source = """
+        import beastgen as beast
+        n = beast.setting(3)
+        size = n
+        a = beast.range(4)
+        first = a
+        @beast.iterator
+        def b():
+            return range(first, size + 1)
+        @beast.derived
+        def twice():
+            return size * 2
+        @beast.filter
+        def f():
+            return first + b == twice - 3
+    """
+    assert exact(tmp_path, source)[1] == 8
+
+
+def test_values_with_bools_among_ints_and_function_values(tmp_path):
+    """values(3, False, 4) and values(b, True) are int iterators (a tuple of mixed types cannot
+    be looped over by Numba); values(v, 1) takes the type Numba gives the function v."""
+    source = """
+        import beastgen as beast
+        a = beast.values(3, False, 4)
+        b = beast.range(2)
+        c = beast.values(b, True)
+        @beast.derived
+        def v():
+            return b * 2 if a else -1
+        d = beast.values(v, 1)
+        @beast.derived
+        def w():
+            return a / 2
+        e = beast.values(w, 0.5)
+    """
+    plan, total = exact(tmp_path, source)
+    assert total == 3 * 2 * 2 * 2 * 2
+    table = plan.enumerate()
+    assert [table.dtype[name].kind for name in "abcde"] == ["i", "i", "i", "i", "f"]
+
+
+def test_range_step_zero_for_these_settings(tmp_path):
+    """A range step that folds to zero rejects everything, as range() raises, instead of failing."""
+    source = """
+        import beastgen as beast
+        n = beast.setting(3)
+        a = beast.range(0, 5, n - 3)
+        b = beast.range(a, 5, beast.max(a - 1, -1))
+    """
+    plan, total = exact(tmp_path, source)
+    assert total == 0 and "ValueError" in plan.empty_reason
+    assert exact(tmp_path, source, n=4)[1] == sum(len(range(a, 5, max(a - 1, -1)))
+                                                   for a in range(5) if max(a - 1, -1))
+
+
+def test_divisor_constant_zero_in_a_range_step(tmp_path):
+    """A step that always divides by zero rejects every configuration."""
+    source = """
+        import beastgen as beast
+        a = beast.values(1, 2)
+        b = beast.range(-4, 0)
+        d = beast.range(b, b - 1, beast.min(-1, a // 0))
+    """
+    plan, total = exact(tmp_path, source)
+    assert total == 0 and plan.stats().errors["d"] == 8
+
+
+def test_every_loop_order(tmp_path):
+    source = textwrap.dedent("""
+        import beastgen as beast
+        a = beast.range(-3, 4)
+        b = beast.values(0.5, -1.5, 2)
+        @beast.iterator
+        def c():
+            x = a
+            while x < 4:
+                yield x
+                x += 2
+        q = a // (c - 1)
+        f = beast.filter((q % 2 == 1) | (b * c > 2))
+        g = beast.filter(beast.where(b > 0, a / b, c) > 3)
+    """)
+    space = beastgen.load(write_space(tmp_path, source))
+    totals = set()
+    orders = [["a", "c", "b"], ["a", "b", "c"], ["b", "a", "c"]]
+    for index, order in enumerate(orders):
+        directory = tmp_path / f"order{index}"
+        directory.mkdir()
+        totals.add(check_exact(space, {}, directory, order=order)[1])
+    assert len(totals) == 1 and totals.pop() > 0
+    with pytest.raises(ValueError, match="before"):
+        compile_space(space, DEVICE, {}, str(tmp_path), order=["c", "a", "b"])
+
+
+# --------------------------------------------------------------------------------------------------
+# Limitations: clear errors naming the space function and its line
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("body, message", [
+    ("if a > 1:\n        return [a, 1]\n    return (a, 2)", "Can't unify return type"),
+    ("if a > 1:\n        return [a, 1]\n    return [True]", "inside Numba"),
+])
+def test_function_iterator_of_mixed_types_is_a_clear_error(tmp_path, body, message):
+    path = write_space(tmp_path, f"import beastgen as beast\na = beast.range(3)\n"
+                                 f"@beast.iterator\ndef s():\n    {body}\n")
+    plan = beastgen.load(path).specialize(device=DEVICE, generated_dir=str(tmp_path))
+    with pytest.raises(BeastError, match=message) as error:
+        plan.count()
+    assert error.value.where == f"{path}:3" and "iterator 's'" in error.value.message
+
+
+def test_string_values_must_be_constants(tmp_path):
+    path = write_space(tmp_path, "import beastgen as beast\na = beast.range(3)\n"
+                                 "label = beast.where(a > 1, 'x', 'y')\n"
+                                 "b = beast.values(label, 'z')\n")
+    with pytest.raises(BeastError, match="string values of 'b' must be constants") as error:
+        beastgen.load(path).specialize(device=DEVICE, generated_dir=str(tmp_path))
+    assert error.value.where == f"{path}:4"

@@ -1,0 +1,147 @@
+"""Real GPU measurements from a Kernel Tuner cache file, and the check of a bound model against them:
+no configuration's bound may exceed its measured time, and how many configurations a
+branch-and-bound search (Telamon's Algorithm 2: run in increasing order of bound, stop when the next
+bound is no better than the best time measured) would have run before proving the best.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass, field
+
+from .errors import BeastError
+
+
+@dataclass
+class Replay:
+    """Measured configurations: ``times[key]`` in seconds, ``key`` the values of ``keys`` in order."""
+
+    path: str
+    device_name: str
+    kernel_name: str
+    problem_size: list
+    keys: list[str]
+    times: dict[tuple, float]
+    failed: dict[tuple, str] = field(default_factory=dict)  # configurations whose run failed
+
+    def best(self) -> tuple[tuple, float]:
+        key = min(self.times, key=self.times.get)
+        return key, self.times[key]
+
+
+def load_replay(path: str) -> Replay:
+    """Read a Kernel Tuner cache file (``.json`` or ``.json.gz``)."""
+    try:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise BeastError(f"cannot read replay file: {e.strerror or e}", path) from None
+    except (json.JSONDecodeError, EOFError, gzip.BadGzipFile) as e:
+        raise BeastError(f"replay file is not a Kernel Tuner cache file (JSON): {e}", path) from None
+    for required in ("tune_params_keys", "cache"):
+        if required not in data:
+            raise BeastError(f"replay file has no '{required}': not a Kernel Tuner cache file", path)
+    keys = list(data["tune_params_keys"])
+    times, failed = {}, {}
+    for record in data["cache"].values():
+        key = tuple(record[k] for k in keys)
+        value = record.get("time")
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            times[key] = value / 1000.0  # Kernel Tuner records milliseconds
+        else:
+            failed[key] = str(value)
+    return Replay(path, data.get("device_name", "?"), data.get("kernel_name", "?"),
+                  data.get("problem_size", []), keys, times, failed)
+
+
+@dataclass
+class BoundCheck:
+    replay: Replay
+    space_rows: int  # configurations of the space that the replay's parameter values allow
+    matched: int  # of those, measured in the replay
+    unmeasured: int  # in the space, not in the replay
+    not_in_space: int  # in the replay, not valid in the space
+    violations: list[dict]  # configurations whose bound exceeds their measured time
+    best_time: float
+    best_config: dict
+    best_bound: float
+    evaluated: int  # runs branch-and-bound needs before the next bound proves the best
+    proven: bool
+
+    def as_dict(self) -> dict:
+        return {"replay": self.replay.path, "device_name": self.replay.device_name,
+                "space_rows": self.space_rows, "matched": self.matched,
+                "unmeasured": self.unmeasured, "not_in_space": self.not_in_space,
+                "violations": self.violations, "best_time_seconds": self.best_time,
+                "best_config": self.best_config, "best_bound_seconds": self.best_bound,
+                "evaluated": self.evaluated, "proven": self.proven}
+
+    def report(self) -> str:
+        from .bounds import format_seconds
+
+        lines = [f"replay: {self.replay.path} ({self.replay.kernel_name} on {self.replay.device_name}, "
+                 f"{len(self.replay.times):,} measured)",
+                 f"space configurations with the replay's parameter values: {self.space_rows:,}; "
+                 f"measured: {self.matched:,}; unmeasured: {self.unmeasured:,}; measured but not valid "
+                 f"in the space: {self.not_in_space:,}"]
+        if self.violations:
+            lines.append(f"BOUND VIOLATIONS: {len(self.violations):,} configurations have a bound above "
+                         "their measured time (the model or the device profile is wrong):")
+            for v in self.violations[:10]:
+                lines.append(f"  bound {format_seconds(v['bound_seconds'])} > measured "
+                             f"{format_seconds(v['time_seconds'])} ({v['bottleneck']}): {v['config']}")
+        else:
+            lines.append("no bound exceeds its measured time")
+        share = self.evaluated / self.matched if self.matched else 0.0
+        lines.append(f"best measured: {format_seconds(self.best_time)} (bound "
+                     f"{format_seconds(self.best_bound)}): {self.best_config}")
+        lines.append(f"branch and bound runs {self.evaluated:,} of {self.matched:,} configurations "
+                     f"({share:.1%}) in increasing order of bound"
+                     + (" before the next bound proves the best" if self.proven
+                        else "; the bound never proves the best (it runs them all)"))
+        return "\n".join(lines)
+
+
+def check_bounds(plan, replay: Replay) -> BoundCheck:
+    """Check ``plan``'s bound model against the replay's measurements (see the module docstring)."""
+    columns = plan.columns
+    missing = [k for k in replay.keys if k not in columns]
+    if missing:
+        raise BeastError(f"the replay's parameters {missing} are not iterators of space "
+                         f"'{plan.specialized.space.name}'", replay.path)
+    allowed = {k: {key[i] for key in list(replay.times) + list(replay.failed)}
+               for i, k in enumerate(replay.keys)}
+    ranked = plan.rank(plan.count())  # every valid configuration with its bound, best first
+    rows, matched_keys = [], set()
+    for row in ranked:
+        key = tuple(row[k].item() for k in replay.keys)
+        if any(value not in allowed[k] for k, value in zip(replay.keys, key)):
+            continue
+        rows.append((float(row["bound"]), str(row["bottleneck"]), key))
+    violations, evaluated, best, best_key, proven = [], 0, math.inf, None, False
+    for bound, bottleneck, key in rows:
+        time = replay.times.get(key)
+        if time is None:
+            continue
+        matched_keys.add(key)
+        if bound > time:
+            violations.append({"config": dict(zip(replay.keys, key)), "bound_seconds": bound,
+                               "time_seconds": time, "bottleneck": bottleneck})
+    for bound, _, key in rows:  # Telamon's Algorithm 2 over the measured configurations
+        time = replay.times.get(key)
+        if time is None:
+            continue
+        if bound >= best:
+            proven = True
+            break
+        evaluated += 1
+        if time < best:
+            best, best_key = time, key
+    best_bound = next(b for b, _, key in rows if key == best_key) if best_key else math.inf
+    return BoundCheck(replay, len(rows), len(matched_keys), len(rows) - len(matched_keys),
+                      len(set(replay.times) - matched_keys), violations, best,
+                      dict(zip(replay.keys, best_key)) if best_key else {}, best_bound, evaluated,
+                      proven)
+

@@ -1,0 +1,164 @@
+"""Lower bounds: pruning never loses a configuration it should keep, rank is exact, the threshold is
+a run-time argument, and the shipped GEMM model behaves."""
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import beastgen
+from beastgen.bounds import Threshold, parse_threshold
+from beastgen.cli import main
+from beastgen.reference import ReferenceEnumerator
+
+# -- random spaces with random bound terms ------------------------------------------------------
+TERMS = [
+    "beast.bound(a * b / 7)",
+    "beast.bound(10 / (a - 2))",             # raises at a == 2: bounds nothing there
+    "beast.bound(beast.max(a, c) * 0.5)",
+    "beast.bound((b % 3) * 1.5 + c)",
+    "beast.bound(3.0)",                      # a constant term
+]
+FUNCTION_TERM = """
+@beast.bound
+def fbound():
+    if c > 1:
+        return a / c + b
+    return 2.0 * b
+"""
+
+
+@st.composite
+def bounded_spaces(draw):
+    n = draw(st.integers(3, 7))
+    terms = draw(st.lists(st.sampled_from(TERMS), min_size=1, max_size=3, unique=True))
+    text = ["import beastgen as beast",
+            f"a = beast.range(1, {n})",
+            "b = beast.range(a, 3 * a + 2, a)",
+            f"c = beast.values({', '.join(map(str, draw(st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True))))})",
+            f"odd = beast.filter((a + b + c) % {draw(st.integers(2, 5))} == 0)"]
+    text += [f"t{i} = {term}" for i, term in enumerate(terms)]
+    if draw(st.booleans()):
+        text.append(FUNCTION_TERM)
+    return "\n".join(text) + "\n"
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=bounded_spaces(), k=st.integers(1, 6))
+def test_pruning_and_rank_agree_with_the_reference(text, k, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bounded")
+    path = directory / "space.py"
+    path.write_text(text)
+    space = beastgen.load(str(path))
+    plan = space.specialize(generated_dir=str(directory))
+    reference = ReferenceEnumerator(space, None, {})
+    bounds = sorted(reference.bound(c)[0] for c in reference.configurations())
+    exhaustive = plan.count()
+    assert exhaustive == len(bounds)
+    assert plan.count(math.inf) == exhaustive
+    previous = exhaustive
+    for threshold in sorted(set(bounds[::3] + [0.0, 2.5, 1e9]), reverse=True):
+        pruned = plan.count(threshold)
+        assert pruned == sum(1 for b in bounds if b <= threshold)
+        assert pruned <= previous
+        previous = pruned
+        comparison = plan.compare(Threshold(seconds=threshold))
+        assert comparison.bound_pruned_innermost == pruned == comparison.bound_pruned
+        assert sum(lv.configurations_removed for lv in comparison.levels) == exhaustive - pruned
+    ranked = plan.rank(k)
+    assert list(ranked["bound"]) == pytest.approx(bounds[:k], rel=1e-12)
+    for row in ranked:  # each reported bound is the reference's bound of that configuration
+        config = {name: row[name].item() for name in plan.columns}
+        bound, term = reference.bound(config)
+        assert row["bound"] == pytest.approx(bound, rel=1e-12) and row["bottleneck"] == term
+
+
+def test_threshold_is_a_runtime_argument(gemm_h100):
+    gemm_h100.count(1.0)
+    module = gemm_h100.module
+    signatures = len(module.count_pruned.signatures)
+    source = gemm_h100.source
+    assert gemm_h100.count(0.0021) < gemm_h100.count(1.0) == 459_316
+    assert len(module.count_pruned.signatures) == signatures and gemm_h100.source == source
+
+
+def test_parse_threshold():
+    assert parse_threshold("1.5ms").seconds == pytest.approx(1.5e-3)
+    assert parse_threshold("250us").seconds == pytest.approx(250e-6)
+    assert parse_threshold("0.002").seconds == pytest.approx(0.002)
+    assert parse_threshold("2x").factor == 2.0 and parse_threshold("2x").resolve(1.5) == 3.0
+    assert parse_threshold("inf").seconds == math.inf
+    with pytest.raises(beastgen.BeastError):
+        parse_threshold("fast")
+    with pytest.raises(beastgen.BeastError):
+        parse_threshold("0.5x")
+
+
+def test_gemm_model_terms_and_rank(gemm_h100):
+    spec = gemm_h100.specialized
+    assert set(spec.bound_terms) >= {"compute_time", "dram_time", "tiling_time", "sm_load_time", "wave_time"}
+    assert spec.constants["compute_time"] == pytest.approx(2 * 4096 ** 3 / 66.90816e12)
+    top = gemm_h100.rank(3)
+    assert len(top) == 3 and np.all(np.diff(top["bound"]) >= 0)
+    assert top["bound"][0] >= spec.constants["compute_time"]
+    # tiling and wave terms are hoisted to the loops that bind their last dependency
+    levels = {item.name: gemm_h100.plan.level_of(item.name) for item in gemm_h100.plan.bounds}
+    assert levels["tiling_time"] == gemm_h100.plan.order.index("blk_n")
+    assert levels["wave_time"] == gemm_h100.plan.order.index("blk_k")
+
+
+def test_compare_cli_prints_table_json_and_plot(gemm_space, generated_dir, tmp_path, capsys):
+    plot = tmp_path / "cuts.png"
+    assert main(["compare", gemm_space.path, "--device", "h100", "--threshold", "1.05x",
+                 "--generated-dir", generated_dir, "--json", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    import json
+    record = json.loads(out.strip().splitlines()[-1])
+    assert record["exhaustive"] == 459_316
+    assert record["bound_pruned"] == record["bound_pruned_without_hoisting"] < 459_316
+    assert record["threshold_seconds"] == pytest.approx(1.05 * record["best_bound_seconds"])
+    assert len(record["levels"]) == 12 and "subtrees cut" in out
+    assert plot.stat().st_size > 10_000
+
+
+def test_space_without_bounds_says_so(write_space):
+    plan = beastgen.load(write_space("import beastgen as beast\nx = beast.range(3)\n")).specialize()
+    with pytest.raises(beastgen.BeastError, match="declares no bound terms"):
+        plan.rank(3)
+
+
+REPLAY = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "shared", "replay", "gemm_clblast_rtx_titan.json.gz")
+
+
+@pytest.mark.skipif(not os.path.exists(REPLAY), reason="shared/replay is not beside the repository")
+def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, capsys):
+    from beastgen.replay import check_bounds, load_replay
+
+    replay = load_replay(REPLAY)
+    assert len(replay.times) == 17_956 and min(replay.times.values()) == pytest.approx(11.466e-3, rel=1e-4)
+    space = beastgen.load(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                       "spaces", "gemm_clblast.py"))
+    plan = space.specialize(device="titanrtx", generated_dir=generated_dir)
+    check = check_bounds(plan, replay)
+    assert check.violations == []
+    assert check.matched == check.space_rows == 17_956 - check.not_in_space
+    assert check.not_in_space == 484  # the T1 space excludes MWG=NWG=128 with 8x8 threads; the replay has them
+    assert check.best_time == pytest.approx(11.466e-3, rel=1e-4)
+    assert 0 < check.evaluated <= check.matched
+    assert main(["check-bounds", space.path, "--device", "titanrtx", "--replay", REPLAY,
+                 "--generated-dir", generated_dir]) == 0
+    assert "no bound exceeds its measured time" in capsys.readouterr().out
+
+
+def test_replay_file_errors(tmp_path):
+    from beastgen.replay import load_replay
+
+    with pytest.raises(beastgen.BeastError, match="cannot read replay file"):
+        load_replay(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(beastgen.BeastError, match="not a Kernel Tuner cache file"):
+        load_replay(str(bad))
