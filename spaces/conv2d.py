@@ -146,3 +146,30 @@ too_few_blocks = beast.filter(blocks < sm_count)
 short_reduction = beast.filter(CRS < 2 * blk_crs * split_block * split_grid)
 # a pixel tile that is mostly padding for this problem
 wasted_pixels = beast.filter(padded_npq > 2 * NPQ)
+
+# -- lower-bound model (seconds; each term must NEVER exceed the real run time) ------------------
+clock_hz = beast.device.max_clock_mhz * 1e6       # the highest clock the GPU can run at
+LOAD_BYTES_PER_CLOCK_PER_SM = 256                  # L1 (128 B/clk) and texture path combined, at most
+
+@beast.derived
+def peak_fma_flops():                             # the kernel uses FMA units, never tensor cores
+    return {'h': beast.device.peak_flops_fp16, 's': beast.device.peak_flops_fp32,
+            'd': beast.device.peak_flops_fp64}[precision]
+
+# compute: the padded implicit GEMM (every tile computed in full) at no more than the FMA peak
+compute_time = beast.bound(2 * padded_npq * padded_k * CRS / peak_fma_flops)
+
+# compulsory DRAM traffic: input, filters and output each cross DRAM at least once, except what a
+# previous run left in L2
+dram_time = beast.bound(beast.max(0, (N * C * H * W + K * CRS + N * K * P * Q) * elem_bytes
+                                  - beast.device.l2_size) / beast.device.dram_bandwidth)
+
+# tiling traffic: each tile's block(s) gather its blk_pix x CRS input slice and blk_k x CRS filter
+# slice; no SM takes in more than LOAD_BYTES_PER_CLOCK_PER_SM bytes per clock
+tiling_time = beast.bound(tiles * (blk_pix + blk_k) * CRS * elem_bytes
+                          / (sm_count * LOAD_BYTES_PER_CLOCK_PER_SM * clock_hz))
+
+# SM load: the busiest SM runs at least ceil(blocks / sm_count) blocks, each 2*blk_pix*blk_k*CRS/split_grid
+# flops, at its share of the peak
+sm_load_time = beast.bound((blocks + sm_count - 1) // sm_count * 2 * blk_pix * blk_k * CRS
+                           / split_grid / (peak_fma_flops / sm_count))
