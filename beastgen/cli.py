@@ -248,7 +248,7 @@ def format_stats(plan, stats) -> str:
     for index, level in enumerate(plan.plan.levels):
         iterations = stats.levels[index][1]
         rows.append([str(index), level.iterator.name, f"{iterations:,}", "", ""])
-        for item in level.body:
+        for item in level.items[1:]:
             if item.kind == "filter":
                 rows.append(["", "", "", f"filter {item.name}", f"{stats.rejections[item.name]:,}"])
             if stats.errors.get(item.name):
@@ -259,6 +259,8 @@ def format_stats(plan, stats) -> str:
 
 
 def cmd_show(args) -> int:
+    from .codegen import expr_source
+
     space, plan = _compile(args)
     print(_describe_target(plan))
     print()
@@ -281,8 +283,13 @@ def cmd_show(args) -> int:
     for index, level in enumerate(plan.plan.levels):
         pad = "  " * index
         print(f"  {pad}for {level.iterator.name} in {level.iterator.source_text}")
+        if level.solved:
+            solution = level.solved
+            print(f"  {pad}  (no loop: filter {solution.filter.name} is solved, {level.iterator.name} = "
+                  f"{expr_source(solution.numerator)} / {expr_source(solution.denominator)} "
+                  "when divisible and inside the domain)")
         for item in level.body:
-            what = "rejects when " if item.kind == "filter" else "= "
+            what = {"filter": "rejects when ", "bound": ">= "}.get(item.kind, "= ")
             print(f"  {pad}  {item.kind} {item.name} {what}{item.source_text}")
     print(f"\ngenerated enumerator: {os.path.relpath(plan.path)}")
     return 0

@@ -190,10 +190,28 @@ def _helpers_section(plan: Plan) -> list[str]:
     return lines
 
 
+def _domain_size(it: Item) -> int:
+    kind, *parts = it.domain
+    values = [p.value for p in parts]
+    return len(range(*values)) if kind == "range" else len(values)
+
+
+def _countable_tail(levels) -> list:
+    """The innermost levels that test nothing and whose domains are constant: only their sizes matter."""
+    tail = []
+    for level in reversed(levels):
+        it = level.iterator
+        if level.body or level.solved or it.function is not None or not all(
+                isinstance(p, L.Const) for p in it.domain[1:]):
+            break
+        tail.insert(0, level)
+    return tail if len(tail) < len(levels) else tail[1:]
+
+
 def stat_slots(plan: Plan) -> list[Item]:
     """Items with a counter in the statistics: every filter/bound (rejections), then everything that
     can raise (errors), in placement order."""
-    return [item for level in plan.levels for item in [level.iterator, *level.body]]
+    return [item for level in plan.levels for item in level.items]
 
 
 def _stat_labels(plan: Plan) -> list[str]:
@@ -209,6 +227,7 @@ class _NestWriter:
         self.depth = 1
         self.temps = 0
         self.loops = 0  # loops open where the next line goes
+        self.levels_entered = 0  # levels whose iterator is bound where the next line goes
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -256,10 +275,19 @@ class _NestWriter:
         if self.mode == "analysis":
             self.emit(f"_cut_0 = 0 if max({', '.join(constant_bounds + ['0.0'])}) > _threshold else -1"
                       "  # level of the first cut")
-        for index, level in enumerate(self.plan.levels):
-            self._loop(level.iterator, index)
+        levels = self.plan.levels
+        counted = _countable_tail(levels) if self.mode in ("count", "pruned") else []
+        for index, level in enumerate(levels[:len(levels) - len(counted)]):
+            self._loop(level, index)
             for item in level.body:
                 self._item(item)
+        if counted:
+            size = math.prod(_domain_size(level.iterator) for level in counted)
+            self.emit(f"_n += {size}  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
+                      " test nothing: counted, not iterated")
+            self.depth = 1
+            self.emit("return _n")
+            return self.lines
         if self.mode == "fill":
             for it in iterators:
                 value = f"{it.name}__index" if it.value_type == "str" else it.name
@@ -300,7 +328,8 @@ class _NestWriter:
     def reject(self, item: Item) -> None:
         if self.mode == "stats":
             self.emit(f"_rejections[{self.slot[item.name]}] += 1")
-        self.emit("continue" if self.loops else "return _n")  # before the outer loop: all rejected
+        # before the outermost loop, a rejection rejects everything
+        self.emit("continue" if self.loops else ("return _size" if self.mode == "rank" else "return _n"))
 
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
@@ -350,62 +379,105 @@ class _NestWriter:
             self.emit(f"{target} = {call}")
 
     # -- a loop ----------------------------------------------------------------------------------
-    def _loop(self, it: Item, index: int) -> None:
+    def _loop(self, level, index: int) -> None:
+        it = level.iterator
         self.emit(f"# loop {index}: iterator {it.name} ({it.origin}): {it.source_text}")
-        if it.function is not None:
+        if it.function is not None and it.function.form != "range":
             fn = it.function
-            if fn.form == "range":
-                self.call(it, f"{it.name}__lo, {it.name}__hi, {it.name}__step")
-                self.emit(f"if {it.name}__step == 0:  # range() step zero")
-                self.depth += 1
-                self.reject(it)
-                self.depth -= 1
-                header = f"for {it.name} in range({it.name}__lo, {it.name}__hi, {it.name}__step):"
-            elif fn.form == "generator" and not fn.may_raise:
+            if fn.form == "generator" and not fn.may_raise:
                 header = f"for {it.name} in {fn.name}({', '.join(fn.params)}):"
             else:
                 self.call(it, f"{it.name}__seq")
                 header = f"for {it.name} in {it.name}__seq:"
-            self._open(header, it, index)
+            self._open(header, index)
             return
-        kind, *parts = it.domain
-        if kind == "values" and _constant_values(it):
-            if it.value_type == "str":
-                self._open(f"for {it.name}__index in range({len(parts)}):", it, index)
-                self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
-            else:
-                self._open(f"for {it.name} in {it.name}__VALUES:", it, index)
+        if it.function is None and it.domain[0] == "values":
+            self._values_loop(it, index)
             return
-        if kind == "values":
-            cast = _CASTS.get(it.value_type)
-            texts = []
-            for p in parts:
-                holder = []
-                self.guarded(it, p, holder.append)
-                texts.append(f"{cast.__name__}({holder[0]})" if cast else holder[0])
-            self._open(f"for {it.name} in ({', '.join(texts)},):", it, index)
+        lo, hi, step = self._range_arguments(it)
+        if level.solved:
+            self._solved(level, index, lo, hi, step)
             return
+        args = [lo, hi] if step == "1" else [lo, hi, step]
+        if args == ["0", hi]:
+            args = [hi]
+        self._open(f"for {it.name} in range({', '.join(args)}):", index)
+
+    def _range_arguments(self, it: Item) -> list[str]:
+        """Source for start, stop and step, after the guards they need (a zero step rejects)."""
+        if it.function is not None:
+            names = [f"{it.name}__lo", f"{it.name}__hi", f"{it.name}__step"]
+            if it.unit_step:
+                self.call(it, f"{names[0]}, {names[1]}, _")
+                return names[:2] + ["1"]
+            self.call(it, ", ".join(names))
+            self._reject_if(f"{it.name}__step == 0", it, "range() step zero")
+            return names
         args = []
-        for position, part in enumerate(parts):
+        for position, part in enumerate(it.domain[1:]):
             if position == 2 and not self.symbolic.provably_nonzero(part):
                 self.guarded(it, part, lambda s: self.emit(f"{it.name}__step = {s}"))
-                self.emit(f"if {it.name}__step == 0:  # range() step zero")
-                self.depth += 1
-                self.reject(it)
-                self.depth -= 1
+                self._reject_if(f"{it.name}__step == 0", it, "range() step zero")
                 args.append(f"{it.name}__step")
             else:
                 self.guarded(it, part, args.append)
-        if args[2] == "1":
-            args.pop()
-            if args[0] == "0":
-                args.pop(0)
-        self._open(f"for {it.name} in range({', '.join(args)}):", it, index)
+        return args
 
-    def _open(self, header: str, it: Item, index: int) -> None:
+    def _values_loop(self, it: Item, index: int) -> None:
+        kind, *parts = it.domain
+        if _constant_values(it):
+            if it.value_type == "str":
+                self._open(f"for {it.name}__index in range({len(parts)}):", index)
+                self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
+            else:
+                self._open(f"for {it.name} in {it.name}__VALUES:", index)
+            return
+        cast = _CASTS.get(it.value_type)
+        texts = []
+        for p in parts:
+            holder = []
+            self.guarded(it, p, holder.append)
+            texts.append(f"{cast.__name__}({holder[0]})" if cast else holder[0])
+        self._open(f"for {it.name} in ({', '.join(texts)},):", index)
+
+    def _solved(self, level, index: int, lo: str, hi: str, step: str) -> None:
+        """The loop replaced by the only value its equality filter lets through."""
+        it, solution = level.iterator, level.solved
+        item = solution.filter
+        numerator = _wrap(solution.numerator, _PRECEDENCE["*"])
+        denominator = _wrap(solution.denominator, _PRECEDENCE["*"], strict=True)
+        self.emit(f"# filter {item.name} ({item.origin}): rejects when {item.source_text}; solved for "
+                  f"{it.name} instead of looping")
+        self.guarded(item, solution.numerator, lambda _: None)
+        self.guarded(item, solution.denominator, lambda _: None)
+        if denominator != "1":
+            self._reject_if(f"{numerator} % {denominator} != 0", item, "no integer solution")
+            self.emit(f"{it.name} = {numerator} // {denominator}")
+        else:
+            self.emit(f"{it.name} = {numerator}")
+        if step == "1":
+            inside = f"{lo} <= {it.name} < {hi}"
+        else:
+            inside = (f"(({step} > 0 and {lo} <= {it.name} < {hi}) or ({step} < 0 and {hi} < {it.name} <= {lo}))"
+                      f" and ({it.name} - {lo}) % {step} == 0")
+        self._reject_if(f"not ({inside})", item, f"outside the domain of {it.name}")
+        self._enter(index)
+
+    def _reject_if(self, test: str, item: Item, why: str) -> None:
+        self.emit(f"if {test}:  # {why}")
+        self.depth += 1
+        self.reject(item)
+        self.depth -= 1
+
+    def _open(self, header: str, index: int) -> None:
         self.emit(header)
         self.depth += 1
         self.loops += 1
+        self._enter(index)
+
+    def _enter(self, index: int) -> None:
+        """Bookkeeping once level ``index``'s iterator is bound."""
+        self.levels_entered = index + 1
         if self.mode in ("stats", "analysis"):
             self.emit(f"_visits[{index}] += 1")
         if self.mode == "analysis":
@@ -429,7 +501,7 @@ class _NestWriter:
             self.emit(f"    {item.name} = 0.0")
         else:
             self.emit(f"{item.name} = {call}")
-        level = self.loops
+        level = self.levels_entered
         if self.mode in ("pruned", "rank"):
             self.emit(f"if {item.name} > _limit:  # cut: every completion is slower than the limit")
             self.emit("    continue")

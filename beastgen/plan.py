@@ -8,7 +8,19 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .specialize import Item, Specialized
+from . import language as L
+from .specialize import Item, Specialized, infer_type
+from .symbolic import SymbolicContext
+
+
+@dataclass
+class Solution:
+    """An equality filter solved for a level's iterator: ``iterator == numerator / denominator`` is
+    the only value the filter lets through, so the loop becomes one divisibility test."""
+
+    filter: Item
+    numerator: L.Expr
+    denominator: L.Expr  # proven never zero
 
 
 @dataclass
@@ -17,6 +29,12 @@ class Level:
 
     iterator: Item
     body: list[Item] = field(default_factory=list)
+    solved: Solution | None = None  # the loop is replaced by the filter's solution
+
+    @property
+    def items(self) -> list[Item]:
+        """The iterator, its solved filter if any, then the body, in the order they run."""
+        return [self.iterator, *([self.solved.filter] if self.solved else []), *self.body]
 
 
 @dataclass
@@ -31,21 +49,20 @@ class Plan:
 
     def level_of(self, name: str) -> int:
         for index, level in enumerate(self.levels):
-            if level.iterator.name == name or any(item.name == name for item in level.body):
+            if any(item.name == name for item in level.items):
                 return index
         raise KeyError(name)
 
+    def of_kind(self, kind: str) -> list[Item]:
+        return [item for level in self.levels for item in level.items if item.kind == kind]
+
     @property
     def filters(self) -> list[Item]:
-        return [item for level in self.levels for item in level.body if item.kind == "filter"]
+        return self.of_kind("filter")
 
     @property
     def bounds(self) -> list[Item]:
-        return [item for level in self.levels for item in level.body if item.kind == "bound"]
-
-    @property
-    def derived(self) -> list[Item]:
-        return [item for level in self.levels for item in level.body if item.kind == "derived"]
+        return self.of_kind("bound")
 
 
 def item_graph(items: dict[str, Item]) -> nx.DiGraph:
@@ -83,7 +100,92 @@ def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
             placed[max((position[i] for i in closure[name]), default=0)].append(item)
     for index, level in enumerate(levels):
         level.body = _order_within_level(placed[index], graph)
-    return Plan(spec, graph, levels)
+    plan = Plan(spec, graph, levels)
+    solve_equality_filters(plan)
+    return plan
+
+
+def solve_equality_filters(plan: Plan) -> None:
+    """Solve instead of test: a filter ``a*x + b != c`` placed at the level of a range iterator
+    ``x`` (with ``a``, ``b``, ``c`` computed at outer levels, all integers, ``a`` proven nonzero by
+    sympy) lets exactly one value of ``x`` through, so that level's loop becomes a divisibility
+    test and a domain check."""
+    symbolic = SymbolicContext(plan.specialized.items)
+    for index, level in enumerate(plan.levels):
+        it = level.iterator
+        is_range = (it.domain is not None and it.domain[0] == "range") or (
+            it.function is not None and it.function.form == "range")
+        if not is_range:
+            continue
+        outer = {name for lv in plan.levels[:index] for name in [lv.iterator.name, *(i.name for i in lv.body)]}
+        for item in level.body:
+            if item.kind != "filter" or item.expr is None or not isinstance(item.expr, L.Compare) \
+                    or item.expr.op != "!=":
+                continue
+            left = _linear(item.expr.left, it.name, outer, plan.specialized.items)
+            right = _linear(item.expr.right, it.name, outer, plan.specialized.items)
+            if left is None or right is None:
+                continue
+            coefficient = _simplify(L.BinOp("-", left[0], right[0]))
+            numerator = _simplify(L.BinOp("-", right[1], left[1]))
+            if symbolic.provably_nonzero(coefficient):
+                level.solved = Solution(item, numerator, coefficient)
+                level.body.remove(item)
+                break
+
+
+def _linear(expr: L.Expr, x: str, outer: set, items: dict):
+    """``(a, b)`` with ``expr == a*x + b``, both integer expressions of outer variables, or None."""
+    if isinstance(expr, L.Ref) and expr.target == x:
+        return L.Const(1), L.Const(0)
+    refs = {n.target for n in _walk(expr) if isinstance(n, L.Ref)}
+    if x not in refs:
+        if refs <= outer and infer_type(expr, items) in ("int", "bool"):
+            return L.Const(0), expr
+        return None
+    if isinstance(expr, L.BinOp) and expr.op in ("+", "-"):
+        left, right = _linear(expr.left, x, outer, items), _linear(expr.right, x, outer, items)
+        if left is None or right is None:
+            return None
+        return (_simplify(L.BinOp(expr.op, left[0], right[0])),
+                _simplify(L.BinOp(expr.op, left[1], right[1])))
+    if isinstance(expr, L.BinOp) and expr.op == "*":
+        for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
+            factor = _linear(other, x, outer, items)
+            term = _linear(this, x, outer, items)
+            if factor is not None and term is not None and _is_zero(factor[0]):
+                return (_simplify(L.BinOp("*", term[0], factor[1])),
+                        _simplify(L.BinOp("*", term[1], factor[1])))
+    return None
+
+
+def _walk(expr: L.Expr):
+    yield expr
+    for child in expr.children():
+        yield from _walk(child)
+
+
+def _is_zero(expr: L.Expr) -> bool:
+    return isinstance(expr, L.Const) and expr.value == 0
+
+
+def _simplify(expr: L.BinOp) -> L.Expr:
+    """Drop the zeros and ones the linear decomposition introduces."""
+    left, right, op = expr.left, expr.right, expr.op
+    if op in ("+", "-") and _is_zero(right):
+        return left
+    if op == "+" and _is_zero(left):
+        return right
+    if op == "-" and _is_zero(left):
+        return L.UnaryOp("-", right)
+    if op == "*":
+        if _is_zero(left) or _is_zero(right):
+            return L.Const(0)
+        if isinstance(left, L.Const) and left.value == 1:
+            return right
+        if isinstance(right, L.Const) and right.value == 1:
+            return left
+    return expr
 
 
 def loop_order(graph: nx.DiGraph, items: dict[str, Item]) -> list[str]:

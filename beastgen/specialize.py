@@ -69,6 +69,8 @@ class Item:
     domain: tuple | None = None  # iterators: ('range', start, stop, step) | ('values', exprs)
     value_type: str = "any"  # 'int' | 'float' | 'bool' | 'str' | 'any'
     source_text: str = ""  # how the user wrote it, for comments and `show`
+    positive: bool = False  # every value is >= 1 (known without evaluating; used by sympy proofs)
+    unit_step: bool = False  # a function range iterator whose every range() has step 1
 
 
 @dataclass
@@ -281,10 +283,14 @@ class _Folder:
                                   kw_defaults=[], defaults=[])
         if form == "range":
             _RangeReturnsToTuples().visit(node)
+        elif form == "generator":
+            _OpaqueTests().visit(node)
         ast.fix_missing_locations(node)
         value_type = {"range": "int"}.get(form, "any")
         self.items[var.name] = Item(var.name, var.kind, var.origin, params, function=fn,
-                                    value_type=value_type, source_text=f"{info.node.name}()")
+                                    value_type=value_type, source_text=f"{info.node.name}()",
+                                    positive=form == "range" and _ranges_start_positive(node),
+                                    unit_step=form == "range" and _ranges_unit_step(node))
 
     def _constant_function(self, var: Variable) -> None:
         """A function of constants only: run the user's own code once, in Python."""
@@ -665,6 +671,22 @@ def _may_raise(node: ast.FunctionDef) -> bool:
     return False
 
 
+def _ranges_start_positive(node: ast.FunctionDef) -> bool:
+    """Every ``return (start, stop, step)`` has a literal start >= 1 and a literal step >= 1."""
+    for ret in (n for n in ast.walk(node) if isinstance(n, ast.Return)):
+        start, _, step = ret.value.elts
+        if not all(isinstance(v, ast.Constant) and isinstance(v.value, int) and v.value >= 1
+                   for v in (start, step)):
+            return False
+    return True
+
+
+def _ranges_unit_step(node: ast.FunctionDef) -> bool:
+    """Every ``return (start, stop, step)`` has the literal step 1."""
+    return all(isinstance(r.value.elts[2], ast.Constant) and r.value.elts[2].value == 1
+               for r in ast.walk(node) if isinstance(r, ast.Return))
+
+
 class _RangeReturnsToTuples(ast.NodeTransformer):
     """``return range(a, b, c)`` becomes ``return (a, b, c)`` (1 and 2 argument forms too)."""
 
@@ -676,3 +698,17 @@ class _RangeReturnsToTuples(ast.NodeTransformer):
             args.append(ast.Constant(1))
         node.value = ast.copy_location(ast.Tuple(args, ast.Load()), node.value)
         return node
+
+
+class _OpaqueTests(ast.NodeTransformer):
+    """``if t:`` / ``while t:`` become ``if bool(t):`` / ``while bool(t):`` in a generator: Numba
+    prunes a branch testing constants (``x = 8`` then ``while x < 4``), and then cannot type a
+    generator a yield of which it pruned."""
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        node.test = ast.copy_location(ast.Call(ast.Name("bool", ast.Load()), [node.test], []),
+                                      node.test)
+        return node
+
+    visit_While = visit_If

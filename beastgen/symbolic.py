@@ -78,6 +78,8 @@ class SymbolicContext:
             facts["real"] = True
         elif item.value_type != "bool":
             return facts
+        if item.positive:
+            facts["positive"] = True
         if item.domain is None:
             return facts
         kind, *parts = item.domain

@@ -152,61 +152,53 @@ def count():
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
                             try:
-                                blk_m_a__lo, blk_m_a__hi, blk_m_a__step = blk_m_a__range(blk_m, type_len)
+                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
                             except Exception:  # blk_m_a raised: rejected
                                 continue
-                            if blk_m_a__step == 0:  # range() step zero
-                                continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi, blk_m_a__step):
+                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
                                 try:
-                                    blk_n_a__lo, blk_n_a__hi, blk_n_a__step = blk_n_a__range(blk_k)
+                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
                                 except Exception:  # blk_n_a raised: rejected
                                     continue
-                                if blk_n_a__step == 0:  # range() step zero
+                                # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
+                                if threads % blk_m_a != 0:  # no integer solution
                                     continue
-                                for blk_n_a in range(blk_n_a__lo, blk_n_a__hi, blk_n_a__step):
-                                    # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads
-                                    if blk_m_a * blk_n_a != threads:
-                                        continue
-                                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                blk_n_a = threads // blk_m_a
+                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                    continue
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                try:
+                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
+                                except Exception:  # a_incongruent raised: rejected
+                                    continue
+                                if a_incongruent__rejects:
+                                    continue
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                try:
+                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_k, type_len)
+                                except Exception:  # blk_m_b raised: rejected
+                                    continue
+                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
                                     try:
-                                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                    except Exception:  # a_incongruent raised: rejected
+                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_n)
+                                    except Exception:  # blk_n_b raised: rejected
                                         continue
-                                    if a_incongruent__rejects:
+                                    # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
+                                    if threads % blk_m_b != 0:  # no integer solution
                                         continue
-                                    # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                    blk_n_b = threads // blk_m_b
+                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                        continue
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
-                                        blk_m_b__lo, blk_m_b__hi, blk_m_b__step = blk_m_b__range(blk_k, type_len)
-                                    except Exception:  # blk_m_b raised: rejected
+                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
+                                    except Exception:  # b_incongruent raised: rejected
                                         continue
-                                    if blk_m_b__step == 0:  # range() step zero
+                                    if b_incongruent__rejects:
                                         continue
-                                    for blk_m_b in range(blk_m_b__lo, blk_m_b__hi, blk_m_b__step):
-                                        # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                        try:
-                                            blk_n_b__lo, blk_n_b__hi, blk_n_b__step = blk_n_b__range(blk_n)
-                                        except Exception:  # blk_n_b raised: rejected
-                                            continue
-                                        if blk_n_b__step == 0:  # range() step zero
-                                            continue
-                                        for blk_n_b in range(blk_n_b__lo, blk_n_b__hi, blk_n_b__step):
-                                            # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads
-                                            if blk_m_b * blk_n_b != threads:
-                                                continue
-                                            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                            try:
-                                                b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                            except Exception:  # b_incongruent raised: rejected
-                                                continue
-                                            if b_incongruent__rejects:
-                                                continue
-                                            # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
-                                            for tex_a in tex_a__VALUES:
-                                                # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
-                                                for tex_b in tex_b__VALUES:
-                                                    _n += 1
+                                    _n += 4  # the innermost loops (tex_a, tex_b) test nothing: counted, not iterated
     return _n
 
 @numba.njit(cache=True, error_model='python')
@@ -279,81 +271,75 @@ def count_with_stats(_visits, _rejections):
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
                             try:
-                                blk_m_a__lo, blk_m_a__hi, blk_m_a__step = blk_m_a__range(blk_m, type_len)
+                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
                             except Exception:  # blk_m_a raised: rejected
                                 _rejections[24] += 1
                                 continue
-                            if blk_m_a__step == 0:  # range() step zero
-                                _rejections[24] += 1
-                                continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi, blk_m_a__step):
+                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
                                 _visits[6] += 1
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
                                 try:
-                                    blk_n_a__lo, blk_n_a__hi, blk_n_a__step = blk_n_a__range(blk_k)
+                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
                                 except Exception:  # blk_n_a raised: rejected
                                     _rejections[25] += 1
                                     continue
-                                if blk_n_a__step == 0:  # range() step zero
-                                    _rejections[25] += 1
+                                # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
+                                if threads % blk_m_a != 0:  # no integer solution
+                                    _rejections[26] += 1
                                     continue
-                                for blk_n_a in range(blk_n_a__lo, blk_n_a__hi, blk_n_a__step):
-                                    _visits[7] += 1
-                                    # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads
-                                    if blk_m_a * blk_n_a != threads:
-                                        _rejections[26] += 1
-                                        continue
-                                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                blk_n_a = threads // blk_m_a
+                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                    _rejections[26] += 1
+                                    continue
+                                _visits[7] += 1
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                try:
+                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
+                                except Exception:  # a_incongruent raised: rejected
+                                    _rejections[27] += 1
+                                    continue
+                                if a_incongruent__rejects:
+                                    _rejections[27] += 1
+                                    continue
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                try:
+                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_k, type_len)
+                                except Exception:  # blk_m_b raised: rejected
+                                    _rejections[28] += 1
+                                    continue
+                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                    _visits[8] += 1
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
                                     try:
-                                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                    except Exception:  # a_incongruent raised: rejected
-                                        _rejections[27] += 1
+                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_n)
+                                    except Exception:  # blk_n_b raised: rejected
+                                        _rejections[29] += 1
                                         continue
-                                    if a_incongruent__rejects:
-                                        _rejections[27] += 1
+                                    # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
+                                    if threads % blk_m_b != 0:  # no integer solution
+                                        _rejections[30] += 1
                                         continue
-                                    # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                    blk_n_b = threads // blk_m_b
+                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                        _rejections[30] += 1
+                                        continue
+                                    _visits[9] += 1
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
-                                        blk_m_b__lo, blk_m_b__hi, blk_m_b__step = blk_m_b__range(blk_k, type_len)
-                                    except Exception:  # blk_m_b raised: rejected
-                                        _rejections[28] += 1
+                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
+                                    except Exception:  # b_incongruent raised: rejected
+                                        _rejections[31] += 1
                                         continue
-                                    if blk_m_b__step == 0:  # range() step zero
-                                        _rejections[28] += 1
+                                    if b_incongruent__rejects:
+                                        _rejections[31] += 1
                                         continue
-                                    for blk_m_b in range(blk_m_b__lo, blk_m_b__hi, blk_m_b__step):
-                                        _visits[8] += 1
-                                        # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                        try:
-                                            blk_n_b__lo, blk_n_b__hi, blk_n_b__step = blk_n_b__range(blk_n)
-                                        except Exception:  # blk_n_b raised: rejected
-                                            _rejections[29] += 1
-                                            continue
-                                        if blk_n_b__step == 0:  # range() step zero
-                                            _rejections[29] += 1
-                                            continue
-                                        for blk_n_b in range(blk_n_b__lo, blk_n_b__hi, blk_n_b__step):
-                                            _visits[9] += 1
-                                            # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads
-                                            if blk_m_b * blk_n_b != threads:
-                                                _rejections[30] += 1
-                                                continue
-                                            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                            try:
-                                                b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                            except Exception:  # b_incongruent raised: rejected
-                                                _rejections[31] += 1
-                                                continue
-                                            if b_incongruent__rejects:
-                                                _rejections[31] += 1
-                                                continue
-                                            # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
-                                            for tex_a in tex_a__VALUES:
-                                                _visits[10] += 1
-                                                # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
-                                                for tex_b in tex_b__VALUES:
-                                                    _visits[11] += 1
-                                                    _n += 1
+                                    # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
+                                    for tex_a in tex_a__VALUES:
+                                        _visits[10] += 1
+                                        # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
+                                        for tex_b in tex_b__VALUES:
+                                            _visits[11] += 1
+                                            _n += 1
     return _n
 
 @numba.njit(cache=True, error_model='python')
@@ -412,73 +398,69 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
                             try:
-                                blk_m_a__lo, blk_m_a__hi, blk_m_a__step = blk_m_a__range(blk_m, type_len)
+                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
                             except Exception:  # blk_m_a raised: rejected
                                 continue
-                            if blk_m_a__step == 0:  # range() step zero
-                                continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi, blk_m_a__step):
+                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
                                 try:
-                                    blk_n_a__lo, blk_n_a__hi, blk_n_a__step = blk_n_a__range(blk_k)
+                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
                                 except Exception:  # blk_n_a raised: rejected
                                     continue
-                                if blk_n_a__step == 0:  # range() step zero
+                                # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
+                                if threads % blk_m_a != 0:  # no integer solution
                                     continue
-                                for blk_n_a in range(blk_n_a__lo, blk_n_a__hi, blk_n_a__step):
-                                    # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads
-                                    if blk_m_a * blk_n_a != threads:
-                                        continue
-                                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                blk_n_a = threads // blk_m_a
+                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                    continue
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                try:
+                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
+                                except Exception:  # a_incongruent raised: rejected
+                                    continue
+                                if a_incongruent__rejects:
+                                    continue
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                try:
+                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_k, type_len)
+                                except Exception:  # blk_m_b raised: rejected
+                                    continue
+                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
                                     try:
-                                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                    except Exception:  # a_incongruent raised: rejected
+                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_n)
+                                    except Exception:  # blk_n_b raised: rejected
                                         continue
-                                    if a_incongruent__rejects:
+                                    # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
+                                    if threads % blk_m_b != 0:  # no integer solution
                                         continue
-                                    # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                    blk_n_b = threads // blk_m_b
+                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                        continue
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
-                                        blk_m_b__lo, blk_m_b__hi, blk_m_b__step = blk_m_b__range(blk_k, type_len)
-                                    except Exception:  # blk_m_b raised: rejected
+                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
+                                    except Exception:  # b_incongruent raised: rejected
                                         continue
-                                    if blk_m_b__step == 0:  # range() step zero
+                                    if b_incongruent__rejects:
                                         continue
-                                    for blk_m_b in range(blk_m_b__lo, blk_m_b__hi, blk_m_b__step):
-                                        # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                        try:
-                                            blk_n_b__lo, blk_n_b__hi, blk_n_b__step = blk_n_b__range(blk_n)
-                                        except Exception:  # blk_n_b raised: rejected
-                                            continue
-                                        if blk_n_b__step == 0:  # range() step zero
-                                            continue
-                                        for blk_n_b in range(blk_n_b__lo, blk_n_b__hi, blk_n_b__step):
-                                            # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads
-                                            if blk_m_b * blk_n_b != threads:
-                                                continue
-                                            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                            try:
-                                                b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                            except Exception:  # b_incongruent raised: rejected
-                                                continue
-                                            if b_incongruent__rejects:
-                                                continue
-                                            # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
-                                            for tex_a in tex_a__VALUES:
-                                                # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
-                                                for tex_b in tex_b__VALUES:
-                                                    _col_dim_m[_n] = dim_m
-                                                    _col_dim_n[_n] = dim_n
-                                                    _col_blk_m[_n] = blk_m
-                                                    _col_blk_n[_n] = blk_n
-                                                    _col_blk_k[_n] = blk_k
-                                                    _col_vector[_n] = vector
-                                                    _col_blk_m_a[_n] = blk_m_a
-                                                    _col_blk_n_a[_n] = blk_n_a
-                                                    _col_blk_m_b[_n] = blk_m_b
-                                                    _col_blk_n_b[_n] = blk_n_b
-                                                    _col_tex_a[_n] = tex_a
-                                                    _col_tex_b[_n] = tex_b
-                                                    _n += 1
+                                    # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
+                                    for tex_a in tex_a__VALUES:
+                                        # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
+                                        for tex_b in tex_b__VALUES:
+                                            _col_dim_m[_n] = dim_m
+                                            _col_dim_n[_n] = dim_n
+                                            _col_blk_m[_n] = blk_m
+                                            _col_blk_n[_n] = blk_n
+                                            _col_blk_k[_n] = blk_k
+                                            _col_vector[_n] = vector
+                                            _col_blk_m_a[_n] = blk_m_a
+                                            _col_blk_n_a[_n] = blk_n_a
+                                            _col_blk_m_b[_n] = blk_m_b
+                                            _col_blk_n_b[_n] = blk_n_b
+                                            _col_tex_a[_n] = tex_a
+                                            _col_tex_b[_n] = tex_b
+                                            _n += 1
     return _n
 
 @numba.njit(cache=True, error_model='python')
@@ -553,61 +535,53 @@ def count_pruned(_threshold):
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
                             try:
-                                blk_m_a__lo, blk_m_a__hi, blk_m_a__step = blk_m_a__range(blk_m, type_len)
+                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
                             except Exception:  # blk_m_a raised: rejected
                                 continue
-                            if blk_m_a__step == 0:  # range() step zero
-                                continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi, blk_m_a__step):
+                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
                                 try:
-                                    blk_n_a__lo, blk_n_a__hi, blk_n_a__step = blk_n_a__range(blk_k)
+                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
                                 except Exception:  # blk_n_a raised: rejected
                                     continue
-                                if blk_n_a__step == 0:  # range() step zero
+                                # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
+                                if threads % blk_m_a != 0:  # no integer solution
                                     continue
-                                for blk_n_a in range(blk_n_a__lo, blk_n_a__hi, blk_n_a__step):
-                                    # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads
-                                    if blk_m_a * blk_n_a != threads:
-                                        continue
-                                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                blk_n_a = threads // blk_m_a
+                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                    continue
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                try:
+                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
+                                except Exception:  # a_incongruent raised: rejected
+                                    continue
+                                if a_incongruent__rejects:
+                                    continue
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                try:
+                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_k, type_len)
+                                except Exception:  # blk_m_b raised: rejected
+                                    continue
+                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
                                     try:
-                                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                    except Exception:  # a_incongruent raised: rejected
+                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_n)
+                                    except Exception:  # blk_n_b raised: rejected
                                         continue
-                                    if a_incongruent__rejects:
+                                    # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
+                                    if threads % blk_m_b != 0:  # no integer solution
                                         continue
-                                    # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                    blk_n_b = threads // blk_m_b
+                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                        continue
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
-                                        blk_m_b__lo, blk_m_b__hi, blk_m_b__step = blk_m_b__range(blk_k, type_len)
-                                    except Exception:  # blk_m_b raised: rejected
+                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
+                                    except Exception:  # b_incongruent raised: rejected
                                         continue
-                                    if blk_m_b__step == 0:  # range() step zero
+                                    if b_incongruent__rejects:
                                         continue
-                                    for blk_m_b in range(blk_m_b__lo, blk_m_b__hi, blk_m_b__step):
-                                        # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                        try:
-                                            blk_n_b__lo, blk_n_b__hi, blk_n_b__step = blk_n_b__range(blk_n)
-                                        except Exception:  # blk_n_b raised: rejected
-                                            continue
-                                        if blk_n_b__step == 0:  # range() step zero
-                                            continue
-                                        for blk_n_b in range(blk_n_b__lo, blk_n_b__hi, blk_n_b__step):
-                                            # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads
-                                            if blk_m_b * blk_n_b != threads:
-                                                continue
-                                            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                            try:
-                                                b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                            except Exception:  # b_incongruent raised: rejected
-                                                continue
-                                            if b_incongruent__rejects:
-                                                continue
-                                            # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
-                                            for tex_a in tex_a__VALUES:
-                                                # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
-                                                for tex_b in tex_b__VALUES:
-                                                    _n += 1
+                                    _n += 4  # the innermost loops (tex_a, tex_b) test nothing: counted, not iterated
     return _n
 
 @numba.njit(cache=True, error_model='python')
@@ -710,88 +684,84 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
                             try:
-                                blk_m_a__lo, blk_m_a__hi, blk_m_a__step = blk_m_a__range(blk_m, type_len)
+                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
                             except Exception:  # blk_m_a raised: rejected
                                 continue
-                            if blk_m_a__step == 0:  # range() step zero
-                                continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi, blk_m_a__step):
+                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
                                 _visits[6] += 1
                                 _cut_7 = _cut_6
                                 if _cut_7 >= 0:
                                     _skipped[6] += 1
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
                                 try:
-                                    blk_n_a__lo, blk_n_a__hi, blk_n_a__step = blk_n_a__range(blk_k)
+                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
                                 except Exception:  # blk_n_a raised: rejected
                                     continue
-                                if blk_n_a__step == 0:  # range() step zero
+                                # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
+                                if threads % blk_m_a != 0:  # no integer solution
                                     continue
-                                for blk_n_a in range(blk_n_a__lo, blk_n_a__hi, blk_n_a__step):
-                                    _visits[7] += 1
-                                    _cut_8 = _cut_7
-                                    if _cut_8 >= 0:
-                                        _skipped[7] += 1
-                                    # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads
-                                    if blk_m_a * blk_n_a != threads:
-                                        continue
-                                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                blk_n_a = threads // blk_m_a
+                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                    continue
+                                _visits[7] += 1
+                                _cut_8 = _cut_7
+                                if _cut_8 >= 0:
+                                    _skipped[7] += 1
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                try:
+                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
+                                except Exception:  # a_incongruent raised: rejected
+                                    continue
+                                if a_incongruent__rejects:
+                                    continue
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                try:
+                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_k, type_len)
+                                except Exception:  # blk_m_b raised: rejected
+                                    continue
+                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                    _visits[8] += 1
+                                    _cut_9 = _cut_8
+                                    if _cut_9 >= 0:
+                                        _skipped[8] += 1
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
                                     try:
-                                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                    except Exception:  # a_incongruent raised: rejected
+                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_n)
+                                    except Exception:  # blk_n_b raised: rejected
                                         continue
-                                    if a_incongruent__rejects:
+                                    # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
+                                    if threads % blk_m_b != 0:  # no integer solution
                                         continue
-                                    # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                    blk_n_b = threads // blk_m_b
+                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                        continue
+                                    _visits[9] += 1
+                                    _cut_10 = _cut_9
+                                    if _cut_10 >= 0:
+                                        _skipped[9] += 1
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
-                                        blk_m_b__lo, blk_m_b__hi, blk_m_b__step = blk_m_b__range(blk_k, type_len)
-                                    except Exception:  # blk_m_b raised: rejected
+                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
+                                    except Exception:  # b_incongruent raised: rejected
                                         continue
-                                    if blk_m_b__step == 0:  # range() step zero
+                                    if b_incongruent__rejects:
                                         continue
-                                    for blk_m_b in range(blk_m_b__lo, blk_m_b__hi, blk_m_b__step):
-                                        _visits[8] += 1
-                                        _cut_9 = _cut_8
-                                        if _cut_9 >= 0:
-                                            _skipped[8] += 1
-                                        # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                        try:
-                                            blk_n_b__lo, blk_n_b__hi, blk_n_b__step = blk_n_b__range(blk_n)
-                                        except Exception:  # blk_n_b raised: rejected
-                                            continue
-                                        if blk_n_b__step == 0:  # range() step zero
-                                            continue
-                                        for blk_n_b in range(blk_n_b__lo, blk_n_b__hi, blk_n_b__step):
-                                            _visits[9] += 1
-                                            _cut_10 = _cut_9
-                                            if _cut_10 >= 0:
-                                                _skipped[9] += 1
-                                            # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads
-                                            if blk_m_b * blk_n_b != threads:
+                                    # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
+                                    for tex_a in tex_a__VALUES:
+                                        _visits[10] += 1
+                                        _cut_11 = _cut_10
+                                        if _cut_11 >= 0:
+                                            _skipped[10] += 1
+                                        # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
+                                        for tex_b in tex_b__VALUES:
+                                            _visits[11] += 1
+                                            _cut_12 = _cut_11
+                                            if _cut_12 >= 0:
+                                                _skipped[11] += 1
+                                            if _cut_12 >= 0:
+                                                _removed[_cut_12] += 1
                                                 continue
-                                            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                            try:
-                                                b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                            except Exception:  # b_incongruent raised: rejected
-                                                continue
-                                            if b_incongruent__rejects:
-                                                continue
-                                            # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
-                                            for tex_a in tex_a__VALUES:
-                                                _visits[10] += 1
-                                                _cut_11 = _cut_10
-                                                if _cut_11 >= 0:
-                                                    _skipped[10] += 1
-                                                # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
-                                                for tex_b in tex_b__VALUES:
-                                                    _visits[11] += 1
-                                                    _cut_12 = _cut_11
-                                                    if _cut_12 >= 0:
-                                                        _skipped[11] += 1
-                                                    if _cut_12 >= 0:
-                                                        _removed[_cut_12] += 1
-                                                        continue
-                                                    _n += 1
+                                            _n += 1
     return _n
 
 @numba.njit(cache=True, error_model='python')
@@ -868,89 +838,85 @@ def rank(_threshold, _bounds, _terms, _rows):
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
                             try:
-                                blk_m_a__lo, blk_m_a__hi, blk_m_a__step = blk_m_a__range(blk_m, type_len)
+                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
                             except Exception:  # blk_m_a raised: rejected
                                 continue
-                            if blk_m_a__step == 0:  # range() step zero
-                                continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi, blk_m_a__step):
+                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
                                 try:
-                                    blk_n_a__lo, blk_n_a__hi, blk_n_a__step = blk_n_a__range(blk_k)
+                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
                                 except Exception:  # blk_n_a raised: rejected
                                     continue
-                                if blk_n_a__step == 0:  # range() step zero
+                                # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
+                                if threads % blk_m_a != 0:  # no integer solution
                                     continue
-                                for blk_n_a in range(blk_n_a__lo, blk_n_a__hi, blk_n_a__step):
-                                    # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads
-                                    if blk_m_a * blk_n_a != threads:
-                                        continue
-                                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                blk_n_a = threads // blk_m_a
+                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                    continue
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
+                                try:
+                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
+                                except Exception:  # a_incongruent raised: rejected
+                                    continue
+                                if a_incongruent__rejects:
+                                    continue
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                try:
+                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_k, type_len)
+                                except Exception:  # blk_m_b raised: rejected
+                                    continue
+                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
                                     try:
-                                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                    except Exception:  # a_incongruent raised: rejected
+                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_n)
+                                    except Exception:  # blk_n_b raised: rejected
                                         continue
-                                    if a_incongruent__rejects:
+                                    # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
+                                    if threads % blk_m_b != 0:  # no integer solution
                                         continue
-                                    # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
+                                    blk_n_b = threads // blk_m_b
+                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                        continue
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
-                                        blk_m_b__lo, blk_m_b__hi, blk_m_b__step = blk_m_b__range(blk_k, type_len)
-                                    except Exception:  # blk_m_b raised: rejected
+                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
+                                    except Exception:  # b_incongruent raised: rejected
                                         continue
-                                    if blk_m_b__step == 0:  # range() step zero
+                                    if b_incongruent__rejects:
                                         continue
-                                    for blk_m_b in range(blk_m_b__lo, blk_m_b__hi, blk_m_b__step):
-                                        # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                        try:
-                                            blk_n_b__lo, blk_n_b__hi, blk_n_b__step = blk_n_b__range(blk_n)
-                                        except Exception:  # blk_n_b raised: rejected
-                                            continue
-                                        if blk_n_b__step == 0:  # range() step zero
-                                            continue
-                                        for blk_n_b in range(blk_n_b__lo, blk_n_b__hi, blk_n_b__step):
-                                            # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads
-                                            if blk_m_b * blk_n_b != threads:
+                                    # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
+                                    for tex_a in tex_a__VALUES:
+                                        # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
+                                        for tex_b in tex_b__VALUES:
+                                            _bound = compute_time
+                                            _term = 0
+                                            if dram_time > _bound:
+                                                _bound = dram_time
+                                                _term = 1
+                                            if tiling_time > _bound:
+                                                _bound = tiling_time
+                                                _term = 2
+                                            if sm_load_time > _bound:
+                                                _bound = sm_load_time
+                                                _term = 3
+                                            if wave_time > _bound:
+                                                _bound = wave_time
+                                                _term = 4
+                                            if _bound > _limit:
                                                 continue
-                                            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                            try:
-                                                b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                            except Exception:  # b_incongruent raised: rejected
-                                                continue
-                                            if b_incongruent__rejects:
-                                                continue
-                                            # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
-                                            for tex_a in tex_a__VALUES:
-                                                # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
-                                                for tex_b in tex_b__VALUES:
-                                                    _bound = compute_time
-                                                    _term = 0
-                                                    if dram_time > _bound:
-                                                        _bound = dram_time
-                                                        _term = 1
-                                                    if tiling_time > _bound:
-                                                        _bound = tiling_time
-                                                        _term = 2
-                                                    if sm_load_time > _bound:
-                                                        _bound = sm_load_time
-                                                        _term = 3
-                                                    if wave_time > _bound:
-                                                        _bound = wave_time
-                                                        _term = 4
-                                                    if _bound > _limit:
-                                                        continue
-                                                    _row[0] = dim_m
-                                                    _row[1] = dim_n
-                                                    _row[2] = blk_m
-                                                    _row[3] = blk_n
-                                                    _row[4] = blk_k
-                                                    _row[5] = vector
-                                                    _row[6] = blk_m_a
-                                                    _row[7] = blk_n_a
-                                                    _row[8] = blk_m_b
-                                                    _row[9] = blk_n_b
-                                                    _row[10] = tex_a
-                                                    _row[11] = tex_b
-                                                    _size = heap_offer(_bounds, _terms, _rows, _size, _bound, _term, _row)
-                                                    if _size == _bounds.shape[0]:  # full: only better bounds can still enter
-                                                        _limit = min(_threshold, _bounds[0])
+                                            _row[0] = dim_m
+                                            _row[1] = dim_n
+                                            _row[2] = blk_m
+                                            _row[3] = blk_n
+                                            _row[4] = blk_k
+                                            _row[5] = vector
+                                            _row[6] = blk_m_a
+                                            _row[7] = blk_n_a
+                                            _row[8] = blk_m_b
+                                            _row[9] = blk_n_b
+                                            _row[10] = tex_a
+                                            _row[11] = tex_b
+                                            _size = heap_offer(_bounds, _terms, _rows, _size, _bound, _term, _row)
+                                            if _size == _bounds.shape[0]:  # full: only better bounds can still enter
+                                                _limit = min(_threshold, _bounds[0])
     return _size

@@ -200,17 +200,7 @@ def count():
                                                     local_mem = (SA * MWG + SB * NWG) * KWG * 4
                                                     # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
                                                     resident = min(16, 1024 // threads, 65536 // max(local_mem, 1) if local_mem > 0 else 16)
-                                                    # loop 12: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
-                                                    for GEMMK in GEMMK__VALUES:
-                                                        # loop 13: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
-                                                        for STRM in STRM__VALUES:
-                                                            # loop 14: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
-                                                            for STRN in STRN__VALUES:
-                                                                # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
-                                                                for KREG in KREG__VALUES:
-                                                                    # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
-                                                                    for PRECISION in PRECISION__VALUES:
-                                                                        _n += 1
+                                                    _n += 4  # the innermost loops (GEMMK, STRM, STRN, KREG, PRECISION) test nothing: counted, not iterated
     return _n
 
 @numba.njit(cache=True, error_model='python')
@@ -575,17 +565,7 @@ def count_pruned(_threshold):
                                                         wave_time = 0.0
                                                     if wave_time > _limit:  # cut: every completion is slower than the limit
                                                         continue
-                                                    # loop 12: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
-                                                    for GEMMK in GEMMK__VALUES:
-                                                        # loop 13: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
-                                                        for STRM in STRM__VALUES:
-                                                            # loop 14: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
-                                                            for STRN in STRN__VALUES:
-                                                                # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
-                                                                for KREG in KREG__VALUES:
-                                                                    # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
-                                                                    for PRECISION in PRECISION__VALUES:
-                                                                        _n += 1
+                                                    _n += 4  # the innermost loops (GEMMK, STRM, STRN, KREG, PRECISION) test nothing: counted, not iterated
     return _n
 
 @numba.njit(cache=True, error_model='python')

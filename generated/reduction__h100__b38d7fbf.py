@@ -124,10 +124,7 @@ def count():
                                     # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
                                     if blocks_per_sm * threads * regs > regs_per_sm:
                                         continue
-                                    # loop 8: iterator cache_hint (spaces/reduction.py:85): values('default', 'streaming')
-                                    for cache_hint__index in range(2):
-                                        cache_hint = cache_hint__VALUES[cache_hint__index]
-                                        _n += 1
+                                    _n += 2  # the innermost loops (cache_hint) test nothing: counted, not iterated
     return _n
 
 @numba.njit(cache=True, error_model='python')

@@ -119,7 +119,7 @@ class Gen:
             (l, bl), (r, br) = self.int_expr(depth - 1, True), self.int_expr(depth - 1, True)
             node, bound = ("bin", op, l, r), (bl * br if op == "*" else bl + br)
         elif op in ("//", "%"):
-            (l, bl), (r, br) = self.int_expr(depth - 1), self.int_expr(depth - 1)
+            (l, bl), (r, br) = self.int_expr(depth - 1), self.divisor(depth - 1)
             self.features.add("int-" + op)
             node, bound = ("bin", op, l, r), (bl if op == "//" else br)
         elif op in ("neg", "abs"):
@@ -140,6 +140,13 @@ class Gen:
             node, bound = ("call", op, (x,)), b + 1
             self.features.add("ceil/floor")
         return self.named(node), bound
+
+    def divisor(self, depth):
+        """Mostly a name or a non-zero constant; sometimes any expression (zero included)."""
+        if self.chance(0.3):
+            return self.int_expr(depth)
+        node, bound = self.int_leaf()
+        return (("k", self.pick([2, -3, 3])), 3) if node == ("k", 0) else (node, bound)
 
     def num_expr(self, depth, want_float=False):
         if not want_float and self.chance(0.5):
@@ -226,7 +233,8 @@ def iterator_decl(g: Gen, fg: Gen, name: str, kind: str):
     E = lambda node: render(node, False)  # noqa: E731
     F = lambda node: render(node, True)  # noqa: E731
     if kind == "range_const":
-        lo, hi = g.pick(range(-LIMIT, 3)), g.pick(range(-1, LIMIT + 2))
+        lo = g.pick(range(-LIMIT, 3))
+        hi = lo + g.pick([3, 5, 1, 7])
         step = g.pick([1, 1, 2, -1, -2, 3])
         if step < 0:
             lo, hi = hi, lo
