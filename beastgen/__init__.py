@@ -11,9 +11,10 @@ from .language import (  # noqa: E402
     bound, derived, device, filter, iterator, max, min, range, setting, values, where,
 )
 from .model import Space, load  # noqa: E402
+from .harness.kernel import kernel  # noqa: E402
 
 __all__ = [
     "BeastError", "DeviceError", "SettingError", "SpaceError", "Space", "load",
     "setting", "device", "range", "values", "iterator", "derived", "filter", "bound", "where",
-    "min", "max", "__version__",
+    "min", "max", "kernel", "__version__",
 ]

@@ -80,6 +80,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replay", required=True, metavar="FILE.json[.gz]", help="Kernel Tuner cache file")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
+    p = sub.add_parser("tune", help="benchmark configurations on a device and search for the fastest "
+                                    "(branch and bound on the lower bounds, or a baseline strategy)")
+    _add_space_args(p, device=False)
+    p.add_argument("--device", "-d", default=None,
+                   help="opencl: opencl:N (default opencl:0, its profile read from the device); cuda: a "
+                        "profile or auto (default); replay: a profile (default: the file's GPU)")
+    p.add_argument("--backend", "-b", default="opencl", choices=["opencl", "cuda", "replay"])
+    p.add_argument("--replay", default=None, metavar="FILE.json[.gz]",
+                   help="Kernel Tuner cache file answering the runs (--backend replay)")
+    p.add_argument("--budget", type=int, default=None, metavar="N", help="at most N runs in this invocation")
+    p.add_argument("--time", type=float, default=None, metavar="SECONDS", help="stop after this long")
+    p.add_argument("--results", default="beastgen-results.db", metavar="DB",
+                   help="SQLite results store; a run resumes from it (default beastgen-results.db)")
+    p.add_argument("--strategy", default="branch_and_bound",
+                   choices=["branch_and_bound", "exhaustive", "random", "genetic"])
+    p.add_argument("--seed", type=int, default=0, help="seed of the random and genetic strategies")
+    p.add_argument("--iterations", type=int, default=None, help="timed runs per configuration")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    p.add_argument("--plot", default=None, metavar="PNG", help="plot measured time against bound")
+
     sub.add_parser("devices", help="list the built-in device profiles")
     return parser
 
@@ -325,9 +346,24 @@ def cmd_enumerate(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from .harness.tune import tune
+
+    result = tune(args.space, backend=args.backend, device=args.device, settings=_settings(args.settings),
+                  replay=args.replay, budget=args.budget, time_limit=args.time, results=args.results,
+                  strategy=args.strategy, seed=args.seed, iterations=args.iterations,
+                  generated_dir=args.generated_dir, progress=not args.no_progress, plot=args.plot)
+    print(result.report())
+    if args.plot:
+        print(f"wrote {args.plot}")
+    if args.json:
+        print(json.dumps(result.as_dict(), default=str))
+    return 0
+
+
 COMMANDS = {"show": cmd_show, "generate": cmd_generate, "count": cmd_count,
             "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
-            "compare": cmd_compare, "check-bounds": cmd_check_bounds}
+            "compare": cmd_compare, "check-bounds": cmd_check_bounds, "tune": cmd_tune}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -106,7 +106,8 @@ def load(path: str | os.PathLike) -> Space:
     """Execute a space file and collect its space. Errors name the file and line."""
     path = _display_path(os.fspath(path))
     if path.endswith(".json"):
-        raise SpaceError("T1 JSON spaces are not supported yet; give a Python space file", path)
+        from .interop.t1 import load_t1  # T1 JSON: read as data, never executed
+        return load_t1(path)
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()

@@ -99,6 +99,60 @@ class Specialized:
         return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 
+class _NoExpression(Exception):
+    """A function body has no expression form (it stays a compiled helper)."""
+
+
+_AST_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+               ast.Mod: "%", ast.Pow: "**"}
+_AST_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_AST_CALLS = {"min": "min", "max": "max", "abs": "abs", "int": "int", "float": "float",
+              "math.ceil": "ceil", "math.floor": "floor"}
+
+
+def _ast_to_expr(node: ast.AST, folder: "_Folder", constants: dict) -> L.Expr:
+    """The expression IR of a folded function's return expression (Python semantics preserved)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
+        return L.Const(node.value)
+    if isinstance(node, ast.Name):
+        if node.id in folder.items:
+            return L.Ref(node.id)
+        if node.id in folder.constants:
+            return _named_const(folder.constants[node.id], node.id)
+        if node.id in constants and isinstance(constants[node.id], (int, float, str, bool)):
+            return L.Const(constants[node.id])
+        raise _NoExpression
+    if isinstance(node, ast.BinOp) and type(node.op) in _AST_BINARY:
+        return L.BinOp(_AST_BINARY[type(node.op)], _ast_to_expr(node.left, folder, constants),
+                       _ast_to_expr(node.right, folder, constants))
+    if isinstance(node, ast.UnaryOp):
+        operand = _ast_to_expr(node.operand, folder, constants)
+        if isinstance(node.op, ast.Not):
+            return L.Not(operand)
+        if isinstance(node.op, ast.USub):
+            return L.UnaryOp("-", operand)
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        raise _NoExpression
+    if isinstance(node, ast.BoolOp):
+        return L.BoolOp("and" if isinstance(node.op, ast.And) else "or",
+                        [_ast_to_expr(v, folder, constants) for v in node.values])
+    if isinstance(node, ast.Compare) and all(type(op) in _AST_COMPARE for op in node.ops):
+        operands = [_ast_to_expr(v, folder, constants) for v in [node.left, *node.comparators]]
+        tests = [L.Compare(_AST_COMPARE[type(op)], a, b)
+                 for op, a, b in zip(node.ops, operands, operands[1:])]
+        return tests[0] if len(tests) == 1 else L.BoolOp("and", tests)  # a chain, as Python does
+    if isinstance(node, ast.IfExp):
+        return L.IfExp(_ast_to_expr(node.test, folder, constants),
+                       _ast_to_expr(node.body, folder, constants),
+                       _ast_to_expr(node.orelse, folder, constants))
+    if isinstance(node, ast.Call) and not node.keywords:
+        name = ast.unparse(node.func)
+        if name in _AST_CALLS and node.args:
+            return L.Call(_AST_CALLS[name], [_ast_to_expr(a, folder, constants) for a in node.args])
+    raise _NoExpression
+
+
 class _Raises(Exception):
     """A constant computation raised: the variable rejects every configuration."""
 
@@ -275,6 +329,8 @@ class _Folder:
                 f"iterator '{var.name}' ({var.origin}) yields nothing for these settings")
             return
         _check_compilable(node, info)
+        if self._inline_single_return(var, node, params):
+            return
         form = _function_form(var.kind, node, info)
         fn = SpaceFunction(info, node, params, form, _may_raise(node))
         node.name = f"{var.name}__{ {'range': 'range', 'sequence': 'values', 'generator': 'generate', 'value': 'value'}[form] }"
@@ -291,6 +347,38 @@ class _Folder:
                                     value_type=value_type, source_text=f"{info.node.name}()",
                                     positive=form == "range" and _ranges_start_positive(node),
                                     unit_step=form == "range" and _ranges_unit_step(node))
+
+    def _inline_single_return(self, var: Variable, node: ast.FunctionDef, params: list[str]) -> bool:
+        """A function that (after folding) is one ``return <expression>`` becomes an expression
+        item (an iterator returning ``range(...)`` a range domain): no helper to compile, and the
+        planner and sympy see through it. False when some construct has no expression form."""
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            return False
+        constants = dict(var.function.constant_refs)
+        try:
+            if var.kind == "iterator":
+                call = body[0].value
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                        and call.func.id == "range" and 1 <= len(call.args) <= 3 and not call.keywords):
+                    return False
+                parts = [_ast_to_expr(a, self, constants) for a in call.args]
+                parts = ([L.Const(0)] if len(parts) == 1 else []) + parts + (
+                    [L.Const(1)] if len(parts) < 3 else [])
+                if any(infer_type(p, self.items) not in ("int", "bool") for p in parts):
+                    return False
+                self.items[var.name] = Item(var.name, "iterator", var.origin, params,
+                                            domain=("range", *parts), value_type="int",
+                                            source_text=f"{var.name}(): range({', '.join(repr_source(p) for p in parts)})")
+                return True
+            expr = _ast_to_expr(body[0].value, self, constants)
+        except _NoExpression:
+            return False
+        item = Item(var.name, var.kind, var.origin, params, expr=expr,
+                    source_text=f"{var.name}(): {repr_source(expr)}")
+        item.value_type = infer_type(expr, self.items)
+        self.items[var.name] = item
+        return True
 
     def _constant_function(self, var: Variable) -> None:
         """A function of constants only: run the user's own code once, in Python."""

@@ -3,8 +3,6 @@ then skip testing (e.g. that a divisor can never be zero, so no division guard i
 """
 from __future__ import annotations
 
-import sympy
-
 from . import language as L
 
 
@@ -13,14 +11,33 @@ class SymbolicContext:
 
     def __init__(self, items: dict):
         self.items = items
-        self._cache: dict[str, sympy.Expr | None] = {}
+        self._cache: dict = {}  # name -> sympy expression
 
     def provably_nonzero(self, expr: L.Expr) -> bool:
+        if isinstance(expr, L.Const):  # the common cases need no sympy (nor its import time)
+            return bool(expr.value) and not isinstance(expr.value, str)
+        if isinstance(expr, L.Ref) and self._positive_without_sympy(expr.target):
+            return True
         value = self.to_sympy(expr)
         return value is not None and value.is_nonzero is True
 
+    def _positive_without_sympy(self, name: str) -> bool:
+        item = self.items.get(name)
+        if item is None or item.kind != "iterator":
+            return False
+        if item.positive:
+            return True
+        kind, *parts = item.domain or ("function",)
+        consts = [p.value for p in parts if isinstance(p, L.Const)]
+        if kind == "range":
+            return len(consts) == 3 and consts[0] >= 1 and consts[2] >= 1
+        return kind == "values" and len(consts) == len(parts) and all(
+            isinstance(v, (int, float)) and v > 0 for v in consts)
+
     def to_sympy(self, node: L.Expr):
         """A sympy expression equal to ``node`` for every configuration, or None."""
+        import sympy  # imported on first use: it costs half a second
+
         if isinstance(node, L.Const):
             value = node.value
             if isinstance(value, bool) or isinstance(value, int):
@@ -56,6 +73,8 @@ class SymbolicContext:
         return None
 
     def _variable(self, name: str):
+        import sympy
+
         if name not in self._cache:
             self._cache[name] = None  # guards against self-reference while translating
             item = self.items.get(name)

@@ -53,30 +53,6 @@ vector__VALUES = (0, 1)
 tex_a__VALUES = (0, 1)
 tex_b__VALUES = (0, 1)
 
-# iterator blk_m_a (spaces/gemm.py:45), form: range
-@numba.njit(cache=True, error_model='python')
-def blk_m_a__range(blk_m, type_len):
-    return (1, blk_m // type_len + 1, 1)
-
-
-# iterator blk_n_a (spaces/gemm.py:49), form: range
-@numba.njit(cache=True, error_model='python')
-def blk_n_a__range(blk_k):
-    return (1, blk_k + 1, 1)
-
-
-# iterator blk_m_b (spaces/gemm.py:53), form: range
-@numba.njit(cache=True, error_model='python')
-def blk_m_b__range(blk_n, type_len):
-    return (1, blk_n // type_len + 1, 1)
-
-
-# iterator blk_n_b (spaces/gemm.py:57), form: range
-@numba.njit(cache=True, error_model='python')
-def blk_n_b__range(blk_k):
-    return (1, blk_k + 1, 1)
-
-
 # filter a_incongruent (spaces/gemm.py:80), form: value
 @numba.njit(cache=True, error_model='python')
 def a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a):
@@ -150,22 +126,16 @@ def count():
                         for vector in vector__VALUES:
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
-                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
-                            try:
-                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
-                            except Exception:  # blk_m_a raised: rejected
+                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
+                            if type_len == 0:  # would divide by zero
                                 continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
-                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
-                                try:
-                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
-                                except Exception:  # blk_n_a raised: rejected
-                                    continue
+                            for blk_m_a in range(1, blk_m // type_len + 1):
+                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
                                     continue
                                 blk_n_a = threads // blk_m_a
-                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
                                 try:
@@ -174,22 +144,16 @@ def count():
                                     continue
                                 if a_incongruent__rejects:
                                     continue
-                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
-                                try:
-                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_n, type_len)
-                                except Exception:  # blk_m_b raised: rejected
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
+                                if type_len == 0:  # would divide by zero
                                     continue
-                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
-                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                    try:
-                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_k)
-                                    except Exception:  # blk_n_b raised: rejected
-                                        continue
+                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
                                         continue
                                     blk_n_b = threads // blk_m_b
-                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                    if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
@@ -269,26 +233,19 @@ def count_with_stats(_visits, _rejections):
                             _visits[5] += 1
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
-                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
-                            try:
-                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
-                            except Exception:  # blk_m_a raised: rejected
+                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
+                            if type_len == 0:  # would divide by zero
                                 _rejections[24] += 1
                                 continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
+                            for blk_m_a in range(1, blk_m // type_len + 1):
                                 _visits[6] += 1
-                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
-                                try:
-                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
-                                except Exception:  # blk_n_a raised: rejected
-                                    _rejections[25] += 1
-                                    continue
+                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
                                     _rejections[26] += 1
                                     continue
                                 blk_n_a = threads // blk_m_a
-                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     _rejections[26] += 1
                                     continue
                                 _visits[7] += 1
@@ -301,26 +258,19 @@ def count_with_stats(_visits, _rejections):
                                 if a_incongruent__rejects:
                                     _rejections[27] += 1
                                     continue
-                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
-                                try:
-                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_n, type_len)
-                                except Exception:  # blk_m_b raised: rejected
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
+                                if type_len == 0:  # would divide by zero
                                     _rejections[28] += 1
                                     continue
-                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                for blk_m_b in range(1, blk_n // type_len + 1):
                                     _visits[8] += 1
-                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                    try:
-                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_k)
-                                    except Exception:  # blk_n_b raised: rejected
-                                        _rejections[29] += 1
-                                        continue
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
                                         _rejections[30] += 1
                                         continue
                                     blk_n_b = threads // blk_m_b
-                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                    if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         _rejections[30] += 1
                                         continue
                                     _visits[9] += 1
@@ -396,22 +346,16 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                         for vector in vector__VALUES:
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
-                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
-                            try:
-                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
-                            except Exception:  # blk_m_a raised: rejected
+                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
+                            if type_len == 0:  # would divide by zero
                                 continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
-                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
-                                try:
-                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
-                                except Exception:  # blk_n_a raised: rejected
-                                    continue
+                            for blk_m_a in range(1, blk_m // type_len + 1):
+                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
                                     continue
                                 blk_n_a = threads // blk_m_a
-                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
                                 try:
@@ -420,22 +364,16 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                     continue
                                 if a_incongruent__rejects:
                                     continue
-                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
-                                try:
-                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_n, type_len)
-                                except Exception:  # blk_m_b raised: rejected
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
+                                if type_len == 0:  # would divide by zero
                                     continue
-                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
-                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                    try:
-                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_k)
-                                    except Exception:  # blk_n_b raised: rejected
-                                        continue
+                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
                                         continue
                                     blk_n_b = threads // blk_m_b
-                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                    if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
@@ -533,22 +471,16 @@ def count_pruned(_threshold):
                         for vector in vector__VALUES:
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
-                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
-                            try:
-                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
-                            except Exception:  # blk_m_a raised: rejected
+                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
+                            if type_len == 0:  # would divide by zero
                                 continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
-                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
-                                try:
-                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
-                                except Exception:  # blk_n_a raised: rejected
-                                    continue
+                            for blk_m_a in range(1, blk_m // type_len + 1):
+                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
                                     continue
                                 blk_n_a = threads // blk_m_a
-                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
                                 try:
@@ -557,22 +489,16 @@ def count_pruned(_threshold):
                                     continue
                                 if a_incongruent__rejects:
                                     continue
-                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
-                                try:
-                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_n, type_len)
-                                except Exception:  # blk_m_b raised: rejected
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
+                                if type_len == 0:  # would divide by zero
                                     continue
-                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
-                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                    try:
-                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_k)
-                                    except Exception:  # blk_n_b raised: rejected
-                                        continue
+                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
                                         continue
                                     blk_n_b = threads // blk_m_b
-                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                    if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:
@@ -682,26 +608,20 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                 _skipped[5] += 1
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
-                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
-                            try:
-                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
-                            except Exception:  # blk_m_a raised: rejected
+                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
+                            if type_len == 0:  # would divide by zero
                                 continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
+                            for blk_m_a in range(1, blk_m // type_len + 1):
                                 _visits[6] += 1
                                 _cut_7 = _cut_6
                                 if _cut_7 >= 0:
                                     _skipped[6] += 1
-                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
-                                try:
-                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
-                                except Exception:  # blk_n_a raised: rejected
-                                    continue
+                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
                                     continue
                                 blk_n_a = threads // blk_m_a
-                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 _visits[7] += 1
                                 _cut_8 = _cut_7
@@ -714,26 +634,20 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     continue
                                 if a_incongruent__rejects:
                                     continue
-                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
-                                try:
-                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_n, type_len)
-                                except Exception:  # blk_m_b raised: rejected
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
+                                if type_len == 0:  # would divide by zero
                                     continue
-                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
+                                for blk_m_b in range(1, blk_n // type_len + 1):
                                     _visits[8] += 1
                                     _cut_9 = _cut_8
                                     if _cut_9 >= 0:
                                         _skipped[8] += 1
-                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                    try:
-                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_k)
-                                    except Exception:  # blk_n_b raised: rejected
-                                        continue
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
                                         continue
                                     blk_n_b = threads // blk_m_b
-                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                    if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
                                     _visits[9] += 1
                                     _cut_10 = _cut_9
@@ -836,22 +750,16 @@ def rank(_threshold, _bounds, _terms, _rows):
                         for vector in vector__VALUES:
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
-                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a()
-                            try:
-                                blk_m_a__lo, blk_m_a__hi, _ = blk_m_a__range(blk_m, type_len)
-                            except Exception:  # blk_m_a raised: rejected
+                            # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
+                            if type_len == 0:  # would divide by zero
                                 continue
-                            for blk_m_a in range(blk_m_a__lo, blk_m_a__hi):
-                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a()
-                                try:
-                                    blk_n_a__lo, blk_n_a__hi, _ = blk_n_a__range(blk_k)
-                                except Exception:  # blk_n_a raised: rejected
-                                    continue
+                            for blk_m_a in range(1, blk_m // type_len + 1):
+                                # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
                                     continue
                                 blk_n_a = threads // blk_m_a
-                                if not (blk_n_a__lo <= blk_n_a < blk_n_a__hi):  # outside the domain of blk_n_a
+                                if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
                                 try:
@@ -860,22 +768,16 @@ def rank(_threshold, _bounds, _terms, _rows):
                                     continue
                                 if a_incongruent__rejects:
                                     continue
-                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b()
-                                try:
-                                    blk_m_b__lo, blk_m_b__hi, _ = blk_m_b__range(blk_n, type_len)
-                                except Exception:  # blk_m_b raised: rejected
+                                # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
+                                if type_len == 0:  # would divide by zero
                                     continue
-                                for blk_m_b in range(blk_m_b__lo, blk_m_b__hi):
-                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b()
-                                    try:
-                                        blk_n_b__lo, blk_n_b__hi, _ = blk_n_b__range(blk_k)
-                                    except Exception:  # blk_n_b raised: rejected
-                                        continue
+                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                    # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
                                         continue
                                     blk_n_b = threads // blk_m_b
-                                    if not (blk_n_b__lo <= blk_n_b < blk_n_b__hi):  # outside the domain of blk_n_b
+                                    if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
                                     try:

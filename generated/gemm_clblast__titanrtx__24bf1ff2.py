@@ -47,65 +47,6 @@ SB__VALUES = (0, 1)
 KREG__VALUES = (1,)
 PRECISION__VALUES = (32,)
 
-# filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43), form: value
-@numba.njit(cache=True, error_model='python')
-def kwg_not_multiple_of_kwi__value(KWG, KWI):
-    """The K tile is unrolled by KWI."""
-    return not KWG % KWI == 0
-
-
-# filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48), form: value
-@numba.njit(cache=True, error_model='python')
-def mwg_not_multiple_of_compute_m__value(MWG, MDIMC, VWM):
-    """The M tile is split evenly over MDIMC threads, each computing vectors of VWM."""
-    return not MWG % (MDIMC * VWM) == 0
-
-
-# filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53), form: value
-@numba.njit(cache=True, error_model='python')
-def nwg_not_multiple_of_compute_n__value(NWG, NDIMC, VWN):
-    """The N tile is split evenly over NDIMC threads, each computing vectors of VWN."""
-    return not NWG % (NDIMC * VWN) == 0
-
-
-# filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58), form: value
-@numba.njit(cache=True, error_model='python')
-def mwg_not_multiple_of_load_a__value(MWG, MDIMA, VWM):
-    """The A tile's M edge is loaded evenly by MDIMA threads with vectors of VWM."""
-    return not MWG % (MDIMA * VWM) == 0
-
-
-# filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63), form: value
-@numba.njit(cache=True, error_model='python')
-def nwg_not_multiple_of_load_b__value(NWG, NDIMB, VWN):
-    """The B tile's N edge is loaded evenly by NDIMB threads with vectors of VWN."""
-    return not NWG % (NDIMB * VWN) == 0
-
-
-# filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68), form: value
-@numba.njit(cache=True, error_model='python')
-def kwg_not_multiple_of_load_a_rows__value(KWG, MDIMC, NDIMC, MDIMA):
-    """The A tile's K edge is loaded evenly by the MDIMC*NDIMC/MDIMA thread rows (true division)."""
-    return not KWG % (MDIMC * NDIMC / MDIMA) == 0
-
-
-# filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73), form: value
-@numba.njit(cache=True, error_model='python')
-def kwg_not_multiple_of_load_b_rows__value(KWG, MDIMC, NDIMC, NDIMB):
-    """The B tile's K edge is loaded evenly by the MDIMC*NDIMC/NDIMB thread rows (true division)."""
-    return not KWG % (MDIMC * NDIMC / NDIMB) == 0
-
-
-# filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78), form: value
-@numba.njit(cache=True, error_model='python')
-def excluded_128x128_with_8x8_threads__value(MWG, NWG, MDIMC, NDIMC):
-    """The benchmark excludes the 128x128 tile computed by only 8x8 threads.
-
-    T1: ``not (MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8)``; rejecting when it is
-    false means rejecting when the inner conjunction is true."""
-    return MWG == 128 and NWG == 128 and (MDIMC == 8) and (NDIMC == 8)
-
-
 STAT_SLOTS = ('KWG', 'KWI', 'kwg_not_multiple_of_kwi', 'MWG', 'NWG', 'work_groups', 'tiling_time', 'sm_load_time', 'MDIMC', 'VWM', 'mwg_not_multiple_of_compute_m', 'MDIMA', 'mwg_not_multiple_of_load_a', 'NDIMC', 'kwg_not_multiple_of_load_a_rows', 'excluded_128x128_with_8x8_threads', 'threads', 'VWN', 'nwg_not_multiple_of_compute_n', 'NDIMB', 'nwg_not_multiple_of_load_b', 'kwg_not_multiple_of_load_b_rows', 'SA', 'SB', 'local_mem', 'resident', 'wave_time', 'GEMMK', 'STRM', 'STRN', 'KREG', 'PRECISION',)  # _rejections[i] counts what slot i rejected or raised
 
 BOUND_TERMS = ('compute_time', 'dram_time', 'tiling_time', 'sm_load_time', 'wave_time',)  # a configuration's bound is the largest; rank() reports which
@@ -119,12 +60,8 @@ def count():
     for KWG in KWG__VALUES:
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
-            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi()
-            try:
-                kwg_not_multiple_of_kwi__rejects = kwg_not_multiple_of_kwi__value(KWG, KWI)
-            except Exception:  # kwg_not_multiple_of_kwi raised: rejected
-                continue
-            if kwg_not_multiple_of_kwi__rejects:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
@@ -136,61 +73,36 @@ def count():
                     for MDIMC in MDIMC__VALUES:
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
-                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m()
-                            try:
-                                mwg_not_multiple_of_compute_m__rejects = mwg_not_multiple_of_compute_m__value(MWG, MDIMC, VWM)
-                            except Exception:  # mwg_not_multiple_of_compute_m raised: rejected
-                                continue
-                            if mwg_not_multiple_of_compute_m__rejects:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
-                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a()
-                                try:
-                                    mwg_not_multiple_of_load_a__rejects = mwg_not_multiple_of_load_a__value(MWG, MDIMA, VWM)
-                                except Exception:  # mwg_not_multiple_of_load_a raised: rejected
-                                    continue
-                                if mwg_not_multiple_of_load_a__rejects:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
-                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows()
-                                    try:
-                                        kwg_not_multiple_of_load_a_rows__rejects = kwg_not_multiple_of_load_a_rows__value(KWG, MDIMC, NDIMC, MDIMA)
-                                    except Exception:  # kwg_not_multiple_of_load_a_rows raised: rejected
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
-                                    if kwg_not_multiple_of_load_a_rows__rejects:
-                                        continue
-                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads()
-                                    excluded_128x128_with_8x8_threads__rejects = excluded_128x128_with_8x8_threads__value(MWG, NWG, MDIMC, NDIMC)
-                                    if excluded_128x128_with_8x8_threads__rejects:
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
                                         continue
                                     # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
                                     threads = MDIMC * NDIMC
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
-                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n()
-                                        try:
-                                            nwg_not_multiple_of_compute_n__rejects = nwg_not_multiple_of_compute_n__value(NWG, NDIMC, VWN)
-                                        except Exception:  # nwg_not_multiple_of_compute_n raised: rejected
-                                            continue
-                                        if nwg_not_multiple_of_compute_n__rejects:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
-                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b()
-                                            try:
-                                                nwg_not_multiple_of_load_b__rejects = nwg_not_multiple_of_load_b__value(NWG, NDIMB, VWN)
-                                            except Exception:  # nwg_not_multiple_of_load_b raised: rejected
+                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                            if not NWG % (NDIMB * VWN) == 0:
                                                 continue
-                                            if nwg_not_multiple_of_load_b__rejects:
-                                                continue
-                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows()
-                                            try:
-                                                kwg_not_multiple_of_load_b_rows__rejects = kwg_not_multiple_of_load_b_rows__value(KWG, MDIMC, NDIMC, NDIMB)
-                                            except Exception:  # kwg_not_multiple_of_load_b_rows raised: rejected
-                                                continue
-                                            if kwg_not_multiple_of_load_b_rows__rejects:
+                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                             for SA in SA__VALUES:
@@ -214,13 +126,8 @@ def count_with_stats(_visits, _rejections):
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
             _visits[1] += 1
-            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi()
-            try:
-                kwg_not_multiple_of_kwi__rejects = kwg_not_multiple_of_kwi__value(KWG, KWI)
-            except Exception:  # kwg_not_multiple_of_kwi raised: rejected
-                _rejections[2] += 1
-                continue
-            if kwg_not_multiple_of_kwi__rejects:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
                 _rejections[2] += 1
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
@@ -237,42 +144,26 @@ def count_with_stats(_visits, _rejections):
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
                             _visits[5] += 1
-                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m()
-                            try:
-                                mwg_not_multiple_of_compute_m__rejects = mwg_not_multiple_of_compute_m__value(MWG, MDIMC, VWM)
-                            except Exception:  # mwg_not_multiple_of_compute_m raised: rejected
-                                _rejections[10] += 1
-                                continue
-                            if mwg_not_multiple_of_compute_m__rejects:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
                                 _rejections[10] += 1
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
                                 _visits[6] += 1
-                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a()
-                                try:
-                                    mwg_not_multiple_of_load_a__rejects = mwg_not_multiple_of_load_a__value(MWG, MDIMA, VWM)
-                                except Exception:  # mwg_not_multiple_of_load_a raised: rejected
-                                    _rejections[12] += 1
-                                    continue
-                                if mwg_not_multiple_of_load_a__rejects:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
                                     _rejections[12] += 1
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     _visits[7] += 1
-                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows()
-                                    try:
-                                        kwg_not_multiple_of_load_a_rows__rejects = kwg_not_multiple_of_load_a_rows__value(KWG, MDIMC, NDIMC, MDIMA)
-                                    except Exception:  # kwg_not_multiple_of_load_a_rows raised: rejected
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         _rejections[14] += 1
                                         continue
-                                    if kwg_not_multiple_of_load_a_rows__rejects:
-                                        _rejections[14] += 1
-                                        continue
-                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads()
-                                    excluded_128x128_with_8x8_threads__rejects = excluded_128x128_with_8x8_threads__value(MWG, NWG, MDIMC, NDIMC)
-                                    if excluded_128x128_with_8x8_threads__rejects:
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
                                         _rejections[15] += 1
                                         continue
                                     # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
@@ -280,34 +171,19 @@ def count_with_stats(_visits, _rejections):
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
                                         _visits[8] += 1
-                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n()
-                                        try:
-                                            nwg_not_multiple_of_compute_n__rejects = nwg_not_multiple_of_compute_n__value(NWG, NDIMC, VWN)
-                                        except Exception:  # nwg_not_multiple_of_compute_n raised: rejected
-                                            _rejections[18] += 1
-                                            continue
-                                        if nwg_not_multiple_of_compute_n__rejects:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
                                             _rejections[18] += 1
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
                                             _visits[9] += 1
-                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b()
-                                            try:
-                                                nwg_not_multiple_of_load_b__rejects = nwg_not_multiple_of_load_b__value(NWG, NDIMB, VWN)
-                                            except Exception:  # nwg_not_multiple_of_load_b raised: rejected
+                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                            if not NWG % (NDIMB * VWN) == 0:
                                                 _rejections[20] += 1
                                                 continue
-                                            if nwg_not_multiple_of_load_b__rejects:
-                                                _rejections[20] += 1
-                                                continue
-                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows()
-                                            try:
-                                                kwg_not_multiple_of_load_b_rows__rejects = kwg_not_multiple_of_load_b_rows__value(KWG, MDIMC, NDIMC, NDIMB)
-                                            except Exception:  # kwg_not_multiple_of_load_b_rows raised: rejected
-                                                _rejections[21] += 1
-                                                continue
-                                            if kwg_not_multiple_of_load_b_rows__rejects:
+                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 _rejections[21] += 1
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
@@ -346,12 +222,8 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
     for KWG in KWG__VALUES:
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
-            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi()
-            try:
-                kwg_not_multiple_of_kwi__rejects = kwg_not_multiple_of_kwi__value(KWG, KWI)
-            except Exception:  # kwg_not_multiple_of_kwi raised: rejected
-                continue
-            if kwg_not_multiple_of_kwi__rejects:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
@@ -363,61 +235,36 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                     for MDIMC in MDIMC__VALUES:
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
-                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m()
-                            try:
-                                mwg_not_multiple_of_compute_m__rejects = mwg_not_multiple_of_compute_m__value(MWG, MDIMC, VWM)
-                            except Exception:  # mwg_not_multiple_of_compute_m raised: rejected
-                                continue
-                            if mwg_not_multiple_of_compute_m__rejects:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
-                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a()
-                                try:
-                                    mwg_not_multiple_of_load_a__rejects = mwg_not_multiple_of_load_a__value(MWG, MDIMA, VWM)
-                                except Exception:  # mwg_not_multiple_of_load_a raised: rejected
-                                    continue
-                                if mwg_not_multiple_of_load_a__rejects:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
-                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows()
-                                    try:
-                                        kwg_not_multiple_of_load_a_rows__rejects = kwg_not_multiple_of_load_a_rows__value(KWG, MDIMC, NDIMC, MDIMA)
-                                    except Exception:  # kwg_not_multiple_of_load_a_rows raised: rejected
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
-                                    if kwg_not_multiple_of_load_a_rows__rejects:
-                                        continue
-                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads()
-                                    excluded_128x128_with_8x8_threads__rejects = excluded_128x128_with_8x8_threads__value(MWG, NWG, MDIMC, NDIMC)
-                                    if excluded_128x128_with_8x8_threads__rejects:
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
                                         continue
                                     # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
                                     threads = MDIMC * NDIMC
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
-                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n()
-                                        try:
-                                            nwg_not_multiple_of_compute_n__rejects = nwg_not_multiple_of_compute_n__value(NWG, NDIMC, VWN)
-                                        except Exception:  # nwg_not_multiple_of_compute_n raised: rejected
-                                            continue
-                                        if nwg_not_multiple_of_compute_n__rejects:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
-                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b()
-                                            try:
-                                                nwg_not_multiple_of_load_b__rejects = nwg_not_multiple_of_load_b__value(NWG, NDIMB, VWN)
-                                            except Exception:  # nwg_not_multiple_of_load_b raised: rejected
+                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                            if not NWG % (NDIMB * VWN) == 0:
                                                 continue
-                                            if nwg_not_multiple_of_load_b__rejects:
-                                                continue
-                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows()
-                                            try:
-                                                kwg_not_multiple_of_load_b_rows__rejects = kwg_not_multiple_of_load_b_rows__value(KWG, MDIMC, NDIMC, NDIMB)
-                                            except Exception:  # kwg_not_multiple_of_load_b_rows raised: rejected
-                                                continue
-                                            if kwg_not_multiple_of_load_b_rows__rejects:
+                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                             for SA in SA__VALUES:
@@ -469,12 +316,8 @@ def count_pruned(_threshold):
     for KWG in KWG__VALUES:
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
-            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi()
-            try:
-                kwg_not_multiple_of_kwi__rejects = kwg_not_multiple_of_kwi__value(KWG, KWI)
-            except Exception:  # kwg_not_multiple_of_kwi raised: rejected
-                continue
-            if kwg_not_multiple_of_kwi__rejects:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
@@ -494,61 +337,36 @@ def count_pruned(_threshold):
                     for MDIMC in MDIMC__VALUES:
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
-                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m()
-                            try:
-                                mwg_not_multiple_of_compute_m__rejects = mwg_not_multiple_of_compute_m__value(MWG, MDIMC, VWM)
-                            except Exception:  # mwg_not_multiple_of_compute_m raised: rejected
-                                continue
-                            if mwg_not_multiple_of_compute_m__rejects:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
-                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a()
-                                try:
-                                    mwg_not_multiple_of_load_a__rejects = mwg_not_multiple_of_load_a__value(MWG, MDIMA, VWM)
-                                except Exception:  # mwg_not_multiple_of_load_a raised: rejected
-                                    continue
-                                if mwg_not_multiple_of_load_a__rejects:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
-                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows()
-                                    try:
-                                        kwg_not_multiple_of_load_a_rows__rejects = kwg_not_multiple_of_load_a_rows__value(KWG, MDIMC, NDIMC, MDIMA)
-                                    except Exception:  # kwg_not_multiple_of_load_a_rows raised: rejected
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
-                                    if kwg_not_multiple_of_load_a_rows__rejects:
-                                        continue
-                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads()
-                                    excluded_128x128_with_8x8_threads__rejects = excluded_128x128_with_8x8_threads__value(MWG, NWG, MDIMC, NDIMC)
-                                    if excluded_128x128_with_8x8_threads__rejects:
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
                                         continue
                                     # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
                                     threads = MDIMC * NDIMC
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
-                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n()
-                                        try:
-                                            nwg_not_multiple_of_compute_n__rejects = nwg_not_multiple_of_compute_n__value(NWG, NDIMC, VWN)
-                                        except Exception:  # nwg_not_multiple_of_compute_n raised: rejected
-                                            continue
-                                        if nwg_not_multiple_of_compute_n__rejects:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
-                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b()
-                                            try:
-                                                nwg_not_multiple_of_load_b__rejects = nwg_not_multiple_of_load_b__value(NWG, NDIMB, VWN)
-                                            except Exception:  # nwg_not_multiple_of_load_b raised: rejected
+                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                            if not NWG % (NDIMB * VWN) == 0:
                                                 continue
-                                            if nwg_not_multiple_of_load_b__rejects:
-                                                continue
-                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows()
-                                            try:
-                                                kwg_not_multiple_of_load_b_rows__rejects = kwg_not_multiple_of_load_b_rows__value(KWG, MDIMC, NDIMC, NDIMB)
-                                            except Exception:  # kwg_not_multiple_of_load_b_rows raised: rejected
-                                                continue
-                                            if kwg_not_multiple_of_load_b_rows__rejects:
+                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                             for SA in SA__VALUES:
@@ -589,12 +407,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
             _cut_2 = _cut_1
             if _cut_2 >= 0:
                 _skipped[1] += 1
-            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi()
-            try:
-                kwg_not_multiple_of_kwi__rejects = kwg_not_multiple_of_kwi__value(KWG, KWI)
-            except Exception:  # kwg_not_multiple_of_kwi raised: rejected
-                continue
-            if kwg_not_multiple_of_kwi__rejects:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
@@ -632,12 +446,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                             _cut_6 = _cut_5
                             if _cut_6 >= 0:
                                 _skipped[5] += 1
-                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m()
-                            try:
-                                mwg_not_multiple_of_compute_m__rejects = mwg_not_multiple_of_compute_m__value(MWG, MDIMC, VWM)
-                            except Exception:  # mwg_not_multiple_of_compute_m raised: rejected
-                                continue
-                            if mwg_not_multiple_of_compute_m__rejects:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
@@ -645,12 +455,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                 _cut_7 = _cut_6
                                 if _cut_7 >= 0:
                                     _skipped[6] += 1
-                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a()
-                                try:
-                                    mwg_not_multiple_of_load_a__rejects = mwg_not_multiple_of_load_a__value(MWG, MDIMA, VWM)
-                                except Exception:  # mwg_not_multiple_of_load_a raised: rejected
-                                    continue
-                                if mwg_not_multiple_of_load_a__rejects:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
@@ -658,16 +464,11 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     _cut_8 = _cut_7
                                     if _cut_8 >= 0:
                                         _skipped[7] += 1
-                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows()
-                                    try:
-                                        kwg_not_multiple_of_load_a_rows__rejects = kwg_not_multiple_of_load_a_rows__value(KWG, MDIMC, NDIMC, MDIMA)
-                                    except Exception:  # kwg_not_multiple_of_load_a_rows raised: rejected
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
-                                    if kwg_not_multiple_of_load_a_rows__rejects:
-                                        continue
-                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads()
-                                    excluded_128x128_with_8x8_threads__rejects = excluded_128x128_with_8x8_threads__value(MWG, NWG, MDIMC, NDIMC)
-                                    if excluded_128x128_with_8x8_threads__rejects:
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
                                         continue
                                     # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
                                     threads = MDIMC * NDIMC
@@ -677,12 +478,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                         _cut_9 = _cut_8
                                         if _cut_9 >= 0:
                                             _skipped[8] += 1
-                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n()
-                                        try:
-                                            nwg_not_multiple_of_compute_n__rejects = nwg_not_multiple_of_compute_n__value(NWG, NDIMC, VWN)
-                                        except Exception:  # nwg_not_multiple_of_compute_n raised: rejected
-                                            continue
-                                        if nwg_not_multiple_of_compute_n__rejects:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
@@ -690,19 +487,11 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                             _cut_10 = _cut_9
                                             if _cut_10 >= 0:
                                                 _skipped[9] += 1
-                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b()
-                                            try:
-                                                nwg_not_multiple_of_load_b__rejects = nwg_not_multiple_of_load_b__value(NWG, NDIMB, VWN)
-                                            except Exception:  # nwg_not_multiple_of_load_b raised: rejected
+                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                            if not NWG % (NDIMB * VWN) == 0:
                                                 continue
-                                            if nwg_not_multiple_of_load_b__rejects:
-                                                continue
-                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows()
-                                            try:
-                                                kwg_not_multiple_of_load_b_rows__rejects = kwg_not_multiple_of_load_b_rows__value(KWG, MDIMC, NDIMC, NDIMB)
-                                            except Exception:  # kwg_not_multiple_of_load_b_rows raised: rejected
-                                                continue
-                                            if kwg_not_multiple_of_load_b_rows__rejects:
+                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                             for SA in SA__VALUES:
@@ -778,12 +567,8 @@ def rank(_threshold, _bounds, _terms, _rows):
     for KWG in KWG__VALUES:
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
-            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi()
-            try:
-                kwg_not_multiple_of_kwi__rejects = kwg_not_multiple_of_kwi__value(KWG, KWI)
-            except Exception:  # kwg_not_multiple_of_kwi raised: rejected
-                continue
-            if kwg_not_multiple_of_kwi__rejects:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
@@ -803,61 +588,36 @@ def rank(_threshold, _bounds, _terms, _rows):
                     for MDIMC in MDIMC__VALUES:
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
-                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m()
-                            try:
-                                mwg_not_multiple_of_compute_m__rejects = mwg_not_multiple_of_compute_m__value(MWG, MDIMC, VWM)
-                            except Exception:  # mwg_not_multiple_of_compute_m raised: rejected
-                                continue
-                            if mwg_not_multiple_of_compute_m__rejects:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
-                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a()
-                                try:
-                                    mwg_not_multiple_of_load_a__rejects = mwg_not_multiple_of_load_a__value(MWG, MDIMA, VWM)
-                                except Exception:  # mwg_not_multiple_of_load_a raised: rejected
-                                    continue
-                                if mwg_not_multiple_of_load_a__rejects:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
-                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows()
-                                    try:
-                                        kwg_not_multiple_of_load_a_rows__rejects = kwg_not_multiple_of_load_a_rows__value(KWG, MDIMC, NDIMC, MDIMA)
-                                    except Exception:  # kwg_not_multiple_of_load_a_rows raised: rejected
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
-                                    if kwg_not_multiple_of_load_a_rows__rejects:
-                                        continue
-                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads()
-                                    excluded_128x128_with_8x8_threads__rejects = excluded_128x128_with_8x8_threads__value(MWG, NWG, MDIMC, NDIMC)
-                                    if excluded_128x128_with_8x8_threads__rejects:
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
                                         continue
                                     # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
                                     threads = MDIMC * NDIMC
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
-                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n()
-                                        try:
-                                            nwg_not_multiple_of_compute_n__rejects = nwg_not_multiple_of_compute_n__value(NWG, NDIMC, VWN)
-                                        except Exception:  # nwg_not_multiple_of_compute_n raised: rejected
-                                            continue
-                                        if nwg_not_multiple_of_compute_n__rejects:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
-                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b()
-                                            try:
-                                                nwg_not_multiple_of_load_b__rejects = nwg_not_multiple_of_load_b__value(NWG, NDIMB, VWN)
-                                            except Exception:  # nwg_not_multiple_of_load_b raised: rejected
+                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                            if not NWG % (NDIMB * VWN) == 0:
                                                 continue
-                                            if nwg_not_multiple_of_load_b__rejects:
-                                                continue
-                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows()
-                                            try:
-                                                kwg_not_multiple_of_load_b_rows__rejects = kwg_not_multiple_of_load_b_rows__value(KWG, MDIMC, NDIMC, NDIMB)
-                                            except Exception:  # kwg_not_multiple_of_load_b_rows raised: rejected
-                                                continue
-                                            if kwg_not_multiple_of_load_b_rows__rejects:
+                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                             for SA in SA__VALUES:

@@ -1,0 +1,76 @@
+"""SQLite results store: one row per (run, configuration), written as each result arrives.
+
+WAL mode and one transaction per row keep the file consistent when two runs write to it at once
+(a second writer waits for the first: ``busy_timeout``); a row that is already there is never
+overwritten (``INSERT OR IGNORE``), so resuming a run skips what it measured before.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import time
+
+from ..errors import BeastError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run TEXT PRIMARY KEY, space TEXT, device TEXT, backend TEXT, strategy TEXT, settings TEXT,
+    created REAL);
+CREATE TABLE IF NOT EXISTS results (
+    run TEXT NOT NULL, config_key TEXT NOT NULL, config TEXT NOT NULL,
+    status TEXT NOT NULL,            -- ok, compile, launch, wrong_result, timeout, unmeasured
+    time REAL,                       -- seconds (the minimum of the timed runs), NULL unless ok
+    times TEXT, bound REAL, bottleneck TEXT, message TEXT, recorded REAL,
+    PRIMARY KEY (run, config_key));
+"""
+
+
+def config_key(config: dict) -> str:
+    return json.dumps({k: _plain(v) for k, v in config.items()}, sort_keys=True)
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+class Store:
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self.db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.Error as e:
+            raise BeastError(f"cannot open the results store: {e}", path) from None
+
+    def open_run(self, run: str, **description) -> None:
+        self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (run, description.get("space"), description.get("device"),
+                         description.get("backend"), description.get("strategy"),
+                         json.dumps(description.get("settings", {}), default=str), time.time()))
+
+    def results(self, run: str) -> dict[str, dict]:
+        """config_key -> row, for everything this run recorded."""
+        cursor = self.db.execute("SELECT config_key, config, status, time, times, bound, bottleneck, "
+                                 "message FROM results WHERE run = ? ORDER BY recorded", (run,))
+        return {row[0]: {"config": json.loads(row[1]), "status": row[2], "time": row[3],
+                         "times": json.loads(row[4]) if row[4] else None,
+                         "bound": row[5] if row[5] is not None else math.nan,
+                         "bottleneck": row[6], "message": row[7]} for row in cursor}
+
+    def record(self, run: str, key: str, config: dict, status: str, time_s=None, times=None,
+               bound=None, bottleneck=None, message=None) -> bool:
+        """Write one result in its own transaction; False if the run already had this row."""
+        bound = None if bound is None or not math.isfinite(bound) else float(bound)
+        with self.db:  # autocommit: the one INSERT is its own transaction
+            cursor = self.db.execute(
+                "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run, key, config_key(config), status, time_s,
+                 json.dumps(times) if times is not None else None, bound, bottleneck, message,
+                 time.time()))
+        return cursor.rowcount == 1
+
+    def close(self) -> None:
+        self.db.close()

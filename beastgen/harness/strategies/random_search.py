@@ -1,0 +1,15 @@
+"""Random search: the valid configurations in a random order (seeded), without repetition."""
+from __future__ import annotations
+
+import random
+
+from .base import Strategy
+
+
+class RandomSearch(Strategy):
+    name = "random"
+
+    def propose(self, state):
+        candidates = self._list_all()
+        random.Random(self.seed).shuffle(candidates)
+        yield from candidates

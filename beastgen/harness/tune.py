@@ -1,0 +1,361 @@
+"""The tuning loop: a strategy proposes configurations, a backend measures them (verified against a
+NumPy reference the first time each runs), the store records every result as it arrives.
+
+Failures (compile error, launch failure, wrong result, timeout) are recorded with their message
+and the search goes on. A measured time below a configuration's lower bound is a violated bound:
+it is reported loudly, and the violated term no longer prunes anything.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..bounds import format_seconds
+from ..errors import BeastError
+from .backends.base import KernelFailure
+from .kernel import Launch, find_kernel, verify
+from .store import Store, config_key
+from .strategies import STRATEGIES, SearchState
+
+#: timed runs per configuration (after the verification run); the time kept is their minimum
+#: (noise on a shared machine only ever adds time)
+DEFAULT_ITERATIONS = 7
+
+
+@dataclass
+class TuneResult:
+    space: str
+    device: str
+    backend: str
+    strategy: str
+    settings: dict
+    results_path: str
+    best_config: dict | None = None
+    best_time: float = math.inf
+    best_bound: float = math.nan
+    best_bottleneck: str | None = None
+    proven: bool = False
+    exhaustive: int = 0  # valid configurations of the space
+    surviving: int | None = None  # of those, bound below the best measured time
+    evaluated: int = 0  # configurations measured by this run (ok or failed), resumed ones included
+    ran_now: int = 0  # of those, measured in this invocation
+    resumed: int = 0  # answered from the results store
+    unmeasured: int = 0  # replay: proposed but not in the file
+    failures: dict = field(default_factory=dict)  # kind -> count
+    failure_examples: list = field(default_factory=list)
+    bound_violations: list = field(default_factory=list)
+    stopped: str = ""  # why the search ended
+    seconds: float = 0.0
+    points: list = field(default_factory=list)  # (bound, time) of every measured configuration
+
+    def as_dict(self) -> dict:
+        return {"space": self.space, "device": self.device, "backend": self.backend,
+                "strategy": self.strategy, "settings": self.settings, "results": self.results_path,
+                "best_config": self.best_config,
+                "best_time_ms": self.best_time * 1e3 if math.isfinite(self.best_time) else None,
+                "best_bound_ms": self.best_bound * 1e3 if math.isfinite(self.best_bound) else None,
+                "best_bottleneck": self.best_bottleneck, "proven": self.proven,
+                "exhaustive": self.exhaustive, "surviving": self.surviving,
+                "evaluated": self.evaluated, "ran_now": self.ran_now, "resumed": self.resumed,
+                "unmeasured": self.unmeasured, "failures": self.failures,
+                "failure_examples": self.failure_examples,
+                "bound_violations": self.bound_violations, "stopped": self.stopped,
+                "seconds": self.seconds}
+
+    def report(self) -> str:
+        lines = [f"space {self.space} on {self.device} ({self.backend} backend), strategy {self.strategy}"]
+        if self.best_config is None:
+            lines.append("no configuration was measured successfully")
+        else:
+            lines.append(f"best time {format_seconds(self.best_time)}"
+                         + (f", its bound {format_seconds(self.best_bound)} ({self.best_bottleneck})"
+                            if math.isfinite(self.best_bound) else ""))
+            lines.append(f"best configuration: {self.best_config}")
+        surviving = "?" if self.surviving is None else f"{self.surviving:,}"
+        lines.append(f"valid configurations (exhaustive): {self.exhaustive:,}; bound below the best "
+                     f"time (surviving): {surviving}; run: {self.evaluated:,} ({self.ran_now:,} now, "
+                     f"{self.resumed:,} from the results store)"
+                     + (f"; unmeasured (not in the replay file): {self.unmeasured:,}" if self.unmeasured else ""))
+        lines.append("the best is PROVEN optimal by the bounds" if self.proven else
+                     f"not proven optimal ({self.stopped})")
+        if self.failures:
+            lines.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
+            for example in self.failure_examples[:5]:
+                lines.append(f"  {example['status']}: {example['config']}: "
+                             f"{example['message'].splitlines()[0] if example['message'] else ''}")
+        if self.bound_violations:
+            lines.append(f"BOUND VIOLATIONS: {len(self.bound_violations)} configurations ran faster "
+                         "than their lower bound (the model or the device profile is wrong):")
+            for v in self.bound_violations[:5]:
+                lines.append(f"  {v['term']}: bound {format_seconds(v['bound_seconds'])} > measured "
+                             f"{format_seconds(v['time_seconds'])}: {v['config']}")
+        lines.append(f"results: {self.results_path}; search took {self.seconds:.1f} s")
+        return "\n".join(lines)
+
+
+def _default_generated_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "beastgen", "generated")
+
+
+def _setup_backend(backend: str, device, replay_path, kernel):
+    """(profile or None, runner, language, extra settings) for a backend name."""
+    from ..devices import load_profile
+    if backend == "replay":
+        from .backends.replay import ReplayBackend
+        if not replay_path:
+            raise BeastError("--backend replay needs --replay FILE (a Kernel Tuner cache file)")
+        runner = ReplayBackend(replay_path)
+        profile = load_profile(device) if device else runner.device_profile()
+        if profile is None:
+            raise BeastError(f"no built-in profile matches the replay's device "
+                             f"'{runner.replay.device_name}': pass --device", replay_path)
+        return profile, runner, None
+    if replay_path:
+        raise BeastError("--replay goes with --backend replay")
+    if backend == "opencl":
+        from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
+        from .isolate import Isolated
+        index = parse_device(device)
+        profile = opencl_profile(get_device(index), index)
+        return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
+    if backend == "cuda":
+        from .backends.cuda import CUDABackend, _import_pycuda
+        from .isolate import Isolated
+        _import_pycuda()
+        profile = load_profile(device or "auto")
+        return profile, Isolated(functools.partial(CUDABackend, 0)), "cuda"
+    raise BeastError(f"unknown backend '{backend}': use opencl, cuda or replay")
+
+
+def tune(space_path: str, backend: str = "opencl", device=None, settings: dict | None = None,
+         replay: str | None = None, budget: int | None = None, time_limit: float | None = None,
+         results: str = "beastgen-results.db", strategy: str = "branch_and_bound", seed: int = 0,
+         iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
+         plot: str | None = None, log=None) -> TuneResult:
+    """Search ``space_path`` for its fastest configuration (see the module docstring)."""
+    from ..model import load
+    from ..runtime import compile_space
+
+    log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+    if strategy not in STRATEGIES:
+        raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
+    if budget is not None and budget < 1:
+        raise BeastError("--budget must be at least 1")
+    space = load(space_path)
+    kernel = find_kernel(space)
+    profile, runner, language = _setup_backend(backend, device, replay, kernel)
+    settings = dict(settings or {})
+    if backend == "replay":
+        runner_settings = _replay_settings(runner, kernel, space)
+        for name, value in runner_settings.items():
+            if name in settings and str(settings[name]) != str(value):
+                raise BeastError(f"--set {name}={settings[name]} contradicts the replay file's problem "
+                                 f"size ({name}={value})", replay)
+            settings[name] = value
+        if runner_settings:
+            log(f"problem size from the replay file: {runner_settings}")
+    elif kernel is None:
+        raise BeastError(f"space '{space.name}' declares no kernel (beast.kernel(...)): nothing to run "
+                         f"on the {backend} backend", space.path)
+    plan = compile_space(space, device=profile, settings=settings,
+                         generated_dir=generated_dir or _default_generated_dir())
+    spec = plan.specialized
+    typed_settings = dict(spec.settings)
+    if backend == "replay":
+        runner.check_parameters(plan.columns)
+    source = kernel.source_text(language) if language else ""
+    args, expected, tolerance = [], {}, 0.0
+    if language:
+        args = kernel.make_arguments(typed_settings)
+        expected = kernel.expected(args, typed_settings)
+        tolerance = kernel.tolerance_for(typed_settings)
+        runner.set_args(args)
+    iterations = iterations or (kernel.iterations if kernel else DEFAULT_ITERATIONS)
+
+    run_id = hashlib.sha256(json.dumps({
+        "space": os.path.abspath(space.path), "source": space.source_hash,
+        "device": profile.fingerprint(), "settings": {k: str(v) for k, v in typed_settings.items()},
+        "backend": backend, "strategy": strategy, "seed": seed,
+        "kernel": hashlib.sha256(source.encode()).hexdigest() if source else replay and os.path.abspath(replay),
+    }, sort_keys=True).encode()).hexdigest()[:20]
+    store = Store(results)
+    store.open_run(run_id, space=space.name, device=profile.key, backend=backend, strategy=strategy,
+                   settings=typed_settings)
+    previous = store.results(run_id)
+
+    result = TuneResult(space.name, f"{profile.key} ({profile.name})", backend, strategy,
+                        {k: (v.item() if hasattr(v, "item") else v) for k, v in typed_settings.items()},
+                        results)
+    state = SearchState()
+    chosen = STRATEGIES[strategy](plan, seed)
+    start = time.perf_counter()
+    bar = _progress_bar(progress, budget)
+
+    def account(key, config, status, time_s, bound, bottleneck, message, fresh):
+        if status == "unmeasured":
+            result.unmeasured += 1
+            return
+        result.evaluated += 1
+        if fresh:
+            result.ran_now += 1
+        else:
+            result.resumed += 1
+        if status != "ok":
+            result.failures[status] = result.failures.get(status, 0) + 1
+            if len(result.failure_examples) < 20:
+                result.failure_examples.append({"config": config, "status": status, "message": message})
+            state.times[key] = math.inf
+            return
+        state.times[key] = time_s
+        result.points.append((bound, time_s))
+        if math.isfinite(bound) and time_s < bound:
+            violation = {"config": config, "bound_seconds": bound, "time_seconds": time_s,
+                         "term": bottleneck}
+            result.bound_violations.append(violation)
+            state.violated_terms.add(bottleneck)
+            _write(bar, log, f"BOUND VIOLATION: measured {format_seconds(time_s)} is below the lower "
+                             f"bound {format_seconds(bound)} of term '{bottleneck}' for {config}; "
+                             f"'{bottleneck}' no longer prunes")
+        if time_s < state.best_time:
+            state.best_time, state.best_key = time_s, key
+            result.best_config, result.best_time = config, time_s
+            result.best_bound, result.best_bottleneck = bound, bottleneck
+        if bar is not None:
+            bar.set_postfix_str(f"best {format_seconds(state.best_time)}")
+
+    try:
+        for candidate in chosen.propose(state):
+            config = candidate.config
+            key = config_key(config)
+            if key in previous:
+                row = previous[key]
+                account(key, config, row["status"], row["time"], candidate.bound,
+                        candidate.bottleneck, row["message"], False)
+                continue
+            if budget is not None and result.ran_now >= budget:
+                result.stopped = f"budget of {budget} runs spent"
+                break
+            if time_limit is not None and time.perf_counter() - start >= time_limit:
+                result.stopped = f"time limit of {time_limit:g} s reached"
+                break
+            status, time_s, times, message = _measure(runner, kernel, config, typed_settings, profile,
+                                                      language, source, iterations, expected, tolerance)
+            store.record(run_id, key, config, status, time_s, times, candidate.bound,
+                         candidate.bottleneck, message)
+            account(key, config, status, time_s, candidate.bound, candidate.bottleneck, message, True)
+            if bar is not None and status != "unmeasured":
+                bar.update(1)
+        else:
+            result.stopped = result.stopped or "every candidate was run"
+    finally:
+        if bar is not None:
+            bar.close()
+        if hasattr(runner, "close"):
+            runner.close()
+        store.close()
+    result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
+    if result.proven:
+        result.stopped = "proven"
+    result.seconds = time.perf_counter() - start
+    result.exhaustive = chosen.known_count if chosen.known_count is not None else plan.count()
+    result.surviving = _surviving(plan, chosen, state.best_time)
+    if plot:
+        plot_results(result, plot)
+    return result
+
+
+def _replay_settings(runner, kernel, space) -> dict:
+    names = kernel.problem_size if kernel and kernel.problem_size else \
+        tuple(n for n in ("M", "N", "K") if n in space.settings)
+    return runner.problem_settings(names)
+
+
+def _surviving(plan, strategy, best: float) -> int | None:
+    """Valid configurations whose bound is below the best measured time."""
+    if not plan.bound_terms or not math.isfinite(best):
+        return None
+    bounds = getattr(strategy, "scanned_bounds", None)
+    if bounds is not None and (strategy.known_count is not None or
+                               (len(bounds) and bounds.max() >= best)):
+        return int(np.sum(bounds < best))
+    return plan.count(float(np.nextafter(best, 0)))
+
+
+def _measure(runner, kernel, config, settings, profile, language, source, iterations, expected,
+             tolerance):
+    """(status, time, times, message) of one configuration."""
+    try:
+        if language is None:  # replay: answered from the file
+            launch = Launch(config)
+            run = runner.run(runner.compile(launch), launch, [], iterations, [])
+        else:
+            launch = kernel.launch(config, settings, profile, language, source)
+            run = runner.measure(launch, iterations, list(expected), kernel.timeout)
+            problem = verify(run.outputs, expected, tolerance)
+            if problem:
+                return "wrong_result", None, run.times, problem
+        if not run.times:
+            return "launch", None, None, "no timed run"
+        return "ok", float(min(run.times)), [float(t) for t in run.times], None
+    except KernelFailure as e:
+        return e.kind, None, None, e.message
+
+
+def _progress_bar(enabled: bool, total):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+
+def _write(bar, log, message: str) -> None:
+    if bar is not None:
+        bar.write(message, file=sys.stderr)
+    else:
+        log(message)
+
+
+def plot_results(result: TuneResult, path: str) -> None:
+    """Measured time against lower bound (log-log), with the line time = bound: every point must lie
+    above it; points below are violated bounds."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]'") from None
+    points = [(b, t) for b, t in result.points if math.isfinite(b) and b > 0]
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    if points:
+        bounds, times = np.array(points).T
+        ok = times >= bounds
+        ax.scatter(bounds[ok] * 1e3, times[ok] * 1e3, s=8, alpha=0.6, label="measured")
+        if (~ok).any():
+            ax.scatter(bounds[~ok] * 1e3, times[~ok] * 1e3, s=16, color="red", label="bound violated")
+        low, high = min(bounds.min(), times.min()) * 1e3, max(bounds.max(), times.max()) * 1e3
+        ax.plot([low, high], [low, high], color="gray", linewidth=1, label="time = bound")
+        ax.axhline(result.best_time * 1e3, color="green", linewidth=1, linestyle="--",
+                   label=f"best {format_seconds(result.best_time)}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel("lower bound (ms)")
+    ax.set_ylabel("measured time (ms)")
+    ax.set_title(f"{result.space} on {result.device.split(' (')[0]}: {result.strategy}, "
+                 f"{result.evaluated} runs")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,497 @@
+"""A restricted evaluator for Python expressions that arrive as data (T1 JSON, Kernel Tuner strings).
+
+Nothing here calls ``eval`` or ``exec``. Text is parsed with :mod:`ast` and walked node by node;
+only the constructs listed below are accepted, and anything else is a :class:`SpaceError` that
+names the offending sub-expression, the whole expression and where it comes from.
+
+Two evaluators:
+
+* :class:`ConditionBuilder` turns a boolean condition over parameter names into a beastgen
+  expression tree (:mod:`beastgen.language`): literals, parameter names, ``+ - * / // % **``, unary
+  ``-``/``+``, comparisons (chains become an ``and`` of comparisons sharing the middle operand),
+  ``in``/``not in`` a literal list or tuple, ``and``/``or``/``not`` (Python's short-circuit value
+  semantics), ``a if c else b`` and ``min``/``max``/``abs``. Nothing is evaluated: the tree goes
+  through the same specialize/plan/codegen pipeline as a space file's expressions.
+* :func:`evaluate_values` evaluates a T1 ``Values`` string to a concrete list: the condition
+  constructs plus list and tuple literals, ``range``, ``list``, list comprehensions and generator
+  expressions over them (with ``if`` clauses), subscripts and slices (``[::-1]``) and concatenation.
+  Sizes are capped (:data:`MAX_VALUES`, :data:`MAX_INT_BITS`) so that data cannot exhaust memory.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import math
+
+from .. import language as L
+from ..errors import SpaceError, did_you_mean
+
+#: the most elements a Values list (or any intermediate list, range or string) may have
+MAX_VALUES = 1 << 20
+#: the most loop iterations all comprehensions of one Values expression may run together
+MAX_ITERATIONS = 1 << 22
+#: the largest integer (in bits) a constant computation may produce
+MAX_INT_BITS = 4096
+#: the longest expression text accepted
+MAX_TEXT = 100_000
+
+_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+           ast.Mod: "%", ast.Pow: "**"}
+_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_OPERATOR_WORDS = {ast.BitAnd: "'&' (bitwise and; write 'and')", ast.BitOr: "'|' (bitwise or; write 'or')",
+                   ast.BitXor: "'^' (bitwise xor)", ast.LShift: "'<<'", ast.RShift: "'>>'",
+                   ast.MatMult: "'@'", ast.Invert: "'~' (bitwise not; write 'not')",
+                   ast.Is: "'is'", ast.IsNot: "'is not'"}
+_NODE_WORDS = {
+    ast.Attribute: "attribute access", ast.Lambda: "a lambda", ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension", ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression", ast.Dict: "a dict", ast.Set: "a set",
+    ast.List: "a list", ast.Tuple: "a tuple", ast.Subscript: "a subscript", ast.Starred: "star-unpacking",
+    ast.NamedExpr: "the walrus operator ':='", ast.JoinedStr: "an f-string", ast.Await: "await",
+    ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Slice: "a slice", ast.Call: "a call",
+    ast.FormattedValue: "an f-string",
+}
+#: calls a condition may make (beastgen expression calls with Python's semantics)
+CONDITION_CALLS = ("min", "max", "abs")
+#: calls a Values expression may make
+VALUE_CALLS = ("range", "list", "min", "max", "abs")
+
+
+def _describe(node: ast.AST) -> str:
+    return _NODE_WORDS.get(type(node), type(node).__name__)
+
+
+def check_name(name, where: str | None, what: str = "parameter") -> str:
+    """A parameter name must be a plain identifier the generated code can use as a variable."""
+    from ..model import RESERVED_NAMES
+
+    if not isinstance(name, str) or not name.isidentifier():
+        raise SpaceError(f"{what} name {name!r} is not a Python identifier", where)
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        raise SpaceError(f"{what} name {name!r} is a Python keyword", where)
+    if name in RESERVED_NAMES or name.startswith("_") or "__" in name:
+        raise SpaceError(f"{what} name {name!r} is reserved by beastgen (as are names starting with "
+                         "'_' or containing '__')", where)
+    if hasattr(builtins, name):
+        raise SpaceError(f"{what} name {name!r} would shadow the Python builtin of that name in the "
+                         "generated enumerator", where)
+    return name
+
+
+def parse(text, context: str, where: str | None) -> ast.expr:
+    """Parse one expression; errors name ``context`` (e.g. ``Conditions[3]``) and ``where``."""
+    if not isinstance(text, str):
+        raise SpaceError(f"{context}: expected an expression string, got {type(text).__name__} "
+                         f"{text!r}", where)
+    if len(text) > MAX_TEXT:
+        raise SpaceError(f"{context}: the expression is longer than {MAX_TEXT:,} characters", where)
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise SpaceError(f"{context}: syntax error in {text!r}: {e.msg}", where) from None
+    except (RecursionError, MemoryError, ValueError) as e:
+        raise SpaceError(f"{context}: cannot parse {text[:80]!r}: {type(e).__name__}", where) from None
+
+
+class _Walker:
+    """Shared error reporting: every rejection names the sub-expression, the expression and where."""
+
+    def __init__(self, text: str, context: str, where: str | None):
+        self.text, self.context, self.where = text, context, where
+
+    def fail(self, node: ast.AST | None, why: str):
+        segment = None
+        if node is not None:
+            try:
+                segment = ast.get_source_segment(self.text.strip(), node)
+            except Exception:  # noqa: BLE001 - only for the message
+                segment = None
+        at = f" ({segment})" if segment and segment != self.text.strip() else ""
+        raise SpaceError(f"{self.context}: {why}{at} in {self.text.strip()!r}", self.where)
+
+
+# --------------------------------------------------------------------------------------------------
+# Safe concrete arithmetic (Values, and constant sub-expressions of conditions)
+# --------------------------------------------------------------------------------------------------
+def _size(value) -> int | None:
+    return len(value) if isinstance(value, (list, tuple, range, str)) else None
+
+
+def safe_binary(op: str, left, right, fail):
+    """``left <op> right`` with Python semantics, refusing results too large for data."""
+    if op == "**" and _is_int(left) and _is_int(right) and right > 0:
+        if abs(left) > 1 and abs(left).bit_length() * right > MAX_INT_BITS:
+            fail(f"{left!r} ** {right!r} is too large")
+    if op == "*":
+        for seq, times in ((left, right), (right, left)):
+            if _size(seq) is not None and _is_int(times) and _size(seq) * max(times, 0) > MAX_VALUES:
+                fail(f"repeating a sequence {times:,} times makes more than {MAX_VALUES:,} elements")
+        if _is_int(left) and _is_int(right) and \
+                abs(left).bit_length() + abs(right).bit_length() > MAX_INT_BITS + 64:
+            fail("the product is too large")
+    if op == "+" and _size(left) is not None and _size(right) is not None \
+            and _size(left) + _size(right) > MAX_VALUES:
+        fail(f"the concatenation has more than {MAX_VALUES:,} elements")
+    if op == "%" and isinstance(left, str):
+        fail("string formatting with '%' is not allowed")
+    if op in ("*", "+") and (isinstance(left, range) or isinstance(right, range)):
+        fail(f"'{op}' on a range (write list(range(...)))")
+    result = L.BINARY_OPS[op](left, right)
+    if _is_int(result) and result.bit_length() > MAX_INT_BITS:
+        fail("the result is too large")
+    return result
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int)
+
+
+# --------------------------------------------------------------------------------------------------
+# Conditions: text -> beastgen expression tree
+# --------------------------------------------------------------------------------------------------
+class ConditionBuilder(_Walker):
+    """Builds a beastgen expression from a condition's AST.
+
+    ``resolve_name(name)`` returns the expression a free name stands for (a parameter's iterator,
+    or a constant) or None when it is unknown; ``resolve_subscript(node)`` may map a subscript such
+    as ``p["x"]`` (Kernel Tuner's dict argument) to an expression, or return None.
+    """
+
+    def __init__(self, text: str, context: str, where: str | None, resolve_name,
+                 names_for_hints=(), resolve_subscript=None, allowed_hint: str = ""):
+        super().__init__(text, context, where)
+        self.resolve_name = resolve_name
+        self.resolve_subscript = resolve_subscript
+        self.names_for_hints = names_for_hints
+        self.allowed_hint = allowed_hint or (
+            "a condition may use numbers, strings, True/False, parameter names, + - * / // % **, "
+            "comparisons, and/or/not, 'a if c else b' and min/max/abs")
+
+    def build(self, node: ast.AST) -> L.Expr:
+        try:
+            expr = self._build(node)
+        except RecursionError:
+            self.fail(None, "the expression is nested too deeply")
+        for sub in _walk(expr):
+            sub.origin = self.where
+        return expr
+
+    def _reject(self, node, what=None):
+        self.fail(node, f"{what or _describe(node)} is not allowed ({self.allowed_hint})")
+
+    def _build(self, node: ast.AST) -> L.Expr:  # noqa: C901 - one branch per node type
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, (bool, int, float, str)):
+                return L.Const(value)
+            self._reject(node, f"the constant {value!r}")
+        if isinstance(node, ast.Name):
+            expr = self.resolve_name(node.id)
+            if expr is None:
+                self.fail(node, f"undefined name '{node.id}'" + did_you_mean(node.id, self.names_for_hints))
+            return expr
+        if isinstance(node, ast.BinOp):
+            op = _BINARY.get(type(node.op))
+            if op is None:
+                self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
+            left, right = self._build(node.left), self._build(node.right)
+            if isinstance(left, L.Const) and isinstance(right, L.Const):
+                # only checked here (the pipeline folds it): data must not make the folder hang
+                try:
+                    safe_binary(op, left.value, right.value, lambda why: self.fail(node, why))
+                except SpaceError:
+                    raise
+                except Exception:  # noqa: BLE001 - raises at run time: that configuration is rejected
+                    pass
+            return L.BinOp(op, left, right)
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not):
+                return L.Not(self._build(node.operand))
+            if isinstance(node.op, ast.USub):
+                operand = self._build(node.operand)
+                if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
+                        and not isinstance(operand.value, bool):
+                    return L.Const(-operand.value)
+                return L.UnaryOp("-", operand)
+            if isinstance(node.op, ast.UAdd):
+                operand = self._build(node.operand)
+                if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
+                        and not isinstance(operand.value, bool):
+                    return operand
+                return L.BinOp("+", L.Const(0), operand)  # +x: a number (+True is 1)
+            self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
+        if isinstance(node, ast.BoolOp):
+            return L.BoolOp("and" if isinstance(node.op, ast.And) else "or",
+                            [self._build(v) for v in node.values])
+        if isinstance(node, ast.Compare):
+            return self._compare(node)
+        if isinstance(node, ast.IfExp):
+            return L.IfExp(self._build(node.test), self._build(node.body), self._build(node.orelse))
+        if isinstance(node, ast.Call):
+            func = node.func
+            if not isinstance(func, ast.Name) or func.id not in CONDITION_CALLS:
+                name = func.id if isinstance(func, ast.Name) else ast.unparse(func)
+                self._reject(node, f"calling '{name}'")
+            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                self._reject(node, "keyword or star arguments")
+            if not node.args or (func.id == "abs" and len(node.args) != 1) or (
+                    func.id in ("min", "max") and len(node.args) < 2):
+                self.fail(node, f"{func.id}() needs {'one argument' if func.id == 'abs' else 'two or more arguments'}")
+            return L.Call(func.id, [self._build(a) for a in node.args])
+        if isinstance(node, ast.Subscript) and self.resolve_subscript is not None:
+            expr = self.resolve_subscript(node)
+            if expr is not None:
+                return expr
+        self._reject(node)
+
+    def _compare(self, node: ast.Compare) -> L.Expr:
+        operands = [self._build(node.left)]
+        parts = []
+        for op, comparator in zip(node.ops, node.comparators):
+            left = operands[-1]
+            if isinstance(op, (ast.In, ast.NotIn)):
+                if not isinstance(comparator, (ast.List, ast.Tuple, ast.Set)):
+                    self._reject(comparator, "'in' anything but a literal list or tuple")
+                elements = [self._build(e) for e in comparator.elts]
+                member = (L.BoolOp("or", [L.Compare("==", left, e) for e in elements])
+                          if len(elements) > 1 else
+                          L.Compare("==", left, elements[0]) if elements else L.Const(False))
+                parts.append(L.Not(member) if isinstance(op, ast.NotIn) else member)
+                operands.append(None)  # a literal list cannot be chained on
+                continue
+            symbol = _COMPARE.get(type(op))
+            if symbol is None:
+                self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(op), type(op).__name__)}")
+            if left is None:
+                self._reject(node, "chaining a comparison after 'in'")
+            right = self._build(comparator)
+            parts.append(L.Compare(symbol, left, right))  # the middle operand is shared, as in Python
+            operands.append(right)
+        return parts[0] if len(parts) == 1 else L.BoolOp("and", parts)
+
+
+def _walk(expr: L.Expr):
+    """The unnamed nodes of an expression (named ones are variables with origins of their own)."""
+    seen, stack = set(), [expr]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or getattr(node, "name", None) is not None:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(node.children())
+
+
+def build_condition(text, context: str, where: str | None, names: dict[str, L.Expr]) -> L.Expr:
+    """The beastgen expression for a condition over ``names`` (parameter name -> iterator)."""
+    node = parse(text, context, where)
+    return ConditionBuilder(text, context, where, names.get, names).build(node)
+
+
+# --------------------------------------------------------------------------------------------------
+# Values: text -> a concrete list
+# --------------------------------------------------------------------------------------------------
+class _ValueEvaluator(_Walker):
+    def __init__(self, text: str, context: str, where: str | None):
+        super().__init__(text, context, where)
+        self.iterations = 0
+
+    def _reject(self, node, what=None):
+        self.fail(node, f"{what or _describe(node)} is not allowed (a Values expression may use "
+                        "literals, lists, tuples, + - * / // % **, comparisons, and/or/not, "
+                        "'a if c else b', range, list, min, max, abs, comprehensions and slices)")
+
+    def value(self, node, scope: dict):  # noqa: C901 - one branch per node type
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float, str)):
+                return node.value
+            self._reject(node, f"the constant {node.value!r}")
+        if isinstance(node, (ast.List, ast.Tuple)):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                self._reject(node, "star-unpacking")
+            items = [self.value(e, scope) for e in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        if isinstance(node, ast.Name):
+            if node.id in scope:
+                return scope[node.id]
+            self.fail(node, f"undefined name '{node.id}' (a Values expression cannot refer to other "
+                            "parameters or variables, only to its own comprehension variables)")
+        if isinstance(node, ast.BinOp):
+            op = _BINARY.get(type(node.op))
+            if op is None:
+                self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
+            left, right = self.value(node.left, scope), self.value(node.right, scope)
+            return self._arith(node, lambda: safe_binary(op, left, right, lambda why: self.fail(node, why)))
+        if isinstance(node, ast.UnaryOp):
+            operand = self.value(node.operand, scope)
+            if isinstance(node.op, ast.Not):
+                return not operand
+            if isinstance(node.op, (ast.USub, ast.UAdd)):
+                if not isinstance(operand, (int, float)):
+                    self.fail(node, f"unary minus/plus of {type(operand).__name__}")
+                return -operand if isinstance(node.op, ast.USub) else +operand
+            self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
+        if isinstance(node, ast.BoolOp):
+            result = None
+            for operand in node.values:
+                result = self.value(operand, scope)
+                if bool(result) == isinstance(node.op, ast.Or):
+                    return result
+            return result
+        if isinstance(node, ast.Compare):
+            left = self.value(node.left, scope)
+            for op, comparator in zip(node.ops, node.comparators):
+                right = self.value(comparator, scope)
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    if not isinstance(right, (list, tuple, range, str)):
+                        self.fail(node, f"'in' a {type(right).__name__}")
+                    ok = (left in right) == isinstance(op, ast.In)
+                else:
+                    symbol = _COMPARE.get(type(op))
+                    if symbol is None:
+                        self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(op), type(op).__name__)}")
+                    ok = self._arith(node, lambda: L.COMPARE_OPS[symbol](left, right))
+                if not ok:
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return self.value(node.body if self.value(node.test, scope) else node.orelse, scope)
+        if isinstance(node, ast.Call):
+            return self._call(node, scope)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            out: list = []
+            self._comprehension(node, node.generators, 0, dict(scope), out)
+            return out
+        if isinstance(node, ast.Subscript):
+            container = self.value(node.value, scope)
+            if not isinstance(container, (list, tuple, range, str)):
+                self.fail(node, f"subscripting a {type(container).__name__}")
+            if isinstance(node.slice, ast.Slice):
+                bounds = [None if part is None else self.value(part, scope)
+                          for part in (node.slice.lower, node.slice.upper, node.slice.step)]
+                if not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds):
+                    self.fail(node, "slice bounds must be integers")
+                return self._arith(node, lambda: container[slice(*bounds)])
+            index = self.value(node.slice, scope)
+            if not isinstance(index, int) or isinstance(index, bool):
+                self.fail(node, "an index must be an integer")
+            return self._arith(node, lambda: container[index])
+        self._reject(node)
+
+    def _arith(self, node, compute):
+        try:
+            return compute()
+        except SpaceError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a Values expression that raises is an error
+            self.fail(node, f"evaluating raised {type(e).__name__}: {e}")
+
+    def _call(self, node: ast.Call, scope: dict):
+        func = node.func
+        if not isinstance(func, ast.Name) or func.id not in VALUE_CALLS or func.id in scope:
+            name = func.id if isinstance(func, ast.Name) else ast.unparse(func)
+            self._reject(node, f"calling '{name}'")
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            self._reject(node, "keyword or star arguments")
+        args = [self.value(a, scope) for a in node.args]
+        if func.id == "range":
+            if not 1 <= len(args) <= 3 or not all(isinstance(a, int) for a in args):
+                self.fail(node, "range() takes one to three integers")
+            result = self._arith(node, lambda: range(*args))
+            if len(result) > MAX_VALUES:
+                self.fail(node, f"the range has more than {MAX_VALUES:,} elements")
+            return result
+        if func.id == "list":
+            if len(args) != 1 or not isinstance(args[0], (list, tuple, range, str)):
+                self.fail(node, "list() takes one list, tuple, range or string")
+            return list(args[0])
+        return self._arith(node, lambda: getattr(builtins, func.id)(*args))
+
+    def _comprehension(self, node, generators, index: int, scope: dict, out: list):
+        if index == len(generators):
+            out.append(self.value(node.elt, scope))
+            if len(out) > MAX_VALUES:
+                self.fail(node, f"the comprehension makes more than {MAX_VALUES:,} elements")
+            return
+        gen = generators[index]
+        if gen.is_async:
+            self._reject(node, "async comprehension")
+        names = _target_names(gen.target)
+        if names is None:
+            self._reject(gen.target, "this comprehension target")
+        iterable = self.value(gen.iter, scope)
+        if not isinstance(iterable, (list, tuple, range, str)):
+            self.fail(gen.iter, f"iterating over a {type(iterable).__name__}")
+        for element in iterable:
+            self.iterations += 1
+            if self.iterations > MAX_ITERATIONS:
+                self.fail(node, f"the comprehension runs more than {MAX_ITERATIONS:,} iterations")
+            inner = dict(scope)
+            self._bind(gen.target, element, inner)
+            if all(self.value(test, inner) for test in gen.ifs):
+                self._comprehension(node, generators, index + 1, inner, out)
+
+    def _bind(self, target, value, scope: dict):
+        if isinstance(target, ast.Name):
+            scope[target.id] = value
+            return
+        try:
+            values = list(value)
+        except TypeError:
+            self.fail(target, f"cannot unpack {type(value).__name__}")
+        if len(values) != len(target.elts):
+            self.fail(target, f"cannot unpack {len(values)} values into {len(target.elts)} names")
+        for sub, v in zip(target.elts, values):
+            self._bind(sub, v, scope)
+
+
+def _target_names(target) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        names = []
+        for element in target.elts:
+            sub = _target_names(element)
+            if sub is None:
+                return None
+            names += sub
+        return names
+    return None
+
+
+def evaluate_values(text, context: str, where: str | None) -> list:
+    """The concrete list of values of a T1 ``Values`` expression (a JSON list is accepted as is)."""
+    if isinstance(text, list):
+        values = text
+    else:
+        node = parse(text, context, where)
+        evaluator = _ValueEvaluator(text, context, where)
+        try:
+            values = evaluator.value(node, {})
+        except RecursionError:
+            evaluator.fail(None, "the expression is nested too deeply")
+        if not isinstance(values, (list, tuple, range)):
+            evaluator.fail(None, f"the values must be a list, not {type(values).__name__} {values!r}")
+        values = list(values)
+    return check_values(values, context, where)
+
+
+def check_values(values, context: str, where: str | None) -> list:
+    """Values must be a non-empty list of ints, floats, bools or strings (not strings and numbers)."""
+    values = [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in values]
+    if not values:
+        raise SpaceError(f"{context}: the parameter has no values", where)
+    for v in values:
+        if not isinstance(v, (bool, int, float, str)):
+            raise SpaceError(f"{context}: the value {v!r} is a {type(v).__name__}; values must be "
+                             "ints, floats, bools or strings", where)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise SpaceError(f"{context}: the value {v!r} is not finite", where)
+    kinds = {isinstance(v, str) for v in values}
+    if kinds == {True, False}:
+        raise SpaceError(f"{context}: the values {values[:8]!r} mix strings and numbers; beastgen needs "
+                         "one type per parameter", where)
+    return values
+
