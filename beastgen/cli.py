@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "time (1.5ms, 250us, 0.002) or factor of the best bound (2x)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
+    p = sub.add_parser("estimate", help="estimate the number of valid configurations (Knuth's "
+                                        "estimator, 95%% confidence interval) without counting")
+    _add_space_args(p)
+    p.add_argument("--samples", "-n", type=int, default=100_000, help="random descents (default 100000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+
     p = sub.add_parser("rank", help="the configurations with the smallest lower bounds")
     _add_space_args(p)
     p.add_argument("--top", "-k", type=int, default=10, help="how many (default 10)")
@@ -100,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="plot measured time against bound")
+
+    p = sub.add_parser("export", help="write the space for another tool: its valid configurations "
+                                      "for Kernel Tuner, or the space as T1 JSON")
+    _add_space_args(p)
+    p.add_argument("--format", "-f", required=True, choices=["kernel_tuner", "t1"],
+                   help="kernel_tuner: tune_params and every valid configuration (JSON, loadable with "
+                        "Kernel Tuner's Searchspace(from_cache=...)); t1: the space as T1 JSON")
+    p.add_argument("-o", "--output", required=True, help="output JSON file")
 
     sub.add_parser("devices", help="list the built-in device profiles")
     return parser
@@ -203,6 +218,22 @@ def _target_record(plan) -> dict:
     spec = plan.specialized
     return {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
             "settings": spec.settings}
+
+
+def cmd_estimate(args) -> int:
+    if args.samples < 2:
+        raise BeastError("--samples must be at least 2")
+    _, plan = _compile(args)
+    print(_describe_target(plan))
+    estimate = plan.estimate(args.samples, args.seed)
+    print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
+          f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} random descents in "
+          f"{estimate.seconds:.2f} s)")
+    if args.json:
+        print(json.dumps(_target_record(plan) | {
+            "estimate": estimate.count, "low": estimate.low, "high": estimate.high,
+            "samples": estimate.samples, "seconds": estimate.seconds}))
+    return 0
 
 
 def cmd_rank(args) -> int:
@@ -361,9 +392,30 @@ def cmd_tune(args) -> int:
     return 0
 
 
-COMMANDS = {"show": cmd_show, "generate": cmd_generate, "count": cmd_count,
+def cmd_export(args) -> int:
+    from .interop.export import to_t1, write_kernel_tuner
+    from .model import load
+
+    if args.format == "t1":
+        space = load(args.space)
+        document = to_t1(space, args.output, device=args.device, settings=_settings(args.settings))
+        configuration = document["ConfigurationSpace"]
+        print(f"wrote {args.output}: T1 space {space.name} with "
+              f"{len(configuration['TuningParameters'])} parameters and "
+              f"{len(configuration['Conditions'])} conditions")
+        return 0
+    _, plan = _compile(args)
+    print(_describe_target(plan))
+    count = write_kernel_tuner(plan, args.output)
+    print(f"wrote {count:,} valid configurations and tune_params to {args.output} (Kernel Tuner: "
+          "Searchspace(None, None, None, from_cache=json.load(open(FILE))))")
+    return 0
+
+
+COMMANDS = {"show": cmd_show, "export": cmd_export, "generate": cmd_generate, "count": cmd_count,
             "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
-            "compare": cmd_compare, "check-bounds": cmd_check_bounds, "tune": cmd_tune}
+            "compare": cmd_compare, "check-bounds": cmd_check_bounds, "tune": cmd_tune,
+            "estimate": cmd_estimate}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,8 +8,9 @@ import math
 
 from . import __version__
 from . import language as L
+from .errors import SpaceError
 from .plan import Plan
-from .specialize import Item
+from .specialize import Item, infer_type
 from .symbolic import SymbolicContext
 
 # Python operator precedence (higher binds tighter)
@@ -136,6 +137,7 @@ def generate_module(plan: Plan) -> str:
         out += [f"BOUND_TERMS = ({', '.join(map(repr, spec.bound_terms))},)  # a configuration's bound "
                 "is the largest; rank() reports which", ""]
         modes += ["pruned", "analysis", "rank"]
+    modes.append("probe")
     for mode in modes:
         out += [""] + _NestWriter(plan, mode, symbolic).write()
     return "\n".join(out) + "\n"
@@ -246,6 +248,11 @@ class _NestWriter:
                      "    cut (_cuts), and valid configurations they held (_removed). Returns how many\n"
                      "    valid configurations have every bound term at most _threshold, tested only\n"
                      "    once the configuration is complete (no hoisting)."),
+        "probe": ("probe(_samples, _seed)",
+                  "Knuth's estimator: _samples random descents through the nest; at each level one\n"
+                  "    value is chosen uniformly among those its filters let through, and a descent that\n"
+                  "    reaches the innermost level estimates the count as the product of how many passed\n"
+                  "    at each level (0 when none did). Returns the sum and sum of squares of the estimates."),
         "rank": ("rank(_threshold, _bounds, _terms, _rows)",
                  "The len(_bounds) valid configurations with the smallest bounds (at most _threshold),\n"
                  "    as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the\n"
@@ -275,9 +282,23 @@ class _NestWriter:
         if self.mode == "analysis":
             self.emit(f"_cut_0 = 0 if max({', '.join(constant_bounds + ['0.0'])}) > _threshold else -1"
                       "  # level of the first cut")
+        if self.mode == "probe":
+            self.emit("np.random.seed(_seed)")
+            self.emit("_total = 0.0")
+            self.emit("_total_sq = 0.0")
+            self.emit("for _sample in range(_samples):")
+            self.depth += 1
+            self.loops += 1
+            self.emit("_w = 1.0  # the product of the domain sizes chosen from so far")
         levels = self.plan.levels
         counted = _countable_tail(levels) if self.mode in ("count", "pruned") else []
         for index, level in enumerate(levels[:len(levels) - len(counted)]):
+            if self.mode == "probe" and not level.solved:
+                following = levels[index + 1] if index + 1 < len(levels) else None
+                self._probe_level(level, index, following if following and following.solved else None)
+                continue
+            if self.mode == "probe" and index > 0:
+                continue  # a solved level was tested inside its parent's scan
             self._loop(level, index)
             for item in level.body:
                 self._item(item)
@@ -297,6 +318,12 @@ class _NestWriter:
             self.emit(f"if {last} >= 0:")
             self.emit(f"    _removed[{last}] += 1")
             self.emit("    continue")
+        elif self.mode == "probe":
+            self.emit("_total += _w")
+            self.emit("_total_sq += _w * _w")
+            self.depth = 1
+            self.emit("return _total, _total_sq")
+            return self.lines
         elif self.mode == "rank":
             self._rank_leaf(iterators)
             self.depth = 1
@@ -306,6 +333,35 @@ class _NestWriter:
         self.depth = 1
         self.emit("return _n")
         return self.lines
+
+    def _probe_level(self, level, index: int, solved=None) -> None:
+        """Probe mode: scan the level's domain, keep one value that passes the level's filters
+        (and those of the solved level below it, if any), uniformly (reservoir sampling), and weigh
+        the descent by how many passed."""
+        it = level.iterator
+        value = f"{it.name}__index" if it.value_type == "str" else it.name
+        self.emit(f"{it.name}__passed = 0")
+        self._loop(level, index)
+        self._level_tests(level, solved, index)
+        self.emit(f"{it.name}__passed += 1")
+        self.emit(f"if np.random.randint(0, {it.name}__passed) == 0:")
+        self.emit(f"    {it.name}__chosen = {value}")
+        self.depth -= 1
+        self.loops -= 1
+        self._reject_if(f"{it.name}__passed == 0", it, "nothing passes this level")
+        self.emit(f"_w *= {it.name}__passed")
+        self.emit(f"{value} = {it.name}__chosen")
+        if it.value_type == "str":
+            self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
+        self._level_tests(level, solved, index)  # again for the chosen value, for the levels below
+
+    def _level_tests(self, level, solved, index: int) -> None:
+        for item in level.body:
+            self._item(item)
+        if solved is not None:
+            self._loop(solved, index + 1)
+            for item in solved.body:
+                self._item(item)
 
     def _rank_leaf(self, iterators) -> None:
         terms = self.plan.specialized.bound_terms
@@ -334,6 +390,7 @@ class _NestWriter:
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
         operation is conditional (short-circuit or if-else)."""
+        self._check_integer_powers(item, expr)
         risky = list(_risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
@@ -360,6 +417,19 @@ class _NestWriter:
             self.reject(item)
             self.depth -= 1
         use(source)
+
+    def _check_integer_powers(self, item: Item, expr: L.Expr) -> None:
+        """Python's int ** negative int is a float, Numba's is an int: refuse what may differ."""
+        items = self.plan.specialized.items
+        for node in L.walk(expr):
+            if (isinstance(node, L.BinOp) and node.op == "**"
+                    and infer_type(node.left, items) in ("int", "bool")
+                    and infer_type(node.right, items) in ("int", "bool")
+                    and not self.symbolic.provably_nonnegative(node.right)):
+                raise SpaceError(f"{item.kind} '{item.name}': in {expr_source(node)} the integer "
+                                 "exponent may be negative, where Python gives a float and compiled "
+                                 "code an integer; write float(...) ** ... or keep the exponent >= 0",
+                                 item.origin)
 
     def call(self, item: Item, target: str) -> None:
         fn = item.function

@@ -110,6 +110,15 @@ class Expr:
         return self.name if self.name else expr_source(self)
 
 
+def walk(expr: Expr):
+    """Every node of an expression tree, the root first."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children())
+
+
 def as_expr(value) -> Expr:
     return value if isinstance(value, Expr) else Const(value)
 

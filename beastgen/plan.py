@@ -138,7 +138,7 @@ def _linear(expr: L.Expr, x: str, outer: set, items: dict):
     """``(a, b)`` with ``expr == a*x + b``, both integer expressions of outer variables, or None."""
     if isinstance(expr, L.Ref) and expr.target == x:
         return L.Const(1), L.Const(0)
-    refs = {n.target for n in _walk(expr) if isinstance(n, L.Ref)}
+    refs = {n.target for n in L.walk(expr) if isinstance(n, L.Ref)}
     if x not in refs:
         if refs <= outer and infer_type(expr, items) in ("int", "bool"):
             return L.Const(0), expr
@@ -157,12 +157,6 @@ def _linear(expr: L.Expr, x: str, outer: set, items: dict):
                 return (_simplify(L.BinOp("*", term[0], factor[1])),
                         _simplify(L.BinOp("*", term[1], factor[1])))
     return None
-
-
-def _walk(expr: L.Expr):
-    yield expr
-    for child in expr.children():
-        yield from _walk(child)
 
 
 def _is_zero(expr: L.Expr) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import language as L
+from .bounds import Comparison, LevelCuts, Threshold
 from .codegen import generate_module, stat_slots
 from .errors import BeastError
 from .plan import Plan, make_plan
@@ -69,6 +70,17 @@ class Stats:
     def as_dict(self) -> dict:
         return {"count": self.count, "levels": [{"iterator": n, "iterations": v} for n, v in self.levels],
                 "filters": self.rejections, "errors": self.errors, "seconds": self.seconds}
+
+
+@dataclass
+class Estimate:
+    """An estimated number of valid configurations and its 95% confidence interval."""
+
+    count: float
+    low: float
+    high: float
+    samples: int
+    seconds: float
 
 
 class CompiledPlan:
@@ -190,10 +202,8 @@ class CompiledPlan:
         best = self.rank(1)
         return float(best["bound"][0]) if len(best) else math.inf
 
-    def compare(self, threshold: "Threshold") -> "Comparison":
+    def compare(self, threshold: Threshold) -> Comparison:
         """Exhaustive versus bound-pruned counts, and per loop level where the cuts happen."""
-        from .bounds import Comparison, LevelCuts
-
         self._require_bounds()
         spec = self.specialized
         best = self.best_bound()
@@ -213,6 +223,17 @@ class CompiledPlan:
                                     int(cuts[index]), int(removed[index]), terms))
         return Comparison(spec.space.name, spec.device.key, threshold, seconds, best, exhaustive,
                           pruned, innermost, levels)
+
+    def estimate(self, samples: int = 100_000, seed: int = 0) -> "Estimate":
+        """Knuth's estimate of the number of valid configurations, with a 95% confidence interval
+        (normal approximation over ``samples`` random descents), for spaces too large to count."""
+        if self.plan is None:
+            return Estimate(0.0, 0.0, 0.0, samples, 0.0)
+        total, total_sq = self._run("probe", int(samples), int(seed))
+        mean = total / samples
+        spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
+        return Estimate(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples,
+                        self.last_seconds)
 
     def stats(self) -> Stats:
         """Count with per-level iterations and per-filter rejections."""

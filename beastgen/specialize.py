@@ -441,7 +441,7 @@ class _Folder:
         return _declared(self.space, name)
 
     def _item_deps(self, expr: L.Expr) -> list[str]:
-        names = {node.target for node in _walk_ir(expr) if isinstance(node, L.Ref)}
+        names = {node.target for node in L.walk(expr) if isinstance(node, L.Ref)}
         return sorted(names, key=self._order)
 
     def fold(self, node: L.Expr, root: bool = False) -> L.Expr:
@@ -524,14 +524,6 @@ def _named_const(value, name) -> L.Const:
     const = L.Const(value)
     const.shown = name
     return const
-
-
-def _walk_ir(expr: L.Expr):
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children())
 
 
 def repr_source(expr, root: bool = False) -> str:

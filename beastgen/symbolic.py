@@ -21,6 +21,14 @@ class SymbolicContext:
         value = self.to_sympy(expr)
         return value is not None and value.is_nonzero is True
 
+    def provably_nonnegative(self, expr: L.Expr) -> bool:
+        if isinstance(expr, L.Const):
+            return isinstance(expr.value, (int, float)) and expr.value >= 0
+        if isinstance(expr, L.Ref) and self._positive_without_sympy(expr.target):
+            return True
+        value = self.to_sympy(expr)
+        return value is not None and value.is_nonnegative is True
+
     def _positive_without_sympy(self, name: str) -> bool:
         item = self.items.get(name)
         if item is None or item.kind != "iterator":

@@ -828,3 +828,257 @@ def rank(_threshold, _bounds, _terms, _rows):
                                             if _size == _bounds.shape[0]:  # full: only better bounds can still enter
                                                 _limit = min(_threshold, _bounds[0])
     return _size
+
+@numba.njit(cache=True, error_model='python')
+def probe(_samples, _seed):
+    """Knuth's estimator: _samples random descents through the nest; at each level one
+    value is chosen uniformly among those its filters let through, and a descent that
+    reaches the innermost level estimates the count as the product of how many passed
+    at each level (0 when none did). Returns the sum and sum of squares of the estimates."""
+    _n = 0
+    np.random.seed(_seed)
+    _total = 0.0
+    _total_sq = 0.0
+    for _sample in range(_samples):
+        _w = 1.0  # the product of the domain sizes chosen from so far
+        blk_pix__passed = 0
+        # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
+        for blk_pix in blk_pix__VALUES:
+            # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
+            padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
+            # filter wasted_pixels (spaces/conv2d.py:148): rejects when padded_npq > 2 * NPQ
+            if padded_npq > (2 * NPQ):
+                continue
+            blk_pix__passed += 1
+            if np.random.randint(0, blk_pix__passed) == 0:
+                blk_pix__chosen = blk_pix
+        if blk_pix__passed == 0:  # nothing passes this level
+            continue
+        _w *= blk_pix__passed
+        blk_pix = blk_pix__chosen
+        # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
+        padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
+        # filter wasted_pixels (spaces/conv2d.py:148): rejects when padded_npq > 2 * NPQ
+        if padded_npq > (2 * NPQ):
+            continue
+        blk_k__passed = 0
+        # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
+        for blk_k in blk_k__VALUES:
+            # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
+            padded_k = (K + blk_k - 1) // blk_k * blk_k
+            # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
+            tiles = padded_npq // blk_pix * (padded_k // blk_k)
+            blk_k__passed += 1
+            if np.random.randint(0, blk_k__passed) == 0:
+                blk_k__chosen = blk_k
+        if blk_k__passed == 0:  # nothing passes this level
+            continue
+        _w *= blk_k__passed
+        blk_k = blk_k__chosen
+        # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
+        padded_k = (K + blk_k - 1) // blk_k * blk_k
+        # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
+        tiles = padded_npq // blk_pix * (padded_k // blk_k)
+        split_grid__passed = 0
+        # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
+        for split_grid in split_grid__VALUES:
+            # derived blocks (spaces/conv2d.py:100): tiles * split_grid
+            blocks = tiles * split_grid
+            # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
+            if blocks < sm_count:
+                continue
+            split_grid__passed += 1
+            if np.random.randint(0, split_grid__passed) == 0:
+                split_grid__chosen = split_grid
+        if split_grid__passed == 0:  # nothing passes this level
+            continue
+        _w *= split_grid__passed
+        split_grid = split_grid__chosen
+        # derived blocks (spaces/conv2d.py:100): tiles * split_grid
+        blocks = tiles * split_grid
+        # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
+        if blocks < sm_count:
+            continue
+        thr_pix__passed = 0
+        # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
+        for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+            thr_pix__passed += 1
+            if np.random.randint(0, thr_pix__passed) == 0:
+                thr_pix__chosen = thr_pix
+        if thr_pix__passed == 0:  # nothing passes this level
+            continue
+        _w *= thr_pix__passed
+        thr_pix = thr_pix__chosen
+        thr_k__passed = 0
+        # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
+        for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+            # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
+            if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
+                continue
+            # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
+            if thr_pix * thr_k < thr_pix + thr_k:
+                continue
+            thr_k__passed += 1
+            if np.random.randint(0, thr_k__passed) == 0:
+                thr_k__chosen = thr_k
+        if thr_k__passed == 0:  # nothing passes this level
+            continue
+        _w *= thr_k__passed
+        thr_k = thr_k__chosen
+        # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
+        if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
+            continue
+        # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
+        if thr_pix * thr_k < thr_pix + thr_k:
+            continue
+        split_block__passed = 0
+        # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
+        for split_block in split_block__VALUES:
+            # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+            threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+            # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
+            if threads > max_threads_per_block:
+                continue
+            # filter partial_warp (spaces/conv2d.py:125): rejects when threads % warp_size != 0
+            if threads % warp_size != 0:
+                continue
+            # filter too_few_threads (spaces/conv2d.py:126): rejects when threads < 2 * warp_size
+            if threads < (2 * warp_size):
+                continue
+            split_block__passed += 1
+            if np.random.randint(0, split_block__passed) == 0:
+                split_block__chosen = split_block
+        if split_block__passed == 0:  # nothing passes this level
+            continue
+        _w *= split_block__passed
+        split_block = split_block__chosen
+        # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+        threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+        # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
+        if threads > max_threads_per_block:
+            continue
+        # filter partial_warp (spaces/conv2d.py:125): rejects when threads % warp_size != 0
+        if threads % warp_size != 0:
+            continue
+        # filter too_few_threads (spaces/conv2d.py:126): rejects when threads < 2 * warp_size
+        if threads < (2 * warp_size):
+            continue
+        blk_crs__passed = 0
+        # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
+        for blk_crs in blk_crs__VALUES:
+            # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
+            if CRS < 2 * blk_crs * split_block * split_grid:
+                continue
+            # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+            if threads == 0:  # would divide by zero
+                continue
+            prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+            blk_crs__passed += 1
+            if np.random.randint(0, blk_crs__passed) == 0:
+                blk_crs__chosen = blk_crs
+        if blk_crs__passed == 0:  # nothing passes this level
+            continue
+        _w *= blk_crs__passed
+        blk_crs = blk_crs__chosen
+        # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
+        if CRS < 2 * blk_crs * split_block * split_grid:
+            continue
+        # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+        if threads == 0:  # would divide by zero
+            continue
+        prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+        stages__passed = 0
+        # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
+        for stages in stages__VALUES:
+            # derived smem (spaces/conv2d.py:102): smem()
+            smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+            # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
+            if smem > max_shared_mem_per_block:
+                continue
+            # derived regs (spaces/conv2d.py:117): thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+            regs = thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+            # filter over_registers (spaces/conv2d.py:142): rejects when regs > max_regs_per_thread
+            if regs > max_regs_per_thread:
+                continue
+            # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+            if threads == 0:  # would divide by zero
+                continue
+            if regs * threads == 0:  # would divide by zero
+                continue
+            if smem == 0:  # would divide by zero
+                continue
+            blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+            # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
+            if blocks_per_sm * threads * 4 < max_threads_per_sm:
+                continue
+            stages__passed += 1
+            if np.random.randint(0, stages__passed) == 0:
+                stages__chosen = stages
+        if stages__passed == 0:  # nothing passes this level
+            continue
+        _w *= stages__passed
+        stages = stages__chosen
+        # derived smem (spaces/conv2d.py:102): smem()
+        smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+        # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
+        if smem > max_shared_mem_per_block:
+            continue
+        # derived regs (spaces/conv2d.py:117): thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+        regs = thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+        # filter over_registers (spaces/conv2d.py:142): rejects when regs > max_regs_per_thread
+        if regs > max_regs_per_thread:
+            continue
+        # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+        if threads == 0:  # would divide by zero
+            continue
+        if regs * threads == 0:  # would divide by zero
+            continue
+        if smem == 0:  # would divide by zero
+            continue
+        blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+        # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
+        if blocks_per_sm * threads * 4 < max_threads_per_sm:
+            continue
+        vec_in__passed = 0
+        # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
+        for vec_in in vec_in__VALUES:
+            vec_in__passed += 1
+            if np.random.randint(0, vec_in__passed) == 0:
+                vec_in__chosen = vec_in
+        if vec_in__passed == 0:  # nothing passes this level
+            continue
+        _w *= vec_in__passed
+        vec_in = vec_in__chosen
+        vec_f__passed = 0
+        # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
+        for vec_f in vec_f__VALUES:
+            # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
+            if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
+                continue
+            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
+            try:
+                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
+            except Exception:  # misaligned_vectors raised: rejected
+                continue
+            if misaligned_vectors__rejects:
+                continue
+            vec_f__passed += 1
+            if np.random.randint(0, vec_f__passed) == 0:
+                vec_f__chosen = vec_f
+        if vec_f__passed == 0:  # nothing passes this level
+            continue
+        _w *= vec_f__passed
+        vec_f = vec_f__chosen
+        # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
+        if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
+            continue
+        # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
+        try:
+            misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
+        except Exception:  # misaligned_vectors raised: rejected
+            continue
+        if misaligned_vectors__rejects:
+            continue
+        _total += _w
+        _total_sq += _w * _w
+    return _total, _total_sq

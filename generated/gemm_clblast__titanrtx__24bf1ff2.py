@@ -681,3 +681,253 @@ def rank(_threshold, _bounds, _terms, _rows):
                                                                         if _size == _bounds.shape[0]:  # full: only better bounds can still enter
                                                                             _limit = min(_threshold, _bounds[0])
     return _size
+
+@numba.njit(cache=True, error_model='python')
+def probe(_samples, _seed):
+    """Knuth's estimator: _samples random descents through the nest; at each level one
+    value is chosen uniformly among those its filters let through, and a descent that
+    reaches the innermost level estimates the count as the product of how many passed
+    at each level (0 when none did). Returns the sum and sum of squares of the estimates."""
+    _n = 0
+    np.random.seed(_seed)
+    _total = 0.0
+    _total_sq = 0.0
+    for _sample in range(_samples):
+        _w = 1.0  # the product of the domain sizes chosen from so far
+        KWG__passed = 0
+        # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
+        for KWG in KWG__VALUES:
+            KWG__passed += 1
+            if np.random.randint(0, KWG__passed) == 0:
+                KWG__chosen = KWG
+        if KWG__passed == 0:  # nothing passes this level
+            continue
+        _w *= KWG__passed
+        KWG = KWG__chosen
+        KWI__passed = 0
+        # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
+        for KWI in KWI__VALUES:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
+                continue
+            KWI__passed += 1
+            if np.random.randint(0, KWI__passed) == 0:
+                KWI__chosen = KWI
+        if KWI__passed == 0:  # nothing passes this level
+            continue
+        _w *= KWI__passed
+        KWI = KWI__chosen
+        # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+        if not KWG % KWI == 0:
+            continue
+        MWG__passed = 0
+        # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
+        for MWG in MWG__VALUES:
+            MWG__passed += 1
+            if np.random.randint(0, MWG__passed) == 0:
+                MWG__chosen = MWG
+        if MWG__passed == 0:  # nothing passes this level
+            continue
+        _w *= MWG__passed
+        MWG = MWG__chosen
+        NWG__passed = 0
+        # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
+        for NWG in NWG__VALUES:
+            # derived work_groups (spaces/gemm_clblast.py:100): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+            work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+            NWG__passed += 1
+            if np.random.randint(0, NWG__passed) == 0:
+                NWG__chosen = NWG
+        if NWG__passed == 0:  # nothing passes this level
+            continue
+        _w *= NWG__passed
+        NWG = NWG__chosen
+        # derived work_groups (spaces/gemm_clblast.py:100): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+        work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+        MDIMC__passed = 0
+        # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
+        for MDIMC in MDIMC__VALUES:
+            MDIMC__passed += 1
+            if np.random.randint(0, MDIMC__passed) == 0:
+                MDIMC__chosen = MDIMC
+        if MDIMC__passed == 0:  # nothing passes this level
+            continue
+        _w *= MDIMC__passed
+        MDIMC = MDIMC__chosen
+        VWM__passed = 0
+        # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
+        for VWM in VWM__VALUES:
+            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+            if not MWG % (MDIMC * VWM) == 0:
+                continue
+            VWM__passed += 1
+            if np.random.randint(0, VWM__passed) == 0:
+                VWM__chosen = VWM
+        if VWM__passed == 0:  # nothing passes this level
+            continue
+        _w *= VWM__passed
+        VWM = VWM__chosen
+        # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+        if not MWG % (MDIMC * VWM) == 0:
+            continue
+        MDIMA__passed = 0
+        # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
+        for MDIMA in MDIMA__VALUES:
+            # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+            if not MWG % (MDIMA * VWM) == 0:
+                continue
+            MDIMA__passed += 1
+            if np.random.randint(0, MDIMA__passed) == 0:
+                MDIMA__chosen = MDIMA
+        if MDIMA__passed == 0:  # nothing passes this level
+            continue
+        _w *= MDIMA__passed
+        MDIMA = MDIMA__chosen
+        # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+        if not MWG % (MDIMA * VWM) == 0:
+            continue
+        NDIMC__passed = 0
+        # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
+        for NDIMC in NDIMC__VALUES:
+            # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+            if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
+                continue
+            # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+            if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
+                continue
+            # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+            threads = MDIMC * NDIMC
+            NDIMC__passed += 1
+            if np.random.randint(0, NDIMC__passed) == 0:
+                NDIMC__chosen = NDIMC
+        if NDIMC__passed == 0:  # nothing passes this level
+            continue
+        _w *= NDIMC__passed
+        NDIMC = NDIMC__chosen
+        # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+        if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
+            continue
+        # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+        if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
+            continue
+        # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+        threads = MDIMC * NDIMC
+        VWN__passed = 0
+        # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
+        for VWN in VWN__VALUES:
+            # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+            if not NWG % (NDIMC * VWN) == 0:
+                continue
+            VWN__passed += 1
+            if np.random.randint(0, VWN__passed) == 0:
+                VWN__chosen = VWN
+        if VWN__passed == 0:  # nothing passes this level
+            continue
+        _w *= VWN__passed
+        VWN = VWN__chosen
+        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+        if not NWG % (NDIMC * VWN) == 0:
+            continue
+        NDIMB__passed = 0
+        # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
+        for NDIMB in NDIMB__VALUES:
+            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+            if not NWG % (NDIMB * VWN) == 0:
+                continue
+            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
+                continue
+            NDIMB__passed += 1
+            if np.random.randint(0, NDIMB__passed) == 0:
+                NDIMB__chosen = NDIMB
+        if NDIMB__passed == 0:  # nothing passes this level
+            continue
+        _w *= NDIMB__passed
+        NDIMB = NDIMB__chosen
+        # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+        if not NWG % (NDIMB * VWN) == 0:
+            continue
+        # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+        if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
+            continue
+        SA__passed = 0
+        # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
+        for SA in SA__VALUES:
+            SA__passed += 1
+            if np.random.randint(0, SA__passed) == 0:
+                SA__chosen = SA
+        if SA__passed == 0:  # nothing passes this level
+            continue
+        _w *= SA__passed
+        SA = SA__chosen
+        SB__passed = 0
+        # loop 11: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
+        for SB in SB__VALUES:
+            # derived local_mem (spaces/gemm_clblast.py:101): (SA * MWG + SB * NWG) * KWG * 4
+            local_mem = (SA * MWG + SB * NWG) * KWG * 4
+            # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
+            resident = min(16, 1024 // threads, 65536 // max(local_mem, 1) if local_mem > 0 else 16)
+            SB__passed += 1
+            if np.random.randint(0, SB__passed) == 0:
+                SB__chosen = SB
+        if SB__passed == 0:  # nothing passes this level
+            continue
+        _w *= SB__passed
+        SB = SB__chosen
+        # derived local_mem (spaces/gemm_clblast.py:101): (SA * MWG + SB * NWG) * KWG * 4
+        local_mem = (SA * MWG + SB * NWG) * KWG * 4
+        # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
+        resident = min(16, 1024 // threads, 65536 // max(local_mem, 1) if local_mem > 0 else 16)
+        GEMMK__passed = 0
+        # loop 12: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
+        for GEMMK in GEMMK__VALUES:
+            GEMMK__passed += 1
+            if np.random.randint(0, GEMMK__passed) == 0:
+                GEMMK__chosen = GEMMK
+        if GEMMK__passed == 0:  # nothing passes this level
+            continue
+        _w *= GEMMK__passed
+        GEMMK = GEMMK__chosen
+        STRM__passed = 0
+        # loop 13: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
+        for STRM in STRM__VALUES:
+            STRM__passed += 1
+            if np.random.randint(0, STRM__passed) == 0:
+                STRM__chosen = STRM
+        if STRM__passed == 0:  # nothing passes this level
+            continue
+        _w *= STRM__passed
+        STRM = STRM__chosen
+        STRN__passed = 0
+        # loop 14: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
+        for STRN in STRN__VALUES:
+            STRN__passed += 1
+            if np.random.randint(0, STRN__passed) == 0:
+                STRN__chosen = STRN
+        if STRN__passed == 0:  # nothing passes this level
+            continue
+        _w *= STRN__passed
+        STRN = STRN__chosen
+        KREG__passed = 0
+        # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
+        for KREG in KREG__VALUES:
+            KREG__passed += 1
+            if np.random.randint(0, KREG__passed) == 0:
+                KREG__chosen = KREG
+        if KREG__passed == 0:  # nothing passes this level
+            continue
+        _w *= KREG__passed
+        KREG = KREG__chosen
+        PRECISION__passed = 0
+        # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
+        for PRECISION in PRECISION__VALUES:
+            PRECISION__passed += 1
+            if np.random.randint(0, PRECISION__passed) == 0:
+                PRECISION__chosen = PRECISION
+        if PRECISION__passed == 0:  # nothing passes this level
+            continue
+        _w *= PRECISION__passed
+        PRECISION = PRECISION__chosen
+        _total += _w
+        _total_sq += _w * _w
+    return _total, _total_sq

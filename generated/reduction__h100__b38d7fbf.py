@@ -309,3 +309,211 @@ def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_t
                                         _col_cache_hint[_n] = cache_hint__index
                                         _n += 1
     return _n
+
+@numba.njit(cache=True, error_model='python')
+def probe(_samples, _seed):
+    """Knuth's estimator: _samples random descents through the nest; at each level one
+    value is chosen uniformly among those its filters let through, and a descent that
+    reaches the innermost level estimates the count as the product of how many passed
+    at each level (0 when none did). Returns the sum and sum of squares of the estimates."""
+    _n = 0
+    np.random.seed(_seed)
+    _total = 0.0
+    _total_sq = 0.0
+    for _sample in range(_samples):
+        _w = 1.0  # the product of the domain sizes chosen from so far
+        vec__passed = 0
+        # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
+        for vec in vec__VALUES:
+            # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
+            if vec * elem_bytes > 16:
+                continue
+            vec__passed += 1
+            if np.random.randint(0, vec__passed) == 0:
+                vec__chosen = vec
+        if vec__passed == 0:  # nothing passes this level
+            continue
+        _w *= vec__passed
+        vec = vec__chosen
+        # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
+        if vec * elem_bytes > 16:
+            continue
+        final_stage__passed = 0
+        # loop 1: iterator final_stage (spaces/reduction.py:82): values('shared_tree', 'warp_shuffle')
+        for final_stage__index in range(2):
+            final_stage = final_stage__VALUES[final_stage__index]
+            # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
+            if final_stage == 'warp_shuffle' and (cc < 3.0):
+                continue
+            final_stage__passed += 1
+            if np.random.randint(0, final_stage__passed) == 0:
+                final_stage__chosen = final_stage__index
+        if final_stage__passed == 0:  # nothing passes this level
+            continue
+        _w *= final_stage__passed
+        final_stage__index = final_stage__chosen
+        final_stage = final_stage__VALUES[final_stage__index]
+        # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
+        if final_stage == 'warp_shuffle' and (cc < 3.0):
+            continue
+        unroll_last_warp__passed = 0
+        # loop 2: iterator unroll_last_warp (spaces/reduction.py:83): values(0, 1)
+        for unroll_last_warp in unroll_last_warp__VALUES:
+            # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
+            if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
+                continue
+            unroll_last_warp__passed += 1
+            if np.random.randint(0, unroll_last_warp__passed) == 0:
+                unroll_last_warp__chosen = unroll_last_warp
+        if unroll_last_warp__passed == 0:  # nothing passes this level
+            continue
+        _w *= unroll_last_warp__passed
+        unroll_last_warp = unroll_last_warp__chosen
+        # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
+        if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
+            continue
+        combine__passed = 0
+        # loop 3: iterator combine (spaces/reduction.py:84): values('atomic', 'two_pass', 'last_block')
+        for combine__index in range(3):
+            combine = combine__VALUES[combine__index]
+            # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
+            if (combine == 'atomic' and (acc_bytes == 8)) and (cc < 6.0):
+                continue
+            combine__passed += 1
+            if np.random.randint(0, combine__passed) == 0:
+                combine__chosen = combine__index
+        if combine__passed == 0:  # nothing passes this level
+            continue
+        _w *= combine__passed
+        combine__index = combine__chosen
+        combine = combine__VALUES[combine__index]
+        # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
+        if (combine == 'atomic' and (acc_bytes == 8)) and (cc < 6.0):
+            continue
+        threads__passed = 0
+        # loop 4: iterator threads (spaces/reduction.py:70): threads()
+        for threads in threads__VALUES:
+            # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+            smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+            threads__passed += 1
+            if np.random.randint(0, threads__passed) == 0:
+                threads__chosen = threads
+        if threads__passed == 0:  # nothing passes this level
+            continue
+        _w *= threads__passed
+        threads = threads__chosen
+        # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+        smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+        blocks_per_sm__passed = 0
+        # loop 5: iterator blocks_per_sm (spaces/reduction.py:81): range(1, max_blocks_per_sm + 1, 1)
+        for blocks_per_sm in range(1, max_blocks_per_sm + 1):
+            # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
+            if blocks_per_sm * threads > max_threads_per_sm:
+                continue
+            # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
+            if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
+                continue
+            # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
+            grid = blocks_per_sm * sm_count
+            # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
+            if combine == 'last_block' and grid > 4 * threads:
+                continue
+            blocks_per_sm__passed += 1
+            if np.random.randint(0, blocks_per_sm__passed) == 0:
+                blocks_per_sm__chosen = blocks_per_sm
+        if blocks_per_sm__passed == 0:  # nothing passes this level
+            continue
+        _w *= blocks_per_sm__passed
+        blocks_per_sm = blocks_per_sm__chosen
+        # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
+        if blocks_per_sm * threads > max_threads_per_sm:
+            continue
+        # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
+        if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
+            continue
+        # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
+        grid = blocks_per_sm * sm_count
+        # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
+        if combine == 'last_block' and grid > 4 * threads:
+            continue
+        unroll__passed = 0
+        # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
+        for unroll in unroll__VALUES:
+            # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
+            elems_per_pass = grid * threads * vec * unroll
+            # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
+            if N < elems_per_pass * min_passes:
+                continue
+            # derived load_regs (spaces/reduction.py:90): (inputs * unroll * vec * elem_bytes + 3) // 4
+            load_regs = (inputs * unroll * vec * elem_bytes + 3) // 4
+            # derived bytes_in_flight (spaces/reduction.py:93): blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+            bytes_in_flight = blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+            # filter latency_bound (spaces/reduction.py:103): rejects when bytes_in_flight < bytes_in_flight_needed
+            if bytes_in_flight < bytes_in_flight_needed:
+                continue
+            unroll__passed += 1
+            if np.random.randint(0, unroll__passed) == 0:
+                unroll__chosen = unroll
+        if unroll__passed == 0:  # nothing passes this level
+            continue
+        _w *= unroll__passed
+        unroll = unroll__chosen
+        # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
+        elems_per_pass = grid * threads * vec * unroll
+        # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
+        if N < elems_per_pass * min_passes:
+            continue
+        # derived load_regs (spaces/reduction.py:90): (inputs * unroll * vec * elem_bytes + 3) // 4
+        load_regs = (inputs * unroll * vec * elem_bytes + 3) // 4
+        # derived bytes_in_flight (spaces/reduction.py:93): blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+        bytes_in_flight = blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+        # filter latency_bound (spaces/reduction.py:103): rejects when bytes_in_flight < bytes_in_flight_needed
+        if bytes_in_flight < bytes_in_flight_needed:
+            continue
+        accumulators__passed = 0
+        # loop 7: iterator accumulators (spaces/reduction.py:80): range(1, unroll + 1, 1)
+        for accumulators in range(1, unroll + 1):
+            # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
+            if unroll % accumulators != 0:
+                continue
+            # derived regs (spaces/reduction.py:91): 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+            regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+            # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
+            if regs > max_regs_per_thread:
+                continue
+            # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
+            if blocks_per_sm * threads * regs > regs_per_sm:
+                continue
+            accumulators__passed += 1
+            if np.random.randint(0, accumulators__passed) == 0:
+                accumulators__chosen = accumulators
+        if accumulators__passed == 0:  # nothing passes this level
+            continue
+        _w *= accumulators__passed
+        accumulators = accumulators__chosen
+        # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
+        if unroll % accumulators != 0:
+            continue
+        # derived regs (spaces/reduction.py:91): 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+        regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+        # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
+        if regs > max_regs_per_thread:
+            continue
+        # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
+        if blocks_per_sm * threads * regs > regs_per_sm:
+            continue
+        cache_hint__passed = 0
+        # loop 8: iterator cache_hint (spaces/reduction.py:85): values('default', 'streaming')
+        for cache_hint__index in range(2):
+            cache_hint = cache_hint__VALUES[cache_hint__index]
+            cache_hint__passed += 1
+            if np.random.randint(0, cache_hint__passed) == 0:
+                cache_hint__chosen = cache_hint__index
+        if cache_hint__passed == 0:  # nothing passes this level
+            continue
+        _w *= cache_hint__passed
+        cache_hint__index = cache_hint__chosen
+        cache_hint = cache_hint__VALUES[cache_hint__index]
+        _total += _w
+        _total_sq += _w * _w
+    return _total, _total_sq

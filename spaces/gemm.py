@@ -145,3 +145,47 @@ sm_load_time = beast.bound((blocks + sm_count - 1) // sm_count * 2 * fmas_per_el
 # issued at most warp_issue_per_clock per clock)
 wave_time = beast.bound(((blocks + sm_count - 1) // sm_count + resident_blocks - 1) // resident_blocks
                         * fmas_per_element * thr_m * thr_n * K / (warp_issue_per_clock * clock_hz))
+
+# -- the kernel these configurations tune (beastgen tune spaces/gemm.py --backend opencl) ----------
+# spaces/kernels/gemm.cl handles any M, N, K (edges are guarded), in precisions s and d.
+import numpy as np  # noqa: E402
+
+
+def _gemm_arguments(s):
+    if s["precision"] not in ("s", "d"):
+        raise beast.BeastError(f"the OpenCL GEMM kernel implements precisions s and d, not {s['precision']!r}")
+    real = np.float32 if s["precision"] == "s" else np.float64
+    rng = np.random.default_rng(1)
+    m, n, k = s["M"], s["N"], s["K"]
+    a_shape = (k, m) if s["trans_a"] else (m, k)      # stored shapes (rows, columns), column-major
+    b_shape = (n, k) if s["trans_b"] else (k, n)
+    a = np.asfortranarray(rng.uniform(-1, 1, a_shape)).astype(real).ravel(order="F")
+    b = np.asfortranarray(rng.uniform(-1, 1, b_shape)).astype(real).ravel(order="F")
+    c = rng.uniform(-1, 1, m * n).astype(real)
+    return [np.int32(m), np.int32(n), np.int32(k), real(1.5), a, np.int32(a_shape[0]),
+            b, np.int32(b_shape[0]), real(0.5), c, np.int32(m)]
+
+
+def _gemm_reference(args, s):
+    m, n, k = s["M"], s["N"], s["K"]
+    a = args[4].astype(np.float64).reshape((k, m) if s["trans_a"] else (m, k), order="F")
+    b = args[6].astype(np.float64).reshape((n, k) if s["trans_b"] else (k, n), order="F")
+    c = args[9].astype(np.float64).reshape((m, n), order="F")
+    out = 1.5 * (a.T if s["trans_a"] else a) @ (b.T if s["trans_b"] else b) + 0.5 * c
+    return {9: out.ravel(order="F")}
+
+
+kernel = beast.kernel(
+    source="kernels/gemm.cl", name="gemm",
+    defines=lambda c: {"REAL": "float" if c["precision"] == "s" else "double",
+                       "REAL_IS_DOUBLE": int(c["precision"] == "d"),
+                       "VL": (16 // (4 if c["precision"] == "s" else 8)) if c["vector"] else 1,
+                       "DIM_M": c["dim_m"], "DIM_N": c["dim_n"], "BLK_M": c["blk_m"],
+                       "BLK_N": c["blk_n"], "BLK_K": c["blk_k"], "DIM_M_A": c["blk_m_a"],
+                       "DIM_N_A": c["blk_n_a"], "DIM_M_B": c["blk_m_b"], "DIM_N_B": c["blk_n_b"],
+                       "TRANS_A": c["trans_a"], "TRANS_B": c["trans_b"], "TEX_A": c["tex_a"],
+                       "TEX_B": c["tex_b"]},
+    block=(dim_m, dim_n),
+    grid=((M + blk_m - 1) // blk_m, (N + blk_n - 1) // blk_n),
+    arguments=_gemm_arguments, reference=_gemm_reference,
+    tolerance={"s": 1e-4, "d": 1e-10}, timeout=20.0, problem_size=("M", "N", "K"))

@@ -650,6 +650,26 @@ def test_generator_whose_yields_fold_away(tmp_path):
     assert exact(tmp_path, source, flag=True)[1] == 6
 
 
+def test_generator_whose_loop_never_runs(tmp_path):
+    """Numba prunes a branch testing constants (x = 8 ... while x < 4) and then could not type the
+    generator whose yield it pruned; the yield under a constant-false `if` likewise."""
+    source = """
+        import beastgen as beast
+        n = beast.setting(4)
+        a = beast.range(3)
+        @beast.iterator
+        def g():
+            x = 8
+            if x > 9:
+                yield -1
+            while x < n:
+                yield x + a
+                x += 1
+    """
+    assert exact(tmp_path, source)[1] == 0
+    assert exact(tmp_path, source, n=10)[1] == 6
+
+
 def test_aliases_in_space_functions(tmp_path):
     """A module-level alias (size = n, first = a) read by a space function, compiled or constant."""
     source = """
@@ -718,6 +738,19 @@ def test_divisor_constant_zero_in_a_range_step(tmp_path):
     """
     plan, total = exact(tmp_path, source)
     assert total == 0 and plan.stats().errors["d"] == 8
+
+
+def test_modulo_by_a_derived_zero(tmp_path):
+    """A divisor that is a derived value always zero: rejected, not a crash while generating."""
+    source = """
+        import beastgen as beast
+        a = beast.range(-2, 3)
+        zero = abs((a // a) % (a % a))
+        b = beast.values(1, 2)
+        f = beast.filter((a % zero) == b)
+    """
+    plan, total = exact(tmp_path, source)
+    assert total == 0
 
 
 def test_every_loop_order(tmp_path):

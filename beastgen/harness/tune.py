@@ -249,8 +249,9 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
                 break
             status, time_s, times, message = _measure(runner, kernel, config, typed_settings, profile,
                                                       language, source, iterations, expected, tolerance)
-            store.record(run_id, key, config, status, time_s, times, candidate.bound,
-                         candidate.bottleneck, message)
+            if status != "unmeasured":  # the replay file answers those again, identically
+                store.record(run_id, key, config, status, time_s, times, candidate.bound,
+                             candidate.bottleneck, message)
             account(key, config, status, time_s, candidate.bound, candidate.bottleneck, message, True)
             if bar is not None and status != "unmeasured":
                 bar.update(1)
@@ -268,6 +269,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     result.seconds = time.perf_counter() - start
     result.exhaustive = chosen.known_count if chosen.known_count is not None else plan.count()
     result.surviving = _surviving(plan, chosen, state.best_time)
+    if result.exhaustive == 0:
+        result.proven, result.stopped = False, plan.why_empty() or "the space is empty"
     if plot:
         plot_results(result, plot)
     return result
@@ -317,7 +320,7 @@ def _progress_bar(enabled: bool, total):
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit="run", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, unit="run", file=sys.stderr, dynamic_ncols=True, disable=None)
 
 
 def _write(bar, log, message: str) -> None:

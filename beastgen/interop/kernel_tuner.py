@@ -37,6 +37,7 @@ import inspect
 import json
 import linecache
 import math
+import re
 import textwrap
 import types
 
@@ -58,6 +59,9 @@ def from_kernel_tuner(tune_params: dict, restrictions=None, max_threads=None, bl
     ``max_threads`` adds Kernel Tuner's implicit rule (product of the block size parameters at most
     ``max_threads``); ``name`` names the space (and its generated enumerator file).
     """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+        raise BeastError(f"the space name {name!r} must be letters, digits, '_', '.' or '-' (it "
+                         "names the generated enumerator file)")
     if not isinstance(tune_params, dict) or not tune_params:
         raise BeastError("tune_params must be a non-empty dict of parameter name -> list of values")
     described: dict = {"tune_params": {}, "restrictions": [], "max_threads": max_threads,
@@ -88,7 +92,7 @@ def from_kernel_tuner(tune_params: dict, restrictions=None, max_threads=None, bl
             product = params[names[0]]
             for other in names[1:]:
                 product = L.BinOp("*", product, params[other])
-            rejects = L.Compare(">", product, L.Const(max_threads))
+            rejects = L.Compare(">", product, L.Const(_plain(max_threads)))
             for node in (rejects, rejects.right, *_unnamed(product)):
                 node.origin = origin
             builder.add_filter(rejects, origin, "block_size_over_max_threads")
@@ -228,7 +232,8 @@ class _Converter:
                                  f"arguments but the restriction lists {len(positional)} parameters "
                                  f"{positional}", where)
             return dict(zip(names, positional)), set(kwarg)
-        if len(names) == 1 and not keyword_only and not kwarg and _subscripted_only(node, names[0]):
+        if len(names) == 1 and not keyword_only and not kwarg and (
+                names[0] not in self.params or _subscripted_only(node, names[0])):
             return {}, {names[0]}  # lambda p: p["x"] ...: the dict of parameter values
         if all(n in self.params for n in names + keyword_only):  # keyword arguments by name
             return {n: n for n in names + keyword_only}, set(kwarg)
@@ -393,16 +398,23 @@ class _Resolver:
         return None
 
 
+def _plain(value):
+    """NumPy scalars (np.int64(1024)) as the Python values they hold."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return value
+
+
 def free_value(func, name: str):
     """(found, value) of a free name of ``func``: closure cell, then globals, then builtins."""
     code = func.__code__
     if name in code.co_freevars and func.__closure__:
         try:
-            return True, func.__closure__[code.co_freevars.index(name)].cell_contents
+            return True, _plain(func.__closure__[code.co_freevars.index(name)].cell_contents)
         except ValueError:  # an empty cell
             return False, None
     if name in func.__globals__:
-        return True, func.__globals__[name]
+        return True, _plain(func.__globals__[name])
     builtin = func.__globals__.get("__builtins__", builtins)
     builtin = builtin if isinstance(builtin, dict) else vars(builtin)
     if name in builtin:

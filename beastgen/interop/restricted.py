@@ -58,6 +58,13 @@ CONDITION_CALLS = ("min", "max", "abs")
 VALUE_CALLS = ("range", "list", "min", "max", "abs")
 
 
+def _callee(func: ast.AST) -> str:
+    """What a call calls, for messages: 'open', 'os.system', or a lambda."""
+    if isinstance(func, (ast.Name, ast.Attribute)):
+        return f"'{ast.unparse(func)}'"
+    return _describe(func)
+
+
 def _describe(node: ast.AST) -> str:
     return _NODE_WORDS.get(type(node), type(node).__name__)
 
@@ -231,8 +238,7 @@ class ConditionBuilder(_Walker):
         if isinstance(node, ast.Call):
             func = node.func
             if not isinstance(func, ast.Name) or func.id not in CONDITION_CALLS:
-                name = func.id if isinstance(func, ast.Name) else ast.unparse(func)
-                self._reject(node, f"calling '{name}'")
+                self._reject(node, f"calling {_callee(func)}")
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 self._reject(node, "keyword or star arguments")
             if not node.args or (func.id == "abs" and len(node.args) != 1) or (
@@ -391,8 +397,7 @@ class _ValueEvaluator(_Walker):
     def _call(self, node: ast.Call, scope: dict):
         func = node.func
         if not isinstance(func, ast.Name) or func.id not in VALUE_CALLS or func.id in scope:
-            name = func.id if isinstance(func, ast.Name) else ast.unparse(func)
-            self._reject(node, f"calling '{name}'")
+            self._reject(node, f"calling {_callee(func)}")
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             self._reject(node, "keyword or star arguments")
         args = [self.value(a, scope) for a in node.args]

@@ -119,7 +119,7 @@ def opencl_profile(device, index: int) -> DeviceProfile:
     peak32 = units * clock * 1e6 * lanes32 * 2
     peak64 = units * clock * 1e6 * lanes64 * 2
     regs_per_thread = 65536 if is_cpu else 255  # a CPU spills to cache: no hard register limit
-    threads_per_unit = max_wg * (4 if is_cpu else 2)
+    threads_per_unit = max_wg * (1 if is_cpu else 2)
     props = {
         "compute_capability": "0.0",  # not NVIDIA: any model rule keyed on it takes its weakest case
         "sm_count": units,

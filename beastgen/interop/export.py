@@ -1,0 +1,249 @@
+"""Exporting beastgen spaces to other tools.
+
+* :func:`to_kernel_tuner` gives a compiled plan's ``tune_params`` and every valid configuration as
+  dicts; :func:`write_kernel_tuner` writes them as JSON that Kernel Tuner loads directly:
+  ``Searchspace(None, None, None, from_cache=json.load(open(FILE)))`` (the ``cache`` object maps
+  Kernel Tuner's configuration keys, the values joined by commas, to configurations), and
+  ``tune_params`` / ``tune_params_keys`` give the parameters for ``tune_kernel``.
+* :func:`to_t1` writes a space as a T1 JSON file when T1 can express it: every iterator a fixed
+  list of values (``beast.values`` or ``beast.range`` of constants), every filter and every derived
+  value it reads an expression. Settings and device properties are replaced by their values for
+  the given device and settings; bound terms are left out (they never change the valid set).
+  Anything else is a :class:`BeastError` that names the variable and says why.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+from .. import language as L
+from ..codegen import _risky_nodes, expr_source
+from ..errors import BeastError
+from ..specialize import specialize
+from ..symbolic import SymbolicContext
+
+_CASTS = {"int": int, "float": float}
+_T1_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "string"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernel Tuner
+# --------------------------------------------------------------------------------------------------
+def to_kernel_tuner(plan) -> tuple[dict, list[dict]]:
+    """``(tune_params, configurations)`` of a compiled plan (:class:`beastgen.runtime.CompiledPlan`).
+
+    ``tune_params`` maps each iterator (declaration order) to its values: its domain when the domain
+    is a constant list or range, otherwise (a domain that depends on other iterators, or a function
+    iterator) the sorted distinct values it takes in the valid configurations. ``configurations``
+    lists every valid configuration as a dict of plain Python values.
+    """
+    configs = plan.enumerate()
+    columns = plan.columns
+    rows = configs.tolist()
+    configurations = [dict(zip(columns, row)) for row in rows]
+    items = plan.specialized.items
+    tune_params = {}
+    for index, name in enumerate(columns):
+        values = _constant_domain(items[name]) if name in items else None
+        if values is None:
+            values = sorted({row[index] for row in rows}, key=_sort_key)
+        tune_params[name] = values
+    return tune_params, configurations
+
+
+def _sort_key(value):
+    return (isinstance(value, str), value)
+
+
+def _constant_domain(item) -> list | None:
+    if item.function is not None or item.domain is None:
+        return None
+    kind, *parts = item.domain
+    if not all(isinstance(p, L.Const) for p in parts):
+        return None
+    values = [p.value for p in parts]
+    if kind == "range":
+        return list(range(*values))
+    cast = _CASTS.get(item.value_type)
+    return [cast(v) for v in values] if cast else values
+
+
+def kernel_tuner_key(config: dict) -> str:
+    """Kernel Tuner's cache key of a configuration: its values joined by commas."""
+    return ",".join(str(v) for v in config.values())
+
+
+def write_kernel_tuner(plan, path: str) -> int:
+    """Write ``tune_params`` and the valid configurations as JSON for Kernel Tuner; the count."""
+    tune_params, configurations = to_kernel_tuner(plan)
+    spec = plan.specialized
+    document = {
+        "beastgen": {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
+                     "settings": spec.settings, "count": len(configurations),
+                     "load_with": "kernel_tuner.searchspace.Searchspace(None, None, None, "
+                                  "from_cache=json.load(open(FILE)))"},
+        "tune_params_keys": list(tune_params),
+        "tune_params": tune_params,
+        "cache": {kernel_tuner_key(c): c for c in configurations},
+    }
+    _write_json(path, document)
+    return len(configurations)
+
+
+# --------------------------------------------------------------------------------------------------
+# T1
+# --------------------------------------------------------------------------------------------------
+def to_t1(space, path: str | None = None, device=None, settings: dict | None = None) -> dict:
+    """The T1 document of ``space`` (specialized to ``device`` and ``settings``); written to
+    ``path`` when given. Raises :class:`BeastError` when T1 cannot express the space."""
+    spec = specialize(space, device, settings or {})
+    parameters = []
+    for name, var in space.iterators.items():
+        item = spec.items.get(name)
+        if item is None:
+            raise BeastError(f"cannot export to T1: iterator '{name}' has no values for this device "
+                             f"and these settings ({spec.empty_reason})", var.origin)
+        if item.function is not None:
+            raise BeastError(f"cannot export to T1: iterator '{name}' is a function iterator; T1 "
+                             "parameters are fixed lists of values", var.origin)
+        values_text, values = _t1_values(item, var)
+        parameters.append({"Name": name, "Type": _T1_TYPES.get(item.value_type, "int"),
+                           "Values": values_text, "Default": values[0]})
+
+    conditions = []
+    if spec.empty_reason:  # nothing is valid for this device and these settings
+        conditions.append({"Expression": "False", "Parameters": []})
+    exporter = _Inliner(spec)
+    nonzero = SymbolicContext(spec.items).provably_nonzero
+    for name, item in spec.items.items():
+        var = space.variables[name]
+        if item.kind == "filter":
+            if item.function is not None:
+                raise BeastError(f"cannot export to T1: filter '{name}' is written as a function; "
+                                 "T1 conditions are Python expressions, so only expression filters "
+                                 "can be exported", var.origin)
+            expr = exporter.inline(item.expr, name)
+            if isinstance(expr, L.Not):  # rejects when not C: valid when C
+                valid = expr_source(expr.operand, root=True)
+            else:
+                valid = f"not ({expr_source(expr, root=True)})"
+            conditions.append({"Expression": valid, "Parameters": exporter.parameters(expr)})
+        elif item.kind == "derived":
+            if item.function is not None:
+                if exporter.read_by_filters(name) or item.function.may_raise:
+                    raise BeastError(f"cannot export to T1: derived value '{name}' is written as a "
+                                     "function; T1 conditions can only inline expressions", var.origin)
+                continue
+            if any(True for _ in _risky_nodes(item.expr, nonzero)):
+                # a derived value that raises rejects the configuration: so does this condition
+                expr = exporter.inline(item.expr, name)
+                text = expr_source(expr)
+                conditions.append({"Expression": f"({text}) == 0 or True",
+                                   "Parameters": exporter.parameters(expr)})
+    document = {
+        "General": {"BenchmarkName": space.name, "OutputFormat": "JSON",
+                    "Origin": f"beastgen export of {space.path} for device {spec.device.key}"
+                              + (f" with {spec.settings}" if spec.settings else "")},
+        "ConfigurationSpace": {"TuningParameters": parameters, "Conditions": conditions},
+    }
+    if path is not None:
+        _write_json(path, document)
+    return document
+
+
+def _t1_values(item, var) -> tuple[str, list]:
+    kind, *parts = item.domain
+    if not all(isinstance(p, L.Const) for p in parts):
+        deps = ", ".join(item.deps) or "other variables"
+        raise BeastError(f"cannot export to T1: the values of iterator '{item.name}' depend on "
+                         f"{deps}; T1 parameters are fixed lists of values", var.origin)
+    values = [p.value for p in parts]
+    if kind == "range":
+        start, stop, step = values
+        domain = list(range(start, stop, step))
+        if not domain:
+            raise BeastError(f"cannot export to T1: iterator '{item.name}' has no values", var.origin)
+        text = f"list(range({start}, {stop}))" if step == 1 else f"list(range({start}, {stop}, {step}))"
+        return text, domain
+    cast = _CASTS.get(item.value_type)
+    values = [cast(v) for v in values] if cast else values
+    for v in values:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise BeastError(f"cannot export to T1: iterator '{item.name}' has the value {v!r}",
+                             var.origin)
+    return repr(values), values
+
+
+def _walk(expr):
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children())
+
+
+class _Inliner:
+    """Specialized IR -> plain expressions over the iterators (derived values inlined, constants
+    as literals), printable as T1 Python."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.items = spec.items
+
+    def read_by_filters(self, name: str) -> bool:
+        return any(name in item.deps for item in self.items.values() if item.kind in ("filter", "derived"))
+
+    def parameters(self, expr) -> list[str]:
+        names = {n.target for n in _walk(expr) if isinstance(n, L.Ref)}
+        return [n for n in self.spec.space.iterators if n in names]
+
+    def inline(self, expr, owner: str, depth: int = 0):
+        if depth > 100:
+            raise BeastError(f"cannot export to T1: '{owner}' nests derived values too deeply")
+        if isinstance(expr, L.Const):
+            value = expr.value
+            if not isinstance(value, (bool, int, float, str)) or (
+                    isinstance(value, float) and not math.isfinite(value)):
+                raise BeastError(f"cannot export to T1: '{owner}' uses the constant {value!r}, which "
+                                 "T1 cannot write", self._origin(owner))
+            return L.Const(value)
+        if isinstance(expr, L.Ref):
+            item = self.items.get(expr.target)
+            if item is None or item.kind == "iterator":
+                return L.Ref(expr.target)
+            if item.function is not None:
+                raise BeastError(f"cannot export to T1: '{owner}' reads the derived value "
+                                 f"'{item.name}', which is written as a function",
+                                 self._origin(item.name))
+            return self.inline(item.expr, owner, depth + 1)
+        rebuilt = {
+            L.BinOp: lambda e: L.BinOp(e.op, self.inline(e.left, owner, depth), self.inline(e.right, owner, depth)),
+            L.Compare: lambda e: L.Compare(e.op, self.inline(e.left, owner, depth), self.inline(e.right, owner, depth)),
+            L.UnaryOp: lambda e: L.UnaryOp(e.op, self.inline(e.operand, owner, depth)),
+            L.Not: lambda e: L.Not(self.inline(e.operand, owner, depth)),
+            L.BoolOp: lambda e: L.BoolOp(e.op, [self.inline(o, owner, depth) for o in e.operands]),
+            L.IfExp: lambda e: L.IfExp(self.inline(e.test, owner, depth), self.inline(e.body, owner, depth),
+                                       self.inline(e.orelse, owner, depth)),
+        }.get(type(expr))
+        if rebuilt is not None:
+            return rebuilt(expr)
+        if isinstance(expr, L.Call):
+            if expr.func not in ("min", "max", "abs"):
+                raise BeastError(f"cannot export to T1: '{owner}' calls {expr.func}(), which the T1 "
+                                 "reader accepts only as min, max or abs", self._origin(owner))
+            return L.Call(expr.func, [self.inline(a, owner, depth) for a in expr.args])
+        raise BeastError(f"cannot export to T1: '{owner}' uses {type(expr).__name__}",
+                         self._origin(owner))
+
+    def _origin(self, name: str):
+        var = self.spec.space.variables.get(name)
+        return var.origin if var else None
+
+
+def _write_json(path: str, document: dict) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=1)
+        f.write("\n")

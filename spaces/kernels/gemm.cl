@@ -1,0 +1,139 @@
+// MAGMA-style GEMM for beastgen's spaces/gemm.py: C = alpha * op(A) op(B) + beta * C, column-major.
+//
+// A work-group of DIM_M x DIM_N work-items computes a BLK_M x BLK_N tile of C, stepping through K by
+// BLK_K. Each step stages op(A)'s BLK_M x BLK_K tile and op(B)'s BLK_K x BLK_N tile in local memory;
+// the same work-items are reshaped to DIM_M_A x DIM_N_A (DIM_M_B x DIM_N_B) to read the tile of A (B)
+// as stored, DIM_M_A along the stored (contiguous) rows in vectors of VL elements. Work-item (tx, ty)
+// accumulates the THR_M x THR_N elements (tx + i*DIM_M, ty + j*DIM_N) of the tile in registers.
+// Every load and store is guarded, so any M, N, K is correct (edges are zero-filled).
+//
+// Defines (set by the space's kernel declaration): REAL (float/double), VL (vector width 1, 2, 4),
+// DIM_M DIM_N BLK_M BLK_N BLK_K DIM_M_A DIM_N_A DIM_M_B DIM_N_B, TRANS_A TRANS_B, TEX_A TEX_B.
+// TEX_A/TEX_B (CUDA's texture path) map to `restrict`-qualified read-only pointers: a hint only.
+#if REAL_IS_DOUBLE
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define THR_M (BLK_M / DIM_M)
+#define THR_N (BLK_N / DIM_N)
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+#if TEX_A
+#define A_PTR const __global REAL* restrict
+#else
+#define A_PTR const __global REAL*
+#endif
+#if TEX_B
+#define B_PTR const __global REAL* restrict
+#else
+#define B_PTR const __global REAL*
+#endif
+
+// Stored geometry of the A tile: rows are contiguous in memory.
+#if TRANS_A   // A stored K x M: op(A)(m, k) = A[k + m*lda]
+#define A_ROWS BLK_K
+#define A_COLS BLK_M
+#define A_ROW0 k0
+#define A_COL0 m0
+#define A_NROWS K
+#define A_NCOLS M
+#define SA_AT(r, c) sA[(r) * BLK_M + (c)]
+#else         // A stored M x K
+#define A_ROWS BLK_M
+#define A_COLS BLK_K
+#define A_ROW0 m0
+#define A_COL0 k0
+#define A_NROWS M
+#define A_NCOLS K
+#define SA_AT(r, c) sA[(c) * BLK_M + (r)]
+#endif
+#if TRANS_B   // B stored N x K: op(B)(k, n) = B[n + k*ldb]
+#define B_ROWS BLK_N
+#define B_COLS BLK_K
+#define B_ROW0 n0
+#define B_COL0 k0
+#define B_NROWS N
+#define B_NCOLS K
+#define SB_AT(r, c) sB[(r) * BLK_K + (c)]
+#else         // B stored K x N
+#define B_ROWS BLK_K
+#define B_COLS BLK_N
+#define B_ROW0 k0
+#define B_COL0 n0
+#define B_NROWS K
+#define B_NCOLS N
+#define SB_AT(r, c) sB[(c) * BLK_K + (r)]
+#endif
+
+// Load VL consecutive stored elements (row gr.., column gc) of X into v[0..VL-1], zero outside.
+#if VL == 1
+#define LOAD_VEC(X, ld, gr, gc, nrows, ncols, v) \
+    v[0] = ((gr) < (nrows) && (gc) < (ncols)) ? X[(gr) + (size_t)(gc) * (ld)] : (REAL)0;
+#else
+#define LOAD_VEC(X, ld, gr, gc, nrows, ncols, v)                                          \
+    if ((gc) < (ncols) && (gr) + VL <= (nrows)) {                                         \
+        CAT(REAL, VL) t = CAT(vload, VL)(0, X + (gr) + (size_t)(gc) * (ld));              \
+        CAT(vstore, VL)(t, 0, v);                                                         \
+    } else {                                                                              \
+        for (int e = 0; e < VL; ++e)                                                      \
+            v[e] = ((gr) + e < (nrows) && (gc) < (ncols)) ? X[(gr) + e + (size_t)(gc) * (ld)] \
+                                                          : (REAL)0;                      \
+    }
+#endif
+
+__kernel __attribute__((reqd_work_group_size(DIM_M, DIM_N, 1)))
+void gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, const int lda,
+          B_PTR B, const int ldb, const REAL beta, __global REAL* C, const int ldc)
+{
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    const int id = tx + ty * DIM_M;
+    const int m0 = get_group_id(0) * BLK_M, n0 = get_group_id(1) * BLK_N;
+    const int txa = id % DIM_M_A, tya = id / DIM_M_A;
+    const int txb = id % DIM_M_B, tyb = id / DIM_M_B;
+
+    __local REAL sA[BLK_K * BLK_M];   // op(A)(m, k) at sA[k*BLK_M + m]
+    __local REAL sB[BLK_N * BLK_K];   // op(B)(k, n) at sB[n*BLK_K + k]
+    REAL rC[THR_M][THR_N];
+    REAL rA[THR_M], rB[THR_N], v[VL];
+    for (int i = 0; i < THR_M; ++i)
+        for (int j = 0; j < THR_N; ++j)
+            rC[i][j] = (REAL)0;
+
+    for (int k0 = 0; k0 < K; k0 += BLK_K) {
+        for (int c = tya; c < A_COLS; c += DIM_N_A)
+            for (int r = txa * VL; r < A_ROWS; r += DIM_M_A * VL) {
+                LOAD_VEC(A, lda, A_ROW0 + r, A_COL0 + c, A_NROWS, A_NCOLS, v)
+                for (int e = 0; e < VL; ++e)
+                    SA_AT(r + e, c) = v[e];
+            }
+        for (int c = tyb; c < B_COLS; c += DIM_N_B)
+            for (int r = txb * VL; r < B_ROWS; r += DIM_M_B * VL) {
+                LOAD_VEC(B, ldb, B_ROW0 + r, B_COL0 + c, B_NROWS, B_NCOLS, v)
+                for (int e = 0; e < VL; ++e)
+                    SB_AT(r + e, c) = v[e];
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < BLK_K; ++kk) {
+            for (int i = 0; i < THR_M; ++i)
+                rA[i] = sA[kk * BLK_M + tx + i * DIM_M];
+            for (int j = 0; j < THR_N; ++j)
+                rB[j] = sB[(ty + j * DIM_N) * BLK_K + kk];
+            for (int i = 0; i < THR_M; ++i)
+                for (int j = 0; j < THR_N; ++j)
+                    rC[i][j] = fma(rA[i], rB[j], rC[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int j = 0; j < THR_N; ++j) {
+        const int n = n0 + ty + j * DIM_N;
+        for (int i = 0; i < THR_M; ++i) {
+            const int m = m0 + tx + i * DIM_M;
+            if (m < M && n < N) {
+                const size_t at = m + (size_t)n * ldc;
+                C[at] = alpha * rC[i][j] + (beta == (REAL)0 ? (REAL)0 : beta * C[at]);
+            }
+        }
+    }
+}
