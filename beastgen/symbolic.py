@@ -46,6 +46,15 @@ class SymbolicContext:
         """A sympy expression equal to ``node`` for every configuration, or None."""
         import sympy  # imported on first use: it costs half a second
 
+        try:
+            value = self._translate(node)
+        except (TypeError, ValueError, ZeroDivisionError):  # e.g. Min() of an infinity
+            return None
+        return None if value is not None and value.has(sympy.zoo, sympy.nan) else value
+
+    def _translate(self, node: L.Expr):
+        import sympy
+
         if isinstance(node, L.Const):
             value = node.value
             if isinstance(value, bool) or isinstance(value, int):

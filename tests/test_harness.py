@@ -130,3 +130,15 @@ def test_kernel_declaration_is_not_a_space_variable():
                                           "N": 50, "K": 8}, None, "opencl", "")
     assert launch.block == (4, 8) and launch.grid == (3, 3)
     assert launch.defines["VL"] == 4 and launch.defines["REAL"] == "float"
+
+
+@pytest.mark.skipif(not os.path.exists(REPLAY), reason="replay data not available")
+@pytest.mark.parametrize("strategy", ["exhaustive", "random", "genetic"])
+def test_baseline_strategies_share_the_store_with_equal_budgets(tmp_path, strategy):
+    result = _tune(tmp_path, os.path.join(REPO, "spaces", "gemm_clblast.py"), backend="replay",
+                   replay=REPLAY, device="titanrtx", strategy=strategy, budget=40,
+                   results=str(tmp_path / "shared.db"))
+    assert result.ran_now == result.evaluated == 40 and not result.proven
+    assert result.best_time >= 0.011466 and result.exhaustive == 116928
+    rows = _rows(tmp_path / "shared.db")
+    assert len(rows) == 40 and len({key for key, _ in rows}) == 40
