@@ -25,7 +25,7 @@ def _settings(pairs: list[list[str]] | None) -> dict:
 
 
 def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
-    p.add_argument("space", help="space file (.py)")
+    p.add_argument("space", help="space file (.py) or T1 JSON space (.json)")
     if device:
         p.add_argument("--device", "-d", default=None,
                        help="device profile: a built-in name (see `beastgen devices`), a .toml file, "

@@ -42,7 +42,6 @@ COMPARE_OPS = {
 }
 CALLS = {"min": min, "max": max, "abs": abs, "ceil": math.ceil, "floor": math.floor,
          "int": int, "float": float}
-DIVIDING_OPS = ("/", "//", "%")
 
 
 class Expr:

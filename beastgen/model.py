@@ -86,10 +86,6 @@ class Space:
     @property
     def bounds(self): return self.of_kind("bound")
 
-    def name_of(self, obj) -> str | None:
-        """The name a language object is bound to in this space (None for inline sub-expressions)."""
-        return getattr(obj, "name", None)
-
     def specialize(self, device=None, generated_dir=None, **settings):
         """Specialize to one device and settings, plan, generate and compile: returns a
         :class:`beastgen.runtime.CompiledPlan` with ``count()``, ``enumerate()``, ``stats()``, ``source``."""

@@ -57,10 +57,6 @@ class Plan:
         return [item for level in self.levels for item in level.items if item.kind == kind]
 
     @property
-    def filters(self) -> list[Item]:
-        return self.of_kind("filter")
-
-    @property
     def bounds(self) -> list[Item]:
         return self.of_kind("bound")
 

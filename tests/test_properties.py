@@ -68,8 +68,10 @@ def render(node, fn: bool) -> str:
 
 
 def has_name(node) -> bool:
-    return node[0] == "n" or any(isinstance(c, tuple) and has_name(c) for c in node[1:]) or (
-        node[0] == "call" and any(has_name(a) for a in node[2]))
+    if node[0] == "n":
+        return True
+    children = node[2] if node[0] == "call" else node[1:]
+    return any(isinstance(child, tuple) and has_name(child) for child in children)
 
 
 class Gen:
@@ -84,7 +86,7 @@ class Gen:
         return self.draw(st.sampled_from(list(options)))
 
     def chance(self, p=0.5) -> bool:
-        return self.draw(st.integers(0, 99)) < p * 100
+        return self.pick(range(100)) < p * 100
 
     def of_type(self, *types):
         """Names of these types; settings once, iterators and derived values thrice (more likely)."""
@@ -223,8 +225,9 @@ def fn_block(text: str) -> str:
     return textwrap.dedent(text).strip("\n") + "\n"
 
 
-ITERATOR_KINDS = ("range_const", "range_dep", "values_const", "fn_range", "gen", "values_dep",
-                  "fn_seq", "fn_const")
+ITERATOR_KINDS = ("range_const", "range_dep", "values-int", "fn_range", "gen-while", "values_dep",
+                  "fn_seq", "fn_const", "values-float", "gen-for", "values-str", "values-bool",
+                  "gen-fib", "values-int-float", "values-int-bool")
 
 
 def iterator_decl(g: Gen, fg: Gen, name: str, kind: str):
@@ -264,9 +267,8 @@ def iterator_decl(g: Gen, fg: Gen, name: str, kind: str):
         if step[0] != "k":
             g.features.add("dynamic-step")
         return f"{name} = beast.range({', '.join(args)})\n", "int", max(bs, bt)
-    if kind == "values_const":
-        flavor = g.pick(["int", "float", "bool", "str", "int-float", "int-bool"])
-        g.features.add("values-" + flavor)
+    if kind.startswith("values-"):  # constant values
+        flavor = kind[len("values-"):]
         count = g.draw(st.integers(2, 5)) if g.chance(0.8) else 1
         pools = {"int": INT_CONSTS, "float": FLOAT_CONSTS, "bool": (True, False), "str": STRINGS,
                  "int-float": INT_CONSTS + FLOAT_CONSTS, "int-bool": INT_CONSTS + (True, False)}
@@ -318,9 +320,8 @@ def iterator_decl(g: Gen, fg: Gen, name: str, kind: str):
             g.features.add("fn-list")
         return fn_block(f"@beast.iterator\ndef {name}():\n" + textwrap.indent(
             textwrap.dedent(body).strip("\n"), "    ")), "float" if as_float else "int", bound
-    if kind == "gen":
-        flavor = g.pick(["while", "for", "fib"])
-        g.features.add("gen-" + flavor)
+    if kind.startswith("gen-"):
+        flavor = kind[len("gen-"):]
         (lo, bl), (hi, bh) = fg.bounded(1), fg.bounded(2)
         if g.chance(0.7):
             hi, bh = ("bin", "+", lo, ("k", g.pick([4, 6, 2]))), bl + 6
@@ -398,7 +399,7 @@ def filter_decl(g: Gen, fg: Gen, name: str, constant: str | None = None) -> str:
             cond = g.named(("and", cond, g.bool_expr(1)))
         return f"{name} = beast.filter({render(cond, False)})\n"
     if kind == "const":
-        return f"{name} = beast.filter({g.pick(['n > 4', '(n == 5) | (m < -1)', 'm * 3 > n + 6'])})\n"
+        return f"{name} = beast.filter({g.pick(['n > 4', '(n == 5) & (m < 0)', 'm * 3 > n + 7'])})\n"
     if kind == "const-fn":
         return fn_block(f"""
             @beast.filter
@@ -501,6 +502,10 @@ def check_exact(space, overrides, generated_dir, order=None):
     return plan, total
 
 
+def size_class(total: int) -> str:
+    return "configurations: " + ("0" if not total else f"< {10 ** len(str(total))}")
+
+
 def write_space(directory, source, name="space"):
     path = directory / f"{name}.py"
     path.write_text(source)
@@ -530,7 +535,7 @@ def workdir(tmp_path_factory):
 _counter = itertools.count()
 
 
-@settings(CI, max_examples=36)
+@settings(CI, max_examples=44)
 @given(case=spaces())
 def test_compiled_matches_reference(workdir, case):
     source, overrides, features = case
@@ -539,18 +544,20 @@ def test_compiled_matches_reference(workdir, case):
     directory = workdir / f"s{next(_counter)}"
     directory.mkdir()
     space = beastgen.load(write_space(directory, source))
-    check_exact(space, overrides, directory)
+    event(size_class(check_exact(space, overrides, directory)[1]))
 
 
-@settings(CI, max_examples=12)
+@settings(CI, max_examples=14)
 @given(case=spaces(max_iterators=3), data=st.data())
 def test_any_loop_order_matches_reference(workdir, case, data):
-    source, overrides, _ = case
+    source, overrides, features = case
+    for feature in sorted(features):
+        event(feature)
     directory = workdir / f"o{next(_counter)}"
     directory.mkdir()
     space = beastgen.load(write_space(directory, source))
     order = random_valid_order(space, overrides, data.draw)
-    check_exact(space, overrides, directory, order=order)
+    event(size_class(check_exact(space, overrides, directory, order=order)[1]))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -13,5 +13,12 @@ from .export import kernel_tuner_key, to_kernel_tuner, to_t1, write_kernel_tuner
 from .kernel_tuner import from_kernel_tuner
 from .t1 import load_t1, t1_space
 
-__all__ = ["load_t1", "t1_space", "from_kernel_tuner", "to_kernel_tuner", "write_kernel_tuner",
-           "kernel_tuner_key", "to_t1"]
+__all__ = [
+           "from_kernel_tuner",
+           "kernel_tuner_key",
+           "load_t1",
+           "t1_space",
+           "to_kernel_tuner",
+           "to_t1",
+           "write_kernel_tuner",
+]

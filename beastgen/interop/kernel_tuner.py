@@ -43,7 +43,13 @@ import types
 
 from .. import language as L
 from ..errors import BeastError, SpaceError
-from ..model import FUNCTION_BUILTINS, FunctionInfo, Space, _FreeNames, _is_plain_constant
+from ..model import (
+    FUNCTION_BUILTINS,
+    FunctionInfo,
+    Space,
+    _FreeNames,
+    _is_plain_constant,
+)
 from .builder import SpaceBuilder
 from .restricted import ConditionBuilder, check_values, parse
 
@@ -500,9 +506,9 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
     last = body[-1] if body else None
     if not isinstance(last, ast.Return):
         body.append(ast.copy_location(ast.Return(ast.Constant(True)), node))  # fell off: None, rejected
-    fields = dict(name=name, args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
-                                                kw_defaults=[], kwarg=None, defaults=[]),
-                  body=body, decorator_list=[], returns=None, type_comment=None)
+    fields = {"name": name, "body": body, "decorator_list": [], "returns": None, "type_comment": None,
+              "args": ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                    kw_defaults=[], kwarg=None, defaults=[])}
     if "type_params" in ast.FunctionDef._fields:
         fields["type_params"] = []
     fdef = ast.copy_location(ast.FunctionDef(**fields), node)
