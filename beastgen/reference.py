@@ -57,6 +57,19 @@ class ReferenceEnumerator:
                 best, name = value, term
         return best, name
 
+    def derived_values(self, config: dict, names=None) -> dict:
+        """{name: value} of the space's derived values (or only ``names``) for one configuration
+        ({iterator: value}); a value whose computation raises is None."""
+        env: dict = {}
+        out = {}
+        for name in names if names is not None else \
+                [n for n, v in self.space.variables.items() if v.kind == "derived"]:
+            try:
+                out[name] = self._value(name, config, env)
+            except _Raised:
+                out[name] = None
+        return out
+
     def _nest(self, depth: int, config: dict):
         if depth == len(self.iterators):
             env: dict = {}

@@ -273,12 +273,18 @@ class CompiledPlan:
         n = self.count()
         count_seconds = self.last_seconds
         items = self.specialized.items
-        order = self.plan.order
-        columns = {name: np.empty(n, dtype=self._column_dtype(items[name])) for name in order}
-        filled = self._run("fill", *(columns[name] for name in order))
+        strings = {name for name in self.columns if items[name].value_type == "str"}
+        result = np.empty(n, dtype=[(name, self._column_dtype(items[name])) for name in self.columns
+                                    if name not in strings])
+        # fill writes straight into the result's fields; string values go through their indices
+        columns = {name: (np.empty(n, dtype=np.int64) if name in strings else result[name])
+                   for name in self.columns}
+        filled = self._run("fill", *(columns[name] for name in self.plan.order))
         assert filled == n, "fill and count disagree"
         self.last_seconds += count_seconds
-        return self._structured(columns)
+        if not strings:
+            return result
+        return self._structured({name: columns[name] for name in self.columns})
 
     def _structured(self, columns: dict, extra=()) -> np.ndarray:
         """One structured array: iterator fields in declaration order (strings mapped back), then

@@ -147,7 +147,8 @@ wave_time = beast.bound(((blocks + sm_count - 1) // sm_count + resident_blocks -
                         * fmas_per_element * thr_m * thr_n * K / (warp_issue_per_clock * clock_hz))
 
 # -- the kernel these configurations tune (beastgen tune spaces/gemm.py --backend opencl) ----------
-# spaces/kernels/gemm.cl handles any M, N, K (edges are guarded), in precisions s and d.
+# spaces/kernels/gemm.cl handles any M, N, K (edges are guarded), in precisions s and d. It is one
+# source for OpenCL and CUDA (portability macros keyed on __OPENCL_VERSION__): both backends use it.
 import numpy as np  # noqa: E402
 
 
@@ -176,7 +177,7 @@ def _gemm_reference(args, s):
 
 
 kernel = beast.kernel(
-    source="kernels/gemm.cl", name="gemm",
+    source={"opencl": "kernels/gemm.cl", "cuda": "kernels/gemm.cl"}, name="gemm",
     defines=lambda c: {"REAL": "float" if c["precision"] == "s" else "double",
                        "REAL_IS_DOUBLE": int(c["precision"] == "d"),
                        "VL": (16 // (4 if c["precision"] == "s" else 8)) if c["vector"] else 1,

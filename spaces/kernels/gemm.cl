@@ -1,4 +1,7 @@
 // MAGMA-style GEMM for beastgen's spaces/gemm.py: C = alpha * op(A) op(B) + beta * C, column-major.
+// One source for OpenCL and CUDA: the algorithm is written once over the portability macros below
+// (KERNEL, GLOBAL, SHARED, TX, BX, SYNC, ...), selected by __OPENCL_VERSION__; the OpenCL backend
+// builds it as OpenCL C, the CUDA backend (pycuda's SourceModule, or `beastgen nvcc-check`) as CUDA.
 //
 // A work-group of DIM_M x DIM_N work-items computes a BLK_M x BLK_N tile of C, stepping through K by
 // BLK_K. Each step stages op(A)'s BLK_M x BLK_K tile and op(B)'s BLK_K x BLK_N tile in local memory;
@@ -7,11 +10,50 @@
 // accumulates the THR_M x THR_N elements (tx + i*DIM_M, ty + j*DIM_N) of the tile in registers.
 // Every load and store is guarded, so any M, N, K is correct (edges are zero-filled).
 //
-// Defines (set by the space's kernel declaration): REAL (float/double), VL (vector width 1, 2, 4),
-// DIM_M DIM_N BLK_M BLK_N BLK_K DIM_M_A DIM_N_A DIM_M_B DIM_N_B, TRANS_A TRANS_B, TEX_A TEX_B.
-// TEX_A/TEX_B (CUDA's texture path) map to `restrict`-qualified read-only pointers: a hint only.
+// Defines (set by the space's kernel declaration): REAL (float/double), REAL_IS_DOUBLE, VL (vector
+// width 1, 2, 4), DIM_M DIM_N BLK_M BLK_N BLK_K DIM_M_A DIM_N_A DIM_M_B DIM_N_B, TRANS_A TRANS_B,
+// TEX_A TEX_B. TEX_A/TEX_B (CUDA's texture path) make A/B `restrict`-qualified read-only pointers:
+// in CUDA that lets the compiler load them through the read-only (texture) cache; in OpenCL it is a
+// hint only. The reqd_work_group_size of OpenCL is CUDA's __launch_bounds__(DIM_M * DIM_N).
+#ifdef __OPENCL_VERSION__
 #if REAL_IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#define KERNEL __kernel __attribute__((reqd_work_group_size(DIM_M, DIM_N, 1))) void
+#define GLOBAL __global
+#define SHARED __local
+#define RESTRICT restrict
+#define TX get_local_id(0)
+#define TY get_local_id(1)
+#define BX get_group_id(0)
+#define BY get_group_id(1)
+#define SYNC() barrier(CLK_LOCAL_MEM_FENCE)
+#define FMA(a, b, c) fma(a, b, c)
+#define VLOAD(p) CAT(vload, VL)(0, p)             // any element-aligned address
+#define VSTORE(t, v) CAT(vstore, VL)(t, 0, v)
+#define VALIGNED(p) 1
+#else  // CUDA (no #include: pycuda wraps the source in extern "C" { })
+#define KERNEL extern "C" __global__ void __launch_bounds__(DIM_M * DIM_N)
+#define GLOBAL
+#define SHARED __shared__
+#define RESTRICT __restrict__
+#define TX ((int)threadIdx.x)
+#define TY ((int)threadIdx.y)
+#define BX ((int)blockIdx.x)
+#define BY ((int)blockIdx.y)
+#define SYNC() __syncthreads()
+#if REAL_IS_DOUBLE
+#define FMA(a, b, c) fma(a, b, c)
+#else
+#define FMA(a, b, c) fmaf(a, b, c)
+#endif
+#define VLOAD(p) (*(const CAT(REAL, VL)*)(p))     // needs VL * sizeof(REAL) alignment: VALIGNED
+#if VL == 2
+#define VSTORE(t, v) (v[0] = (t).x, v[1] = (t).y)
+#elif VL == 4
+#define VSTORE(t, v) (v[0] = (t).x, v[1] = (t).y, v[2] = (t).z, v[3] = (t).w)
+#endif
+#define VALIGNED(p) (((size_t)(p) & (VL * sizeof(REAL) - 1)) == 0)
 #endif
 
 #define THR_M (BLK_M / DIM_M)
@@ -20,14 +62,14 @@
 #define CAT(a, b) CAT_(a, b)
 
 #if TEX_A
-#define A_PTR const __global REAL* restrict
+#define A_PTR const GLOBAL REAL* RESTRICT
 #else
-#define A_PTR const __global REAL*
+#define A_PTR const GLOBAL REAL*
 #endif
 #if TEX_B
-#define B_PTR const __global REAL* restrict
+#define B_PTR const GLOBAL REAL* RESTRICT
 #else
-#define B_PTR const __global REAL*
+#define B_PTR const GLOBAL REAL*
 #endif
 
 // Stored geometry of the A tile: rows are contiguous in memory.
@@ -72,9 +114,9 @@
     v[0] = ((gr) < (nrows) && (gc) < (ncols)) ? X[(gr) + (size_t)(gc) * (ld)] : (REAL)0;
 #else
 #define LOAD_VEC(X, ld, gr, gc, nrows, ncols, v)                                          \
-    if ((gc) < (ncols) && (gr) + VL <= (nrows)) {                                         \
-        CAT(REAL, VL) t = CAT(vload, VL)(0, X + (gr) + (size_t)(gc) * (ld));              \
-        CAT(vstore, VL)(t, 0, v);                                                         \
+    if ((gc) < (ncols) && (gr) + VL <= (nrows) && VALIGNED(X + (gr) + (size_t)(gc) * (ld))) { \
+        CAT(REAL, VL) t = VLOAD(X + (gr) + (size_t)(gc) * (ld));                          \
+        VSTORE(t, v);                                                                     \
     } else {                                                                              \
         for (int e = 0; e < VL; ++e)                                                      \
             v[e] = ((gr) + e < (nrows) && (gc) < (ncols)) ? X[(gr) + e + (size_t)(gc) * (ld)] \
@@ -82,18 +124,17 @@
     }
 #endif
 
-__kernel __attribute__((reqd_work_group_size(DIM_M, DIM_N, 1)))
-void gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, const int lda,
-          B_PTR B, const int ldb, const REAL beta, __global REAL* C, const int ldc)
+KERNEL gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, const int lda,
+          B_PTR B, const int ldb, const REAL beta, GLOBAL REAL* C, const int ldc)
 {
-    const int tx = get_local_id(0), ty = get_local_id(1);
+    const int tx = TX, ty = TY;
     const int id = tx + ty * DIM_M;
-    const int m0 = get_group_id(0) * BLK_M, n0 = get_group_id(1) * BLK_N;
+    const int m0 = BX * BLK_M, n0 = BY * BLK_N;
     const int txa = id % DIM_M_A, tya = id / DIM_M_A;
     const int txb = id % DIM_M_B, tyb = id / DIM_M_B;
 
-    __local REAL sA[BLK_K * BLK_M];   // op(A)(m, k) at sA[k*BLK_M + m]
-    __local REAL sB[BLK_N * BLK_K];   // op(B)(k, n) at sB[n*BLK_K + k]
+    SHARED REAL sA[BLK_K * BLK_M];   // op(A)(m, k) at sA[k*BLK_M + m]
+    SHARED REAL sB[BLK_N * BLK_K];   // op(B)(k, n) at sB[n*BLK_K + k]
     REAL rC[THR_M][THR_N];
     REAL rA[THR_M], rB[THR_N], v[VL];
     for (int i = 0; i < THR_M; ++i)
@@ -113,7 +154,7 @@ void gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, cons
                 for (int e = 0; e < VL; ++e)
                     SB_AT(r + e, c) = v[e];
             }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        SYNC();
         for (int kk = 0; kk < BLK_K; ++kk) {
             for (int i = 0; i < THR_M; ++i)
                 rA[i] = sA[kk * BLK_M + tx + i * DIM_M];
@@ -121,9 +162,9 @@ void gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, cons
                 rB[j] = sB[(ty + j * DIM_N) * BLK_K + kk];
             for (int i = 0; i < THR_M; ++i)
                 for (int j = 0; j < THR_N; ++j)
-                    rC[i][j] = fma(rA[i], rB[j], rC[i][j]);
+                    rC[i][j] = FMA(rA[i], rB[j], rC[i][j]);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        SYNC();
     }
 
     for (int j = 0; j < THR_N; ++j) {
