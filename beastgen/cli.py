@@ -116,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "Kernel Tuner's Searchspace(from_cache=...)); t1: the space as T1 JSON")
     p.add_argument("-o", "--output", required=True, help="output JSON file")
 
+    p = sub.add_parser("nvcc-check", help="compile a sample of configurations of the space's CUDA kernel "
+                                          "with nvcc (nothing runs) and compare ptxas's registers "
+                                          "with the space's estimate `regs`")
+    _add_space_args(p)
+    p.add_argument("--samples", "-n", type=int, default=20, help="configurations to compile (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random sample")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+
     sub.add_parser("devices", help="list the built-in device profiles")
     return parser
 
@@ -412,10 +420,21 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_nvcc_check(args) -> int:
+    from .harness.nvcc_check import nvcc_check
+
+    check, columns = nvcc_check(args.space, device=args.device, settings=_settings(args.settings),
+                                samples=args.samples, seed=args.seed, generated_dir=args.generated_dir)
+    print(check.report(columns))
+    if args.json:
+        print(json.dumps(check.as_dict(), default=str))
+    return 0
+
+
 COMMANDS = {"show": cmd_show, "export": cmd_export, "generate": cmd_generate, "count": cmd_count,
             "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
             "compare": cmd_compare, "check-bounds": cmd_check_bounds, "tune": cmd_tune,
-            "estimate": cmd_estimate}
+            "estimate": cmd_estimate, "nvcc-check": cmd_nvcc_check}
 
 if __name__ == "__main__":
     sys.exit(main())

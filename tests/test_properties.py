@@ -14,7 +14,7 @@ from collections import Counter
 
 import networkx as nx
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, Phase, assume, event, given, note, settings
 from hypothesis import strategies as st
 
 import beastgen
@@ -25,7 +25,8 @@ from beastgen.runtime import compile_space
 from beastgen.specialize import specialize
 
 DEVICE = "v100"
-CI = settings(deadline=None, derandomize=True, database=None,
+# every example compiles, so no shrinking (minutes): a failure shows its whole space file instead
+CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 # --------------------------------------------------------------------------------------------------
@@ -37,7 +38,7 @@ FLOAT_CONSTS = (0.5, -1.5, 2.25, 0.1, 3.0, -0.75)
 STRINGS = ("x", "y", "z")
 LIMIT = 4  # range bounds are clamped to [-LIMIT, LIMIT + 1] unless known to be that small
 INF = float("inf")
-SETTINGS = ("n", "m", "flag", "mode", "r", "wz")
+SETTINGS = ("n", "m", "flag", "mode", "r", "K", "wz")
 
 
 def render(node, fn: bool) -> str:
@@ -68,8 +69,9 @@ def render(node, fn: bool) -> str:
 
 
 def has_name(node) -> bool:
+    """Whether an expression reads a space name (K is a plain Python number)."""
     if node[0] == "n":
-        return True
+        return node[1] != "K"
     children = node[2] if node[0] == "call" else node[1:]
     return any(isinstance(child, tuple) and has_name(child) for child in children)
 
@@ -375,6 +377,8 @@ def derived_decl(g: Gen, fg: Gen, name: str):
     make = (lambda d: fg.num_expr(d, want_float=True)) if is_float else fg.int_expr
     if kind == "expr":
         node, bound = (g.num_expr(2, want_float=True) if is_float else g.int_expr(3))
+        if not has_name(node):  # constants would make a plain number (possibly 0) of the name
+            node, bound = ("bin", "+", node, ("n", "n")), bound + 5
         return f"{name} = {render(node, False)}\n", "float" if is_float else "int", bound
     (t, bt), (r1, b1), (r2, b2) = make(2), make(1), make(2)
     op = g.pick(["+", "-", "*", "//", "%"])
@@ -436,6 +440,10 @@ def spaces(draw, max_iterators=4):
         lines.append(f"r = beast.setting({g.pick(FLOAT_CONSTS)!r})")
         names["r"] = ("float", 3)
         g.features.add("float-setting")
+    if g.chance(0.3):
+        lines.append("K = 3  # a plain module constant")
+        names["K"] = ("int", 3)
+        g.features.add("module-constant")
     if g.chance(0.3):
         lines.append("wz = beast.device.warp_size // 16")
         names["wz"] = ("int", 2)
@@ -539,6 +547,7 @@ _counter = itertools.count()
 @given(case=spaces())
 def test_compiled_matches_reference(workdir, case):
     source, overrides, features = case
+    note(f"{source}\nsettings: {overrides}")
     for feature in sorted(features):  # pytest --hypothesis-show-statistics lists how often
         event(feature)
     directory = workdir / f"s{next(_counter)}"
@@ -551,6 +560,7 @@ def test_compiled_matches_reference(workdir, case):
 @given(case=spaces(max_iterators=3), data=st.data())
 def test_any_loop_order_matches_reference(workdir, case, data):
     source, overrides, features = case
+    note(f"{source}\nsettings: {overrides}")
     for feature in sorted(features):
         event(feature)
     directory = workdir / f"o{next(_counter)}"
@@ -558,6 +568,7 @@ def test_any_loop_order_matches_reference(workdir, case, data):
     space = beastgen.load(write_space(directory, source))
     assume(reference_rows(space, overrides, list(space.iterators)))  # the reference is cheap
     order = random_valid_order(space, overrides, data.draw)
+    note(f"loop order: {order}")
     event(size_class(check_exact(space, overrides, directory, order=order)[1]))
 
 
