@@ -822,3 +822,16 @@ def test_string_values_must_be_constants(tmp_path):
     with pytest.raises(BeastError, match="string values of 'b' must be constants") as error:
         beastgen.load(path).specialize(device=DEVICE, generated_dir=str(tmp_path))
     assert error.value.where == f"{path}:4"
+
+
+@pytest.mark.xfail(raises=ZeroDivisionError, strict=True,
+                   reason="beastgen/symbolic.py proves float divisors nonzero with exact arithmetic: "
+                          "(a + 1e-17) - a is 0.0 in IEEE doubles, and the unguarded division raises")
+def test_float_divisor_that_rounds_to_zero_is_rejected(tmp_path):
+    source = """
+        import beastgen as beast
+        a = beast.range(1, 4)
+        tiny = (a + 1e-17) - a
+        f = beast.filter(1 / tiny > 0)
+    """
+    assert exact(tmp_path, source)[1] == 0
