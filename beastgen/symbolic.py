@@ -4,6 +4,7 @@ then skip testing (e.g. that a divisor can never be zero, so no division guard i
 from __future__ import annotations
 
 from . import language as L
+from .specialize import infer_type
 
 
 class SymbolicContext:
@@ -18,6 +19,8 @@ class SymbolicContext:
             return bool(expr.value) and not isinstance(expr.value, str)
         if isinstance(expr, L.Ref) and self._positive_without_sympy(expr.target):
             return True
+        if infer_type(expr, self.items) not in ("int", "bool"):
+            return False  # sympy reasons with exact reals: (a + 1e-17) - a is 0.0 in doubles
         value = self.to_sympy(expr)
         return value is not None and value.is_nonzero is True
 

@@ -84,6 +84,8 @@ def count():
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
                                     # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
@@ -102,6 +104,8 @@ def count():
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
@@ -159,6 +163,9 @@ def count_with_stats(_visits, _rejections):
                                 for NDIMC in NDIMC__VALUES:
                                     _visits[7] += 1
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        _rejections[14] += 1
+                                        continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         _rejections[14] += 1
                                         continue
@@ -183,6 +190,9 @@ def count_with_stats(_visits, _rejections):
                                                 _rejections[20] += 1
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                _rejections[21] += 1
+                                                continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 _rejections[21] += 1
                                                 continue
@@ -246,6 +256,8 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
                                     # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
@@ -264,6 +276,8 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
@@ -348,6 +362,8 @@ def count_pruned(_threshold):
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
                                     # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
@@ -366,6 +382,8 @@ def count_pruned(_threshold):
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
@@ -465,6 +483,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     if _cut_8 >= 0:
                                         _skipped[7] += 1
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
                                     # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
@@ -491,6 +511,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
@@ -599,6 +621,8 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
                                     # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
@@ -617,6 +641,8 @@ def rank(_threshold, _bounds, _terms, _rows):
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
@@ -790,6 +816,8 @@ def probe(_samples, _seed):
         # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
         for NDIMC in NDIMC__VALUES:
             # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+            if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                continue
             if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                 continue
             # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
@@ -805,6 +833,8 @@ def probe(_samples, _seed):
         _w *= NDIMC__passed
         NDIMC = NDIMC__chosen
         # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+        if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+            continue
         if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
             continue
         # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
@@ -835,6 +865,8 @@ def probe(_samples, _seed):
             if not NWG % (NDIMB * VWN) == 0:
                 continue
             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                continue
             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                 continue
             NDIMB__passed += 1
@@ -848,6 +880,8 @@ def probe(_samples, _seed):
         if not NWG % (NDIMB * VWN) == 0:
             continue
         # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+        if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+            continue
         if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
             continue
         SA__passed = 0
