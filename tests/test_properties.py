@@ -27,7 +27,8 @@ from beastgen.specialize import specialize
 DEVICE = "v100"
 # every example compiles, so no shrinking (minutes): a failure shows its whole space file instead
 CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.filter_too_much])
 
 # --------------------------------------------------------------------------------------------------
 # Expressions: trees of tuples, rendered as space expressions (beast.where, &, |, ~) or as the body
