@@ -36,6 +36,22 @@ def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
                    help="where generated enumerators go (default: ./generated)")
 
 
+def _add_jobs_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="threads on this machine, each taking chunks balanced by estimated size "
+                        "(0: one per core; default 1)")
+
+
+def _jobs(args) -> int:
+    return args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+
+
+def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786), or local:N "
+                        "for N local worker processes (needs pip install 'beastgen[dask]')")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="beastgen",
@@ -56,11 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bound-pruned count: only configurations whose lower bound is at most this "
                         "time (1.5ms, 250us, 0.002) or factor of the best bound (2x)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    _add_jobs_arg(p)
+    _add_scheduler_arg(p, "count in chunks")
 
     p = sub.add_parser("estimate", help="estimate the number of valid configurations (Knuth's "
-                                        "estimator, 95%% confidence interval) without counting")
+                                        "estimator or Chen's heuristic sampling, 95%% confidence "
+                                        "interval) without counting")
     _add_space_args(p)
-    p.add_argument("--samples", "-n", type=int, default=100_000, help="random descents (default 100000)")
+    p.add_argument("--method", choices=["chen", "knuth"], default="chen",
+                   help="chen: heuristic sampling, stratified runs (default); knuth: random descents")
+    p.add_argument("--samples", "-n", type=int, default=None,
+                   help="random descents (knuth, default 100000) or runs (chen, default 10000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
@@ -79,7 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("enumerate", help="write every valid configuration to a file")
     _add_space_args(p)
-    p.add_argument("-o", "--output", required=True, help="output file: .csv, .parquet or .npy")
+    p.add_argument("-o", "--output", required=True,
+                   help="output file: .csv, .parquet or .npy (with --scheduler: a directory, which "
+                        "receives a partitioned Parquet dataset)")
+    _add_jobs_arg(p)
+    _add_scheduler_arg(p, "enumerate in chunks")
 
     p = sub.add_parser("check-bounds",
                        help="check the bound model against real measurements (a Kernel Tuner cache file)")
@@ -107,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="plot measured time against bound")
+    _add_scheduler_arg(p, "run each candidate on a worker holding a GPU (--resources GPU=1)")
 
     p = sub.add_parser("export", help="write the space for another tool: its valid configurations "
                                       "for Kernel Tuner, or the space as T1 JSON")
@@ -187,6 +214,8 @@ def cmd_count(args) -> int:
     print(_describe_target(plan))
     if plan.plan is not None:
         print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
+    if args.scheduler:
+        return _count_on_cluster(args, plan, start)
     if args.threshold is not None:
         if args.stats:
             raise BeastError("--stats counts the exhaustive space; use `beastgen compare` for "
@@ -205,7 +234,7 @@ def cmd_count(args) -> int:
                 "total_seconds": total}))
         return 0
     stats = plan.stats() if args.stats else None
-    count = stats.count if stats else plan.count()
+    count = stats.count if stats else plan.count(jobs=_jobs(args))
     seconds = stats.seconds if stats else plan.last_seconds
     total = time.perf_counter() - start
     print(f"{count:,} valid configurations (enumeration {seconds:.3f} s, total {total:.2f} s)")
@@ -222,6 +251,47 @@ def cmd_count(args) -> int:
     return 0
 
 
+def _count_on_cluster(args, plan, start: float) -> int:
+    from . import distributed
+
+    if args.threshold is not None:
+        raise BeastError("--threshold with --scheduler: a bound-pruned count runs on one machine "
+                         "(drop --scheduler; it is fast)")
+    with distributed.Cluster(args.scheduler) as client:
+        if args.stats:
+            stats, run = distributed.stats(plan, client)
+        else:
+            stats, run = None, distributed.count(plan, client)
+    total = time.perf_counter() - start
+    count = run.count
+    print(f"{count:,} valid configurations (on {_workers(run)} in {len(run.chunks)} chunks: "
+          f"{run.seconds:.3f} s, total {total:.2f} s)")
+    _print_balance(run)
+    if count == 0:
+        print(f"empty: {plan.why_empty()}")
+    if stats:
+        print()
+        print(format_stats(plan, stats))
+    if args.json:
+        record = _target_record(plan) | {"count": count, "seconds": run.seconds, "total_seconds": total,
+                                         "scheduler": args.scheduler, "distributed": run.as_dict()}
+        if stats:
+            record["stats"] = stats.as_dict()
+        print(json.dumps(record))
+    return 0
+
+
+def _workers(run) -> str:
+    return f"{run.workers} Dask worker{'s' if run.workers != 1 else ''}"
+
+
+def _print_balance(run) -> None:
+    balance = run.balance()
+    if run.chunks and run.count:
+        print(f"chunk balance (largest / mean chunk): estimated {balance['estimated_max_over_mean']:.2f}, "
+              f"actual {balance['actual_max_over_mean']:.2f} (census {run.census_seconds:.2f} s)")
+
+
 def _target_record(plan) -> dict:
     spec = plan.specialized
     return {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
@@ -229,18 +299,19 @@ def _target_record(plan) -> dict:
 
 
 def cmd_estimate(args) -> int:
-    if args.samples < 2:
+    if args.samples is not None and args.samples < 2:
         raise BeastError("--samples must be at least 2")
     _, plan = _compile(args)
     print(_describe_target(plan))
-    estimate = plan.estimate(args.samples, args.seed)
+    estimate = plan.estimate(args.samples, args.seed, method=args.method)
+    what = "random descents" if estimate.method == "knuth" else "runs of Chen's heuristic sampling"
     print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
-          f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} random descents in "
+          f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "
           f"{estimate.seconds:.2f} s)")
     if args.json:
         print(json.dumps(_target_record(plan) | {
             "estimate": estimate.count, "low": estimate.low, "high": estimate.high,
-            "samples": estimate.samples, "seconds": estimate.seconds}))
+            "samples": estimate.samples, "seconds": estimate.seconds, "method": estimate.method}))
     return 0
 
 
@@ -360,11 +431,13 @@ def cmd_enumerate(args) -> int:
 
     _, plan = _compile(args)
     output = args.output
+    if args.scheduler:
+        return _enumerate_on_cluster(args, plan)
     extension = os.path.splitext(output)[1].lower()
     if extension not in (".csv", ".parquet", ".npy"):
         raise BeastError(f"unknown output format '{extension}': use .csv, .parquet or .npy", output)
     print(_describe_target(plan))
-    configs = plan.enumerate()
+    configs = plan.enumerate(jobs=_jobs(args))
     seconds = plan.last_seconds
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     if extension == ".npy":
@@ -385,13 +458,27 @@ def cmd_enumerate(args) -> int:
     return 0
 
 
+def _enumerate_on_cluster(args, plan) -> int:
+    from . import distributed
+
+    distributed.chunks.prepare_directory(args.output)  # its errors before starting anything
+    print(_describe_target(plan))
+    with distributed.Cluster(args.scheduler) as client:
+        run = distributed.enumerate_to_parquet(plan, client, args.output)
+    print(f"wrote {run.count:,} configurations to {args.output}/ as {max(len(run.chunks), 1)} Parquet "
+          f"parts in enumeration order (on {_workers(run)}: {run.seconds:.3f} s)")
+    _print_balance(run)
+    return 0
+
+
 def cmd_tune(args) -> int:
     from .harness.tune import tune
 
     result = tune(args.space, backend=args.backend, device=args.device, settings=_settings(args.settings),
                   replay=args.replay, budget=args.budget, time_limit=args.time, results=args.results,
                   strategy=args.strategy, seed=args.seed, iterations=args.iterations,
-                  generated_dir=args.generated_dir, progress=not args.no_progress, plot=args.plot)
+                  generated_dir=args.generated_dir, progress=not args.no_progress, plot=args.plot,
+                  scheduler=args.scheduler)
     print(result.report())
     if args.plot:
         print(f"wrote {args.plot}")

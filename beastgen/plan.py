@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from . import language as L
+from .intervals import check_integer_ranges
 from .specialize import Item, Specialized, infer_type
 from .symbolic import SymbolicContext
 
@@ -78,6 +79,7 @@ def iterator_closure(graph: nx.DiGraph, items: dict[str, Item], name: str) -> se
 
 def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
     """Order the loops (``order`` overrides the heuristic, for tests) and place every item."""
+    check_integer_ranges(spec)
     items = spec.items
     graph = item_graph(items)
     if order is None:

@@ -63,7 +63,7 @@ vec_f__VALUES = (1, 2, 4)
 stages__VALUES = (1, 2)
 
 # derived smem (spaces/conv2d.py:102), form: value
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def smem__value(blk_pix, blk_k, blk_crs, split_block, stages):
     """Shared memory per block: the staged input and filter tiles, the indirection table, and
     (when the reduction is split inside the block) the buffer that sums the partial tiles."""
@@ -76,7 +76,7 @@ def smem__value(blk_pix, blk_k, blk_crs, split_block, stages):
 
 
 # filter misaligned_vectors (spaces/conv2d.py:129), form: value
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def misaligned_vectors__value(vec_in, vec_f):
     """A vector load must not straddle a row of the gathered tile. Input vectors run along q:
     contiguous in memory only without stride, and only when Q is a multiple of the width (the next
@@ -89,13 +89,16 @@ def misaligned_vectors__value(vec_in, vec_f):
 
 STAT_SLOTS = ('blk_pix', 'padded_npq', 'wasted_pixels', 'blk_k', 'padded_k', 'compute_time', 'tiles', 'tiling_time', 'split_grid', 'blocks', 'too_few_blocks', 'sm_load_time', 'thr_pix', 'thr_k', 'not_divisible', 'shared_memory_bound', 'split_block', 'threads', 'too_many_threads', 'partial_warp', 'too_few_threads', 'blk_crs', 'short_reduction', 'prefetch', 'stages', 'smem', 'over_shared_memory', 'regs', 'over_registers', 'blocks_per_sm', 'low_occupancy', 'vec_in', 'vec_f', 'vector_too_wide', 'misaligned_vectors',)  # _rejections[i] counts what slot i rejected or raised
 
+SPLIT_LEVEL = 5  # chunks of the work split the nest below this many outer levels
+
 BOUND_TERMS = ('compute_time', 'dram_time', 'tiling_time', 'sm_load_time',)  # a configuration's bound is the largest; rank() reports which
 
 
-@numba.njit(cache=True, error_model='python')
-def count():
-    """Number of valid configurations."""
+@numba.njit(cache=True, error_model='python', nogil=True)
+def count(_lo, _hi):
+    """Number of valid configurations below split nodes _lo <= node < _hi."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
     for blk_pix in blk_pix__VALUES:
         # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
@@ -126,6 +129,12 @@ def count():
                         # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
                         if thr_pix * thr_k < thr_pix + thr_k:
                             continue
+                        # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                        _node += 1
+                        if _node <= _lo:
+                            continue
+                        if _node > _hi:
+                            return _n
                         # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
                         for split_block in split_block__VALUES:
                             # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
@@ -188,11 +197,13 @@ def count():
                                             _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
-def count_with_stats(_visits, _rejections):
+@numba.njit(cache=True, error_model='python', nogil=True)
+def count_with_stats(_visits, _rejections, _lo, _hi):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
-    or errors (division by zero...) per STAT_SLOTS to _rejections."""
+    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
+    SPLIT_LEVEL are walked whole whatever the chunk."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
     for blk_pix in blk_pix__VALUES:
         _visits[0] += 1
@@ -231,6 +242,12 @@ def count_with_stats(_visits, _rejections):
                         # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
                         if thr_pix * thr_k < thr_pix + thr_k:
                             _rejections[15] += 1
+                            continue
+                        # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                        _node += 1
+                        if _node <= _lo:
+                            continue
+                        if _node > _hi:
                             continue
                         # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
                         for split_block in split_block__VALUES:
@@ -313,10 +330,12 @@ def count_with_stats(_visits, _rejections):
                                             _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
-def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _col_split_block, _col_blk_crs, _col_stages, _col_vec_in, _col_vec_f):
-    """Write every valid configuration into the columns (string values as indices)."""
+@numba.njit(cache=True, error_model='python', nogil=True)
+def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _col_split_block, _col_blk_crs, _col_stages, _col_vec_in, _col_vec_f, _lo, _hi):
+    """Write every valid configuration below split nodes _lo <= node < _hi into the
+    columns (string values as indices)."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
     for blk_pix in blk_pix__VALUES:
         # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
@@ -347,6 +366,12 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
                         # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
                         if thr_pix * thr_k < thr_pix + thr_k:
                             continue
+                        # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                        _node += 1
+                        if _node <= _lo:
+                            continue
+                        if _node > _hi:
+                            return _n
                         # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
                         for split_block in split_block__VALUES:
                             # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
@@ -419,7 +444,202 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
                                             _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
+def census(_samples, _seed, _estimates):
+    """The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of
+    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate
+    of the valid configurations in its subtree). Returns how many split nodes there are."""
+    np.random.seed(_seed)
+    _node = 0
+    # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
+    for blk_pix in blk_pix__VALUES:
+        # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
+        padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
+        # filter wasted_pixels (spaces/conv2d.py:148): rejects when padded_npq > 2 * NPQ
+        if padded_npq > (2 * NPQ):
+            continue
+        # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
+        for blk_k in blk_k__VALUES:
+            # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
+            padded_k = (K + blk_k - 1) // blk_k * blk_k
+            # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
+            tiles = padded_npq // blk_pix * (padded_k // blk_k)
+            # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
+            for split_grid in split_grid__VALUES:
+                # derived blocks (spaces/conv2d.py:100): tiles * split_grid
+                blocks = tiles * split_grid
+                # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
+                if blocks < sm_count:
+                    continue
+                # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
+                for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+                    # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
+                    for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+                        # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
+                        if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
+                            continue
+                        # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
+                        if thr_pix * thr_k < thr_pix + thr_k:
+                            continue
+                        _node += 1
+                        if _node > _estimates.shape[0]:  # only counting the split nodes
+                            continue
+                        _total = 0.0
+                        for _sample in range(_samples):
+                            _w = 1.0  # the product of the domain sizes chosen from so far
+                            split_block__passed = 0
+                            # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
+                            for split_block in split_block__VALUES:
+                                # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                                threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                                # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
+                                if threads > max_threads_per_block:
+                                    continue
+                                # filter partial_warp (spaces/conv2d.py:125): rejects when threads % warp_size != 0
+                                if threads % warp_size != 0:
+                                    continue
+                                # filter too_few_threads (spaces/conv2d.py:126): rejects when threads < 2 * warp_size
+                                if threads < (2 * warp_size):
+                                    continue
+                                split_block__passed += 1
+                                if np.random.randint(0, split_block__passed) == 0:
+                                    split_block__chosen = split_block
+                            if split_block__passed == 0:  # nothing passes this level
+                                continue
+                            _w *= split_block__passed
+                            split_block = split_block__chosen
+                            # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                            threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                            # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
+                            if threads > max_threads_per_block:
+                                continue
+                            # filter partial_warp (spaces/conv2d.py:125): rejects when threads % warp_size != 0
+                            if threads % warp_size != 0:
+                                continue
+                            # filter too_few_threads (spaces/conv2d.py:126): rejects when threads < 2 * warp_size
+                            if threads < (2 * warp_size):
+                                continue
+                            blk_crs__passed = 0
+                            # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
+                            for blk_crs in blk_crs__VALUES:
+                                # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
+                                if CRS < 2 * blk_crs * split_block * split_grid:
+                                    continue
+                                # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                                if threads == 0:  # would divide by zero
+                                    continue
+                                prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                                blk_crs__passed += 1
+                                if np.random.randint(0, blk_crs__passed) == 0:
+                                    blk_crs__chosen = blk_crs
+                            if blk_crs__passed == 0:  # nothing passes this level
+                                continue
+                            _w *= blk_crs__passed
+                            blk_crs = blk_crs__chosen
+                            # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
+                            if CRS < 2 * blk_crs * split_block * split_grid:
+                                continue
+                            # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                            if threads == 0:  # would divide by zero
+                                continue
+                            prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                            stages__passed = 0
+                            # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
+                            for stages in stages__VALUES:
+                                # derived smem (spaces/conv2d.py:102): smem()
+                                smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
+                                if smem > max_shared_mem_per_block:
+                                    continue
+                                # derived regs (spaces/conv2d.py:117): thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                                regs = thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                                # filter over_registers (spaces/conv2d.py:142): rejects when regs > max_regs_per_thread
+                                if regs > max_regs_per_thread:
+                                    continue
+                                # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                                if threads == 0:  # would divide by zero
+                                    continue
+                                if regs * threads == 0:  # would divide by zero
+                                    continue
+                                if smem == 0:  # would divide by zero
+                                    continue
+                                blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                                # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
+                                if blocks_per_sm * threads * 4 < max_threads_per_sm:
+                                    continue
+                                stages__passed += 1
+                                if np.random.randint(0, stages__passed) == 0:
+                                    stages__chosen = stages
+                            if stages__passed == 0:  # nothing passes this level
+                                continue
+                            _w *= stages__passed
+                            stages = stages__chosen
+                            # derived smem (spaces/conv2d.py:102): smem()
+                            smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                            # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
+                            if smem > max_shared_mem_per_block:
+                                continue
+                            # derived regs (spaces/conv2d.py:117): thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                            regs = thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                            # filter over_registers (spaces/conv2d.py:142): rejects when regs > max_regs_per_thread
+                            if regs > max_regs_per_thread:
+                                continue
+                            # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                            if threads == 0:  # would divide by zero
+                                continue
+                            if regs * threads == 0:  # would divide by zero
+                                continue
+                            if smem == 0:  # would divide by zero
+                                continue
+                            blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                            # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
+                            if blocks_per_sm * threads * 4 < max_threads_per_sm:
+                                continue
+                            vec_in__passed = 0
+                            # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
+                            for vec_in in vec_in__VALUES:
+                                vec_in__passed += 1
+                                if np.random.randint(0, vec_in__passed) == 0:
+                                    vec_in__chosen = vec_in
+                            if vec_in__passed == 0:  # nothing passes this level
+                                continue
+                            _w *= vec_in__passed
+                            vec_in = vec_in__chosen
+                            vec_f__passed = 0
+                            # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
+                            for vec_f in vec_f__VALUES:
+                                # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
+                                if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
+                                    continue
+                                # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
+                                try:
+                                    misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
+                                except Exception:  # misaligned_vectors raised: rejected
+                                    continue
+                                if misaligned_vectors__rejects:
+                                    continue
+                                vec_f__passed += 1
+                                if np.random.randint(0, vec_f__passed) == 0:
+                                    vec_f__chosen = vec_f
+                            if vec_f__passed == 0:  # nothing passes this level
+                                continue
+                            _w *= vec_f__passed
+                            vec_f = vec_f__chosen
+                            # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
+                            if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
+                                continue
+                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
+                            try:
+                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
+                            except Exception:  # misaligned_vectors raised: rejected
+                                continue
+                            if misaligned_vectors__rejects:
+                                continue
+                            _total += _w
+                        _estimates[_node - 1] = _total / _samples
+    return _node
+
+@numba.njit(cache=True, error_model='python', nogil=True)
 def count_pruned(_threshold):
     """Valid configurations whose bound is at most _threshold; each bound term cuts
     its whole subtree at the level where it is first computable."""
@@ -531,7 +751,7 @@ def count_pruned(_threshold):
                                             _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
     """Exhaustive walk that records where count_pruned() would cut: per level, the
     iterations (_visits) and those inside already-cut subtrees (_skipped), subtrees
@@ -690,7 +910,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                             _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def rank(_threshold, _bounds, _terms, _rows):
     """The len(_bounds) valid configurations with the smallest bounds (at most _threshold),
     as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the
@@ -829,7 +1049,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                                 _limit = min(_threshold, _bounds[0])
     return _size
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def probe(_samples, _seed):
     """Knuth's estimator: _samples random descents through the nest; at each level one
     value is chosen uniformly among those its filters let through, and a descent that
@@ -1081,4 +1301,583 @@ def probe(_samples, _seed):
             continue
         _total += _w
         _total_sq += _w * _w
+    return _total, _total_sq
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def chen(_runs, _seed):
+    """Chen's heuristic sampling: _runs independent runs, each unbiased. A run keeps one
+    representative and a weight per stratum (depth, passes of the next level: see
+    _ChenWriter) and expands the strata depth by depth; a child joins its stratum's
+    weight and replaces its representative with probability (its weight) / (the new
+    weight); the run's estimate is the weight of the leaves it reached. Returns the sum
+    and sum of squares of the runs' estimates."""
+    np.random.seed(_seed)
+    _live = _runs > 0  # true where it is read: see _ChenWriter.reject
+    _total = 0.0
+    _total_sq = 0.0
+    for _run in range(_runs):
+        _est = 0.0  # this run's estimate: the weights of the leaves reached
+        _w0 = [1.0]  # depth 0: the root, alone in its stratum
+        # -- depth 0: expand each stratum's representative over blk_pix
+        _w1 = [0.0 for _ in range(0)]  # depth 1: the strata's weights,
+        _key1 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par1 = [0 for _ in range(0)]  # the representatives' parents at depth 0
+        _v1_blk_pix = []  # and their values
+        for _r in range(len(_w0)):
+            _wr = _w0[_r]
+            # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
+            for blk_pix in blk_pix__VALUES:
+                # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
+                padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
+                # filter wasted_pixels (spaces/conv2d.py:148): rejects when padded_npq > 2 * NPQ
+                if padded_npq > (2 * NPQ):
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
+                for blk_k in blk_k__VALUES:
+                    # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
+                    padded_k = (K + blk_k - 1) // blk_k * blk_k
+                    # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
+                    tiles = padded_npq // blk_pix * (padded_k // blk_k)
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key1)):
+                    if _key1[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key1.append(_key)
+                    _w1.append(_wr)
+                    _par1.append(_r)
+                    _v1_blk_pix.append(blk_pix)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w1[_slot] += _wr
+                    if np.random.random() * _w1[_slot] < _wr:
+                        _par1[_slot] = _r
+                        _v1_blk_pix[_slot] = blk_pix
+        # -- depth 1: expand each stratum's representative over blk_k
+        _w2 = [0.0 for _ in range(0)]  # depth 2: the strata's weights,
+        _key2 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par2 = [0 for _ in range(0)]  # the representatives' parents at depth 1
+        _v2_blk_k = []  # and their values
+        for _r in range(len(_w1)):
+            _wr = _w1[_r]
+            _p = _r
+            blk_pix = _v1_blk_pix[_p]
+            # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
+            padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
+            # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
+            for blk_k in blk_k__VALUES:
+                # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
+                padded_k = (K + blk_k - 1) // blk_k * blk_k
+                # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
+                tiles = padded_npq // blk_pix * (padded_k // blk_k)
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
+                for split_grid in split_grid__VALUES:
+                    # derived blocks (spaces/conv2d.py:100): tiles * split_grid
+                    blocks = tiles * split_grid
+                    # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
+                    if blocks < sm_count:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key2)):
+                    if _key2[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key2.append(_key)
+                    _w2.append(_wr)
+                    _par2.append(_r)
+                    _v2_blk_k.append(blk_k)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w2[_slot] += _wr
+                    if np.random.random() * _w2[_slot] < _wr:
+                        _par2[_slot] = _r
+                        _v2_blk_k[_slot] = blk_k
+        # -- depth 2: expand each stratum's representative over split_grid
+        _w3 = [0.0 for _ in range(0)]  # depth 3: the strata's weights,
+        _key3 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par3 = [0 for _ in range(0)]  # the representatives' parents at depth 2
+        _v3_split_grid = []  # and their values
+        for _r in range(len(_w2)):
+            _wr = _w2[_r]
+            _p = _r
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
+            padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
+            # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
+            padded_k = (K + blk_k - 1) // blk_k * blk_k
+            # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
+            tiles = padded_npq // blk_pix * (padded_k // blk_k)
+            # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
+            for split_grid in split_grid__VALUES:
+                # derived blocks (spaces/conv2d.py:100): tiles * split_grid
+                blocks = tiles * split_grid
+                # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
+                if blocks < sm_count:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
+                for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key3)):
+                    if _key3[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key3.append(_key)
+                    _w3.append(_wr)
+                    _par3.append(_r)
+                    _v3_split_grid.append(split_grid)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w3[_slot] += _wr
+                    if np.random.random() * _w3[_slot] < _wr:
+                        _par3[_slot] = _r
+                        _v3_split_grid[_slot] = split_grid
+        # -- depth 3: expand each stratum's representative over thr_pix
+        _w4 = [0.0 for _ in range(0)]  # depth 4: the strata's weights,
+        _key4 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par4 = [0 for _ in range(0)]  # the representatives' parents at depth 3
+        _v4_thr_pix = []  # and their values
+        for _r in range(len(_w3)):
+            _wr = _w3[_r]
+            _p = _r
+            split_grid = _v3_split_grid[_p]
+            _p = _par3[_p]
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
+            for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
+                for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+                    # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
+                    if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
+                        if _live:
+                            continue
+                    # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
+                    if thr_pix * thr_k < thr_pix + thr_k:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key4)):
+                    if _key4[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key4.append(_key)
+                    _w4.append(_wr)
+                    _par4.append(_r)
+                    _v4_thr_pix.append(thr_pix)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w4[_slot] += _wr
+                    if np.random.random() * _w4[_slot] < _wr:
+                        _par4[_slot] = _r
+                        _v4_thr_pix[_slot] = thr_pix
+        # -- depth 4: expand each stratum's representative over thr_k
+        _w5 = [0.0 for _ in range(0)]  # depth 5: the strata's weights,
+        _key5 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par5 = [0 for _ in range(0)]  # the representatives' parents at depth 4
+        _v5_thr_k = []  # and their values
+        for _r in range(len(_w4)):
+            _wr = _w4[_r]
+            _p = _r
+            thr_pix = _v4_thr_pix[_p]
+            _p = _par4[_p]
+            split_grid = _v3_split_grid[_p]
+            _p = _par3[_p]
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
+            for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+                # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
+                if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
+                    if _live:
+                        continue
+                # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
+                if thr_pix * thr_k < thr_pix + thr_k:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
+                for split_block in split_block__VALUES:
+                    # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                    threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                    # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
+                    if threads > max_threads_per_block:
+                        if _live:
+                            continue
+                    # filter partial_warp (spaces/conv2d.py:125): rejects when threads % warp_size != 0
+                    if threads % warp_size != 0:
+                        if _live:
+                            continue
+                    # filter too_few_threads (spaces/conv2d.py:126): rejects when threads < 2 * warp_size
+                    if threads < (2 * warp_size):
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key5)):
+                    if _key5[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key5.append(_key)
+                    _w5.append(_wr)
+                    _par5.append(_r)
+                    _v5_thr_k.append(thr_k)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w5[_slot] += _wr
+                    if np.random.random() * _w5[_slot] < _wr:
+                        _par5[_slot] = _r
+                        _v5_thr_k[_slot] = thr_k
+        # -- depth 5: expand each stratum's representative over split_block
+        _w6 = [0.0 for _ in range(0)]  # depth 6: the strata's weights,
+        _key6 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par6 = [0 for _ in range(0)]  # the representatives' parents at depth 5
+        _v6_split_block = []  # and their values
+        for _r in range(len(_w5)):
+            _wr = _w5[_r]
+            _p = _r
+            thr_k = _v5_thr_k[_p]
+            _p = _par5[_p]
+            thr_pix = _v4_thr_pix[_p]
+            _p = _par4[_p]
+            split_grid = _v3_split_grid[_p]
+            _p = _par3[_p]
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
+            for split_block in split_block__VALUES:
+                # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+                # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
+                if threads > max_threads_per_block:
+                    if _live:
+                        continue
+                # filter partial_warp (spaces/conv2d.py:125): rejects when threads % warp_size != 0
+                if threads % warp_size != 0:
+                    if _live:
+                        continue
+                # filter too_few_threads (spaces/conv2d.py:126): rejects when threads < 2 * warp_size
+                if threads < (2 * warp_size):
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
+                for blk_crs in blk_crs__VALUES:
+                    # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
+                    if CRS < 2 * blk_crs * split_block * split_grid:
+                        if _live:
+                            continue
+                    # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                    if threads == 0:  # would divide by zero
+                        if _live:
+                            continue
+                    prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key6)):
+                    if _key6[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key6.append(_key)
+                    _w6.append(_wr)
+                    _par6.append(_r)
+                    _v6_split_block.append(split_block)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w6[_slot] += _wr
+                    if np.random.random() * _w6[_slot] < _wr:
+                        _par6[_slot] = _r
+                        _v6_split_block[_slot] = split_block
+        # -- depth 6: expand each stratum's representative over blk_crs
+        _w7 = [0.0 for _ in range(0)]  # depth 7: the strata's weights,
+        _key7 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par7 = [0 for _ in range(0)]  # the representatives' parents at depth 6
+        _v7_blk_crs = []  # and their values
+        for _r in range(len(_w6)):
+            _wr = _w6[_r]
+            _p = _r
+            split_block = _v6_split_block[_p]
+            _p = _par6[_p]
+            thr_k = _v5_thr_k[_p]
+            _p = _par5[_p]
+            thr_pix = _v4_thr_pix[_p]
+            _p = _par4[_p]
+            split_grid = _v3_split_grid[_p]
+            _p = _par3[_p]
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+            threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+            # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
+            for blk_crs in blk_crs__VALUES:
+                # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
+                if CRS < 2 * blk_crs * split_block * split_grid:
+                    if _live:
+                        continue
+                # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                if threads == 0:  # would divide by zero
+                    if _live:
+                        continue
+                prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
+                for stages in stages__VALUES:
+                    # derived smem (spaces/conv2d.py:102): smem()
+                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                    # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
+                    if smem > max_shared_mem_per_block:
+                        if _live:
+                            continue
+                    # derived regs (spaces/conv2d.py:117): thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                    regs = thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                    # filter over_registers (spaces/conv2d.py:142): rejects when regs > max_regs_per_thread
+                    if regs > max_regs_per_thread:
+                        if _live:
+                            continue
+                    # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                    if threads == 0:  # would divide by zero
+                        if _live:
+                            continue
+                    if regs * threads == 0:  # would divide by zero
+                        if _live:
+                            continue
+                    if smem == 0:  # would divide by zero
+                        if _live:
+                            continue
+                    blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                    # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
+                    if blocks_per_sm * threads * 4 < max_threads_per_sm:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key7)):
+                    if _key7[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key7.append(_key)
+                    _w7.append(_wr)
+                    _par7.append(_r)
+                    _v7_blk_crs.append(blk_crs)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w7[_slot] += _wr
+                    if np.random.random() * _w7[_slot] < _wr:
+                        _par7[_slot] = _r
+                        _v7_blk_crs[_slot] = blk_crs
+        # -- depth 7: expand each stratum's representative over stages
+        _w8 = [0.0 for _ in range(0)]  # depth 8: the strata's weights,
+        _key8 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par8 = [0 for _ in range(0)]  # the representatives' parents at depth 7
+        _v8_stages = []  # and their values
+        for _r in range(len(_w7)):
+            _wr = _w7[_r]
+            _p = _r
+            blk_crs = _v7_blk_crs[_p]
+            _p = _par7[_p]
+            split_block = _v6_split_block[_p]
+            _p = _par6[_p]
+            thr_k = _v5_thr_k[_p]
+            _p = _par5[_p]
+            thr_pix = _v4_thr_pix[_p]
+            _p = _par4[_p]
+            split_grid = _v3_split_grid[_p]
+            _p = _par3[_p]
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
+            threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
+            # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+            if threads == 0:  # would divide by zero
+                if _live:
+                    continue
+            prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
+            # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
+            for stages in stages__VALUES:
+                # derived smem (spaces/conv2d.py:102): smem()
+                smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
+                if smem > max_shared_mem_per_block:
+                    if _live:
+                        continue
+                # derived regs (spaces/conv2d.py:117): thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                regs = thr_pix * thr_k * acc_words + (thr_pix + thr_k) * elem_regs + stages // 2 * prefetch * elem_regs + 28
+                # filter over_registers (spaces/conv2d.py:142): rejects when regs > max_regs_per_thread
+                if regs > max_regs_per_thread:
+                    if _live:
+                        continue
+                # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                if threads == 0:  # would divide by zero
+                    if _live:
+                        continue
+                if regs * threads == 0:  # would divide by zero
+                    if _live:
+                        continue
+                if smem == 0:  # would divide by zero
+                    if _live:
+                        continue
+                blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
+                # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
+                if blocks_per_sm * threads * 4 < max_threads_per_sm:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
+                for vec_in in vec_in__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key8)):
+                    if _key8[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key8.append(_key)
+                    _w8.append(_wr)
+                    _par8.append(_r)
+                    _v8_stages.append(stages)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w8[_slot] += _wr
+                    if np.random.random() * _w8[_slot] < _wr:
+                        _par8[_slot] = _r
+                        _v8_stages[_slot] = stages
+        # -- depth 8: expand each stratum's representative over vec_in
+        _w9 = [0.0 for _ in range(0)]  # depth 9: the strata's weights,
+        _key9 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par9 = [0 for _ in range(0)]  # the representatives' parents at depth 8
+        _v9_vec_in = []  # and their values
+        for _r in range(len(_w8)):
+            _wr = _w8[_r]
+            _p = _r
+            stages = _v8_stages[_p]
+            _p = _par8[_p]
+            blk_crs = _v7_blk_crs[_p]
+            _p = _par7[_p]
+            split_block = _v6_split_block[_p]
+            _p = _par6[_p]
+            thr_k = _v5_thr_k[_p]
+            _p = _par5[_p]
+            thr_pix = _v4_thr_pix[_p]
+            _p = _par4[_p]
+            split_grid = _v3_split_grid[_p]
+            _p = _par3[_p]
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
+            for vec_in in vec_in__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
+                for vec_f in vec_f__VALUES:
+                    # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
+                    if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
+                        if _live:
+                            continue
+                    # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
+                    try:
+                        misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
+                    except Exception:  # misaligned_vectors raised: rejected
+                        if _live:
+                            continue
+                    if misaligned_vectors__rejects:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key9)):
+                    if _key9[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key9.append(_key)
+                    _w9.append(_wr)
+                    _par9.append(_r)
+                    _v9_vec_in.append(vec_in)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w9[_slot] += _wr
+                    if np.random.random() * _w9[_slot] < _wr:
+                        _par9[_slot] = _r
+                        _v9_vec_in[_slot] = vec_in
+        # -- depth 9: expand each stratum's representative over vec_f
+        for _r in range(len(_w9)):
+            _wr = _w9[_r]
+            _p = _r
+            vec_in = _v9_vec_in[_p]
+            _p = _par9[_p]
+            stages = _v8_stages[_p]
+            _p = _par8[_p]
+            blk_crs = _v7_blk_crs[_p]
+            _p = _par7[_p]
+            split_block = _v6_split_block[_p]
+            _p = _par6[_p]
+            thr_k = _v5_thr_k[_p]
+            _p = _par5[_p]
+            thr_pix = _v4_thr_pix[_p]
+            _p = _par4[_p]
+            split_grid = _v3_split_grid[_p]
+            _p = _par3[_p]
+            blk_k = _v2_blk_k[_p]
+            _p = _par2[_p]
+            blk_pix = _v1_blk_pix[_p]
+            # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
+            for vec_f in vec_f__VALUES:
+                # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
+                if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
+                    if _live:
+                        continue
+                # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
+                try:
+                    misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
+                except Exception:  # misaligned_vectors raised: rejected
+                    if _live:
+                        continue
+                if misaligned_vectors__rejects:
+                    if _live:
+                        continue
+                _est += _wr  # a leaf
+        _total += _est
+        _total_sq += _est * _est
     return _total, _total_sq

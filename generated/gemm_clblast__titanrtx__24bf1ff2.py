@@ -49,13 +49,16 @@ PRECISION__VALUES = (32,)
 
 STAT_SLOTS = ('KWG', 'KWI', 'kwg_not_multiple_of_kwi', 'MWG', 'NWG', 'work_groups', 'tiling_time', 'sm_load_time', 'MDIMC', 'VWM', 'mwg_not_multiple_of_compute_m', 'MDIMA', 'mwg_not_multiple_of_load_a', 'NDIMC', 'kwg_not_multiple_of_load_a_rows', 'excluded_128x128_with_8x8_threads', 'threads', 'VWN', 'nwg_not_multiple_of_compute_n', 'NDIMB', 'nwg_not_multiple_of_load_b', 'kwg_not_multiple_of_load_b_rows', 'SA', 'SB', 'local_mem', 'resident', 'wave_time', 'GEMMK', 'STRM', 'STRN', 'KREG', 'PRECISION',)  # _rejections[i] counts what slot i rejected or raised
 
+SPLIT_LEVEL = 9  # chunks of the work split the nest below this many outer levels
+
 BOUND_TERMS = ('compute_time', 'dram_time', 'tiling_time', 'sm_load_time', 'wave_time',)  # a configuration's bound is the largest; rank() reports which
 
 
-@numba.njit(cache=True, error_model='python')
-def count():
-    """Number of valid configurations."""
+@numba.njit(cache=True, error_model='python', nogil=True)
+def count(_lo, _hi):
+    """Number of valid configurations below split nodes _lo <= node < _hi."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
     for KWG in KWG__VALUES:
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
@@ -98,6 +101,12 @@ def count():
                                         # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
                                         if not NWG % (NDIMC * VWN) == 0:
                                             continue
+                                        # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                                        _node += 1
+                                        if _node <= _lo:
+                                            continue
+                                        if _node > _hi:
+                                            return _n
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
                                             # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
@@ -119,11 +128,13 @@ def count():
                                                     _n += 4  # the innermost loops (GEMMK, STRM, STRN, KREG, PRECISION) test nothing: counted, not iterated
     return _n
 
-@numba.njit(cache=True, error_model='python')
-def count_with_stats(_visits, _rejections):
+@numba.njit(cache=True, error_model='python', nogil=True)
+def count_with_stats(_visits, _rejections, _lo, _hi):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
-    or errors (division by zero...) per STAT_SLOTS to _rejections."""
+    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
+    SPLIT_LEVEL are walked whole whatever the chunk."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
     for KWG in KWG__VALUES:
         _visits[0] += 1
@@ -182,6 +193,12 @@ def count_with_stats(_visits, _rejections):
                                         if not NWG % (NDIMC * VWN) == 0:
                                             _rejections[18] += 1
                                             continue
+                                        # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                                        _node += 1
+                                        if _node <= _lo:
+                                            continue
+                                        if _node > _hi:
+                                            continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
                                             _visits[9] += 1
@@ -224,10 +241,12 @@ def count_with_stats(_visits, _rejections):
                                                                         _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
-def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIMA, _col_NDIMC, _col_VWN, _col_NDIMB, _col_SA, _col_SB, _col_GEMMK, _col_STRM, _col_STRN, _col_KREG, _col_PRECISION):
-    """Write every valid configuration into the columns (string values as indices)."""
+@numba.njit(cache=True, error_model='python', nogil=True)
+def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIMA, _col_NDIMC, _col_VWN, _col_NDIMB, _col_SA, _col_SB, _col_GEMMK, _col_STRM, _col_STRN, _col_KREG, _col_PRECISION, _lo, _hi):
+    """Write every valid configuration below split nodes _lo <= node < _hi into the
+    columns (string values as indices)."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
     for KWG in KWG__VALUES:
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
@@ -270,6 +289,12 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                         # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
                                         if not NWG % (NDIMC * VWN) == 0:
                                             continue
+                                        # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                                        _node += 1
+                                        if _node <= _lo:
+                                            continue
+                                        if _node > _hi:
+                                            return _n
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
                                             # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
@@ -318,7 +343,170 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                                                         _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
+def census(_samples, _seed, _estimates):
+    """The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of
+    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate
+    of the valid configurations in its subtree). Returns how many split nodes there are."""
+    np.random.seed(_seed)
+    _node = 0
+    # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
+    for KWG in KWG__VALUES:
+        # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
+        for KWI in KWI__VALUES:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
+                continue
+            # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
+            for MWG in MWG__VALUES:
+                # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
+                for NWG in NWG__VALUES:
+                    # derived work_groups (spaces/gemm_clblast.py:100): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                    work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                    # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
+                    for MDIMC in MDIMC__VALUES:
+                        # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
+                        for VWM in VWM__VALUES:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
+                                continue
+                            # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
+                            for MDIMA in MDIMA__VALUES:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
+                                    continue
+                                # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
+                                for NDIMC in NDIMC__VALUES:
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        continue
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
+                                        continue
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
+                                        continue
+                                    # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+                                    threads = MDIMC * NDIMC
+                                    # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
+                                    for VWN in VWN__VALUES:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
+                                            continue
+                                        _node += 1
+                                        if _node > _estimates.shape[0]:  # only counting the split nodes
+                                            continue
+                                        _total = 0.0
+                                        for _sample in range(_samples):
+                                            _w = 1.0  # the product of the domain sizes chosen from so far
+                                            NDIMB__passed = 0
+                                            # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
+                                            for NDIMB in NDIMB__VALUES:
+                                                # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                                if not NWG % (NDIMB * VWN) == 0:
+                                                    continue
+                                                # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                                if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                    continue
+                                                if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
+                                                    continue
+                                                NDIMB__passed += 1
+                                                if np.random.randint(0, NDIMB__passed) == 0:
+                                                    NDIMB__chosen = NDIMB
+                                            if NDIMB__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= NDIMB__passed
+                                            NDIMB = NDIMB__chosen
+                                            # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                                            if not NWG % (NDIMB * VWN) == 0:
+                                                continue
+                                            # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                continue
+                                            if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
+                                                continue
+                                            SA__passed = 0
+                                            # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
+                                            for SA in SA__VALUES:
+                                                SA__passed += 1
+                                                if np.random.randint(0, SA__passed) == 0:
+                                                    SA__chosen = SA
+                                            if SA__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= SA__passed
+                                            SA = SA__chosen
+                                            SB__passed = 0
+                                            # loop 11: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
+                                            for SB in SB__VALUES:
+                                                # derived local_mem (spaces/gemm_clblast.py:101): (SA * MWG + SB * NWG) * KWG * 4
+                                                local_mem = (SA * MWG + SB * NWG) * KWG * 4
+                                                # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
+                                                resident = min(16, 1024 // threads, 65536 // max(local_mem, 1) if local_mem > 0 else 16)
+                                                SB__passed += 1
+                                                if np.random.randint(0, SB__passed) == 0:
+                                                    SB__chosen = SB
+                                            if SB__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= SB__passed
+                                            SB = SB__chosen
+                                            # derived local_mem (spaces/gemm_clblast.py:101): (SA * MWG + SB * NWG) * KWG * 4
+                                            local_mem = (SA * MWG + SB * NWG) * KWG * 4
+                                            # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
+                                            resident = min(16, 1024 // threads, 65536 // max(local_mem, 1) if local_mem > 0 else 16)
+                                            GEMMK__passed = 0
+                                            # loop 12: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
+                                            for GEMMK in GEMMK__VALUES:
+                                                GEMMK__passed += 1
+                                                if np.random.randint(0, GEMMK__passed) == 0:
+                                                    GEMMK__chosen = GEMMK
+                                            if GEMMK__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= GEMMK__passed
+                                            GEMMK = GEMMK__chosen
+                                            STRM__passed = 0
+                                            # loop 13: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
+                                            for STRM in STRM__VALUES:
+                                                STRM__passed += 1
+                                                if np.random.randint(0, STRM__passed) == 0:
+                                                    STRM__chosen = STRM
+                                            if STRM__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= STRM__passed
+                                            STRM = STRM__chosen
+                                            STRN__passed = 0
+                                            # loop 14: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
+                                            for STRN in STRN__VALUES:
+                                                STRN__passed += 1
+                                                if np.random.randint(0, STRN__passed) == 0:
+                                                    STRN__chosen = STRN
+                                            if STRN__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= STRN__passed
+                                            STRN = STRN__chosen
+                                            KREG__passed = 0
+                                            # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
+                                            for KREG in KREG__VALUES:
+                                                KREG__passed += 1
+                                                if np.random.randint(0, KREG__passed) == 0:
+                                                    KREG__chosen = KREG
+                                            if KREG__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= KREG__passed
+                                            KREG = KREG__chosen
+                                            PRECISION__passed = 0
+                                            # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
+                                            for PRECISION in PRECISION__VALUES:
+                                                PRECISION__passed += 1
+                                                if np.random.randint(0, PRECISION__passed) == 0:
+                                                    PRECISION__chosen = PRECISION
+                                            if PRECISION__passed == 0:  # nothing passes this level
+                                                continue
+                                            _w *= PRECISION__passed
+                                            PRECISION = PRECISION__chosen
+                                            _total += _w
+                                        _estimates[_node - 1] = _total / _samples
+    return _node
+
+@numba.njit(cache=True, error_model='python', nogil=True)
 def count_pruned(_threshold):
     """Valid configurations whose bound is at most _threshold; each bound term cuts
     its whole subtree at the level where it is first computable."""
@@ -404,7 +592,7 @@ def count_pruned(_threshold):
                                                     _n += 4  # the innermost loops (GEMMK, STRM, STRN, KREG, PRECISION) test nothing: counted, not iterated
     return _n
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
     """Exhaustive walk that records where count_pruned() would cut: per level, the
     iterations (_visits) and those inside already-cut subtrees (_skipped), subtrees
@@ -575,7 +763,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                                                         _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def rank(_threshold, _bounds, _terms, _rows):
     """The len(_bounds) valid configurations with the smallest bounds (at most _threshold),
     as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the
@@ -708,7 +896,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                                                             _limit = min(_threshold, _bounds[0])
     return _size
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
 def probe(_samples, _seed):
     """Knuth's estimator: _samples random descents through the nest; at each level one
     value is chosen uniformly among those its filters let through, and a descent that
@@ -964,4 +1152,897 @@ def probe(_samples, _seed):
         PRECISION = PRECISION__chosen
         _total += _w
         _total_sq += _w * _w
+    return _total, _total_sq
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def chen(_runs, _seed):
+    """Chen's heuristic sampling: _runs independent runs, each unbiased. A run keeps one
+    representative and a weight per stratum (depth, passes of the next level: see
+    _ChenWriter) and expands the strata depth by depth; a child joins its stratum's
+    weight and replaces its representative with probability (its weight) / (the new
+    weight); the run's estimate is the weight of the leaves it reached. Returns the sum
+    and sum of squares of the runs' estimates."""
+    np.random.seed(_seed)
+    _live = _runs > 0  # true where it is read: see _ChenWriter.reject
+    _total = 0.0
+    _total_sq = 0.0
+    for _run in range(_runs):
+        _est = 0.0  # this run's estimate: the weights of the leaves reached
+        _w0 = [1.0]  # depth 0: the root, alone in its stratum
+        # -- depth 0: expand each stratum's representative over KWG
+        _w1 = [0.0 for _ in range(0)]  # depth 1: the strata's weights,
+        _key1 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par1 = [0 for _ in range(0)]  # the representatives' parents at depth 0
+        _v1_KWG = []  # and their values
+        for _r in range(len(_w0)):
+            _wr = _w0[_r]
+            # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
+            for KWG in KWG__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
+                for KWI in KWI__VALUES:
+                    # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+                    if not KWG % KWI == 0:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key1)):
+                    if _key1[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key1.append(_key)
+                    _w1.append(_wr)
+                    _par1.append(_r)
+                    _v1_KWG.append(KWG)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w1[_slot] += _wr
+                    if np.random.random() * _w1[_slot] < _wr:
+                        _par1[_slot] = _r
+                        _v1_KWG[_slot] = KWG
+        # -- depth 1: expand each stratum's representative over KWI
+        _w2 = [0.0 for _ in range(0)]  # depth 2: the strata's weights,
+        _key2 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par2 = [0 for _ in range(0)]  # the representatives' parents at depth 1
+        _v2_KWI = []  # and their values
+        for _r in range(len(_w1)):
+            _wr = _w1[_r]
+            _p = _r
+            KWG = _v1_KWG[_p]
+            # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
+            for KWI in KWI__VALUES:
+                # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+                if not KWG % KWI == 0:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
+                for MWG in MWG__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key2)):
+                    if _key2[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key2.append(_key)
+                    _w2.append(_wr)
+                    _par2.append(_r)
+                    _v2_KWI.append(KWI)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w2[_slot] += _wr
+                    if np.random.random() * _w2[_slot] < _wr:
+                        _par2[_slot] = _r
+                        _v2_KWI[_slot] = KWI
+        # -- depth 2: expand each stratum's representative over MWG
+        _w3 = [0.0 for _ in range(0)]  # depth 3: the strata's weights,
+        _key3 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par3 = [0 for _ in range(0)]  # the representatives' parents at depth 2
+        _v3_MWG = []  # and their values
+        for _r in range(len(_w2)):
+            _wr = _w2[_r]
+            _p = _r
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
+            for MWG in MWG__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
+                for NWG in NWG__VALUES:
+                    # derived work_groups (spaces/gemm_clblast.py:100): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                    work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key3)):
+                    if _key3[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key3.append(_key)
+                    _w3.append(_wr)
+                    _par3.append(_r)
+                    _v3_MWG.append(MWG)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w3[_slot] += _wr
+                    if np.random.random() * _w3[_slot] < _wr:
+                        _par3[_slot] = _r
+                        _v3_MWG[_slot] = MWG
+        # -- depth 3: expand each stratum's representative over NWG
+        _w4 = [0.0 for _ in range(0)]  # depth 4: the strata's weights,
+        _key4 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par4 = [0 for _ in range(0)]  # the representatives' parents at depth 3
+        _v4_NWG = []  # and their values
+        for _r in range(len(_w3)):
+            _wr = _w3[_r]
+            _p = _r
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
+            for NWG in NWG__VALUES:
+                # derived work_groups (spaces/gemm_clblast.py:100): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
+                for MDIMC in MDIMC__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key4)):
+                    if _key4[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key4.append(_key)
+                    _w4.append(_wr)
+                    _par4.append(_r)
+                    _v4_NWG.append(NWG)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w4[_slot] += _wr
+                    if np.random.random() * _w4[_slot] < _wr:
+                        _par4[_slot] = _r
+                        _v4_NWG[_slot] = NWG
+        # -- depth 4: expand each stratum's representative over MDIMC
+        _w5 = [0.0 for _ in range(0)]  # depth 5: the strata's weights,
+        _key5 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par5 = [0 for _ in range(0)]  # the representatives' parents at depth 4
+        _v5_MDIMC = []  # and their values
+        for _r in range(len(_w4)):
+            _wr = _w4[_r]
+            _p = _r
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
+            for MDIMC in MDIMC__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
+                for VWM in VWM__VALUES:
+                    # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                    if not MWG % (MDIMC * VWM) == 0:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key5)):
+                    if _key5[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key5.append(_key)
+                    _w5.append(_wr)
+                    _par5.append(_r)
+                    _v5_MDIMC.append(MDIMC)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w5[_slot] += _wr
+                    if np.random.random() * _w5[_slot] < _wr:
+                        _par5[_slot] = _r
+                        _v5_MDIMC[_slot] = MDIMC
+        # -- depth 5: expand each stratum's representative over VWM
+        _w6 = [0.0 for _ in range(0)]  # depth 6: the strata's weights,
+        _key6 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par6 = [0 for _ in range(0)]  # the representatives' parents at depth 5
+        _v6_VWM = []  # and their values
+        for _r in range(len(_w5)):
+            _wr = _w5[_r]
+            _p = _r
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
+            for VWM in VWM__VALUES:
+                # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                if not MWG % (MDIMC * VWM) == 0:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
+                for MDIMA in MDIMA__VALUES:
+                    # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                    if not MWG % (MDIMA * VWM) == 0:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key6)):
+                    if _key6[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key6.append(_key)
+                    _w6.append(_wr)
+                    _par6.append(_r)
+                    _v6_VWM.append(VWM)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w6[_slot] += _wr
+                    if np.random.random() * _w6[_slot] < _wr:
+                        _par6[_slot] = _r
+                        _v6_VWM[_slot] = VWM
+        # -- depth 6: expand each stratum's representative over MDIMA
+        _w7 = [0.0 for _ in range(0)]  # depth 7: the strata's weights,
+        _key7 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par7 = [0 for _ in range(0)]  # the representatives' parents at depth 6
+        _v7_MDIMA = []  # and their values
+        for _r in range(len(_w6)):
+            _wr = _w6[_r]
+            _p = _r
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
+            for MDIMA in MDIMA__VALUES:
+                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                if not MWG % (MDIMA * VWM) == 0:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
+                for NDIMC in NDIMC__VALUES:
+                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                        if _live:
+                            continue
+                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
+                        if _live:
+                            continue
+                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
+                        if _live:
+                            continue
+                    # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+                    threads = MDIMC * NDIMC
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key7)):
+                    if _key7[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key7.append(_key)
+                    _w7.append(_wr)
+                    _par7.append(_r)
+                    _v7_MDIMA.append(MDIMA)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w7[_slot] += _wr
+                    if np.random.random() * _w7[_slot] < _wr:
+                        _par7[_slot] = _r
+                        _v7_MDIMA[_slot] = MDIMA
+        # -- depth 7: expand each stratum's representative over NDIMC
+        _w8 = [0.0 for _ in range(0)]  # depth 8: the strata's weights,
+        _key8 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par8 = [0 for _ in range(0)]  # the representatives' parents at depth 7
+        _v8_NDIMC = []  # and their values
+        for _r in range(len(_w7)):
+            _wr = _w7[_r]
+            _p = _r
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
+            for NDIMC in NDIMC__VALUES:
+                # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                    if _live:
+                        continue
+                if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
+                    if _live:
+                        continue
+                # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
+                    if _live:
+                        continue
+                # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+                threads = MDIMC * NDIMC
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
+                for VWN in VWN__VALUES:
+                    # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                    if not NWG % (NDIMC * VWN) == 0:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key8)):
+                    if _key8[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key8.append(_key)
+                    _w8.append(_wr)
+                    _par8.append(_r)
+                    _v8_NDIMC.append(NDIMC)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w8[_slot] += _wr
+                    if np.random.random() * _w8[_slot] < _wr:
+                        _par8[_slot] = _r
+                        _v8_NDIMC[_slot] = NDIMC
+        # -- depth 8: expand each stratum's representative over VWN
+        _w9 = [0.0 for _ in range(0)]  # depth 9: the strata's weights,
+        _key9 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par9 = [0 for _ in range(0)]  # the representatives' parents at depth 8
+        _v9_VWN = []  # and their values
+        for _r in range(len(_w8)):
+            _wr = _w8[_r]
+            _p = _r
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+            threads = MDIMC * NDIMC
+            # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
+            for VWN in VWN__VALUES:
+                # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                if not NWG % (NDIMC * VWN) == 0:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
+                for NDIMB in NDIMB__VALUES:
+                    # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                    if not NWG % (NDIMB * VWN) == 0:
+                        if _live:
+                            continue
+                    # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                    if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                        if _live:
+                            continue
+                    if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key9)):
+                    if _key9[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key9.append(_key)
+                    _w9.append(_wr)
+                    _par9.append(_r)
+                    _v9_VWN.append(VWN)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w9[_slot] += _wr
+                    if np.random.random() * _w9[_slot] < _wr:
+                        _par9[_slot] = _r
+                        _v9_VWN[_slot] = VWN
+        # -- depth 9: expand each stratum's representative over NDIMB
+        _w10 = [0.0 for _ in range(0)]  # depth 10: the strata's weights,
+        _key10 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par10 = [0 for _ in range(0)]  # the representatives' parents at depth 9
+        _v10_NDIMB = []  # and their values
+        for _r in range(len(_w9)):
+            _wr = _w9[_r]
+            _p = _r
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+            threads = MDIMC * NDIMC
+            # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
+            for NDIMB in NDIMB__VALUES:
+                # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
+                if not NWG % (NDIMB * VWN) == 0:
+                    if _live:
+                        continue
+                # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
+                if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                    if _live:
+                        continue
+                if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
+                for SA in SA__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key10)):
+                    if _key10[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key10.append(_key)
+                    _w10.append(_wr)
+                    _par10.append(_r)
+                    _v10_NDIMB.append(NDIMB)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w10[_slot] += _wr
+                    if np.random.random() * _w10[_slot] < _wr:
+                        _par10[_slot] = _r
+                        _v10_NDIMB[_slot] = NDIMB
+        # -- depth 10: expand each stratum's representative over SA
+        _w11 = [0.0 for _ in range(0)]  # depth 11: the strata's weights,
+        _key11 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par11 = [0 for _ in range(0)]  # the representatives' parents at depth 10
+        _v11_SA = []  # and their values
+        for _r in range(len(_w10)):
+            _wr = _w10[_r]
+            _p = _r
+            NDIMB = _v10_NDIMB[_p]
+            _p = _par10[_p]
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+            threads = MDIMC * NDIMC
+            # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
+            for SA in SA__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 11: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
+                for SB in SB__VALUES:
+                    # derived local_mem (spaces/gemm_clblast.py:101): (SA * MWG + SB * NWG) * KWG * 4
+                    local_mem = (SA * MWG + SB * NWG) * KWG * 4
+                    # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
+                    resident = min(16, 1024 // threads, 65536 // max(local_mem, 1) if local_mem > 0 else 16)
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key11)):
+                    if _key11[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key11.append(_key)
+                    _w11.append(_wr)
+                    _par11.append(_r)
+                    _v11_SA.append(SA)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w11[_slot] += _wr
+                    if np.random.random() * _w11[_slot] < _wr:
+                        _par11[_slot] = _r
+                        _v11_SA[_slot] = SA
+        # -- depth 11: expand each stratum's representative over SB
+        _w12 = [0.0 for _ in range(0)]  # depth 12: the strata's weights,
+        _key12 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par12 = [0 for _ in range(0)]  # the representatives' parents at depth 11
+        _v12_SB = []  # and their values
+        for _r in range(len(_w11)):
+            _wr = _w11[_r]
+            _p = _r
+            SA = _v11_SA[_p]
+            _p = _par11[_p]
+            NDIMB = _v10_NDIMB[_p]
+            _p = _par10[_p]
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # derived threads (spaces/gemm_clblast.py:99): MDIMC * NDIMC
+            threads = MDIMC * NDIMC
+            # loop 11: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
+            for SB in SB__VALUES:
+                # derived local_mem (spaces/gemm_clblast.py:101): (SA * MWG + SB * NWG) * KWG * 4
+                local_mem = (SA * MWG + SB * NWG) * KWG * 4
+                # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
+                resident = min(16, 1024 // threads, 65536 // max(local_mem, 1) if local_mem > 0 else 16)
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 12: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
+                for GEMMK in GEMMK__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key12)):
+                    if _key12[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key12.append(_key)
+                    _w12.append(_wr)
+                    _par12.append(_r)
+                    _v12_SB.append(SB)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w12[_slot] += _wr
+                    if np.random.random() * _w12[_slot] < _wr:
+                        _par12[_slot] = _r
+                        _v12_SB[_slot] = SB
+        # -- depth 12: expand each stratum's representative over GEMMK
+        _w13 = [0.0 for _ in range(0)]  # depth 13: the strata's weights,
+        _key13 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par13 = [0 for _ in range(0)]  # the representatives' parents at depth 12
+        _v13_GEMMK = []  # and their values
+        for _r in range(len(_w12)):
+            _wr = _w12[_r]
+            _p = _r
+            SB = _v12_SB[_p]
+            _p = _par12[_p]
+            SA = _v11_SA[_p]
+            _p = _par11[_p]
+            NDIMB = _v10_NDIMB[_p]
+            _p = _par10[_p]
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 12: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
+            for GEMMK in GEMMK__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 13: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
+                for STRM in STRM__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key13)):
+                    if _key13[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key13.append(_key)
+                    _w13.append(_wr)
+                    _par13.append(_r)
+                    _v13_GEMMK.append(GEMMK)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w13[_slot] += _wr
+                    if np.random.random() * _w13[_slot] < _wr:
+                        _par13[_slot] = _r
+                        _v13_GEMMK[_slot] = GEMMK
+        # -- depth 13: expand each stratum's representative over STRM
+        _w14 = [0.0 for _ in range(0)]  # depth 14: the strata's weights,
+        _key14 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par14 = [0 for _ in range(0)]  # the representatives' parents at depth 13
+        _v14_STRM = []  # and their values
+        for _r in range(len(_w13)):
+            _wr = _w13[_r]
+            _p = _r
+            GEMMK = _v13_GEMMK[_p]
+            _p = _par13[_p]
+            SB = _v12_SB[_p]
+            _p = _par12[_p]
+            SA = _v11_SA[_p]
+            _p = _par11[_p]
+            NDIMB = _v10_NDIMB[_p]
+            _p = _par10[_p]
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 13: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
+            for STRM in STRM__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 14: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
+                for STRN in STRN__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key14)):
+                    if _key14[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key14.append(_key)
+                    _w14.append(_wr)
+                    _par14.append(_r)
+                    _v14_STRM.append(STRM)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w14[_slot] += _wr
+                    if np.random.random() * _w14[_slot] < _wr:
+                        _par14[_slot] = _r
+                        _v14_STRM[_slot] = STRM
+        # -- depth 14: expand each stratum's representative over STRN
+        _w15 = [0.0 for _ in range(0)]  # depth 15: the strata's weights,
+        _key15 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par15 = [0 for _ in range(0)]  # the representatives' parents at depth 14
+        _v15_STRN = []  # and their values
+        for _r in range(len(_w14)):
+            _wr = _w14[_r]
+            _p = _r
+            STRM = _v14_STRM[_p]
+            _p = _par14[_p]
+            GEMMK = _v13_GEMMK[_p]
+            _p = _par13[_p]
+            SB = _v12_SB[_p]
+            _p = _par12[_p]
+            SA = _v11_SA[_p]
+            _p = _par11[_p]
+            NDIMB = _v10_NDIMB[_p]
+            _p = _par10[_p]
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 14: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
+            for STRN in STRN__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
+                for KREG in KREG__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key15)):
+                    if _key15[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key15.append(_key)
+                    _w15.append(_wr)
+                    _par15.append(_r)
+                    _v15_STRN.append(STRN)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w15[_slot] += _wr
+                    if np.random.random() * _w15[_slot] < _wr:
+                        _par15[_slot] = _r
+                        _v15_STRN[_slot] = STRN
+        # -- depth 15: expand each stratum's representative over KREG
+        _w16 = [0.0 for _ in range(0)]  # depth 16: the strata's weights,
+        _key16 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par16 = [0 for _ in range(0)]  # the representatives' parents at depth 15
+        _v16_KREG = []  # and their values
+        for _r in range(len(_w15)):
+            _wr = _w15[_r]
+            _p = _r
+            STRN = _v15_STRN[_p]
+            _p = _par15[_p]
+            STRM = _v14_STRM[_p]
+            _p = _par14[_p]
+            GEMMK = _v13_GEMMK[_p]
+            _p = _par13[_p]
+            SB = _v12_SB[_p]
+            _p = _par12[_p]
+            SA = _v11_SA[_p]
+            _p = _par11[_p]
+            NDIMB = _v10_NDIMB[_p]
+            _p = _par10[_p]
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
+            for KREG in KREG__VALUES:
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
+                for PRECISION in PRECISION__VALUES:
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key16)):
+                    if _key16[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key16.append(_key)
+                    _w16.append(_wr)
+                    _par16.append(_r)
+                    _v16_KREG.append(KREG)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w16[_slot] += _wr
+                    if np.random.random() * _w16[_slot] < _wr:
+                        _par16[_slot] = _r
+                        _v16_KREG[_slot] = KREG
+        # -- depth 16: expand each stratum's representative over PRECISION
+        for _r in range(len(_w16)):
+            _wr = _w16[_r]
+            _p = _r
+            KREG = _v16_KREG[_p]
+            _p = _par16[_p]
+            STRN = _v15_STRN[_p]
+            _p = _par15[_p]
+            STRM = _v14_STRM[_p]
+            _p = _par14[_p]
+            GEMMK = _v13_GEMMK[_p]
+            _p = _par13[_p]
+            SB = _v12_SB[_p]
+            _p = _par12[_p]
+            SA = _v11_SA[_p]
+            _p = _par11[_p]
+            NDIMB = _v10_NDIMB[_p]
+            _p = _par10[_p]
+            VWN = _v9_VWN[_p]
+            _p = _par9[_p]
+            NDIMC = _v8_NDIMC[_p]
+            _p = _par8[_p]
+            MDIMA = _v7_MDIMA[_p]
+            _p = _par7[_p]
+            VWM = _v6_VWM[_p]
+            _p = _par6[_p]
+            MDIMC = _v5_MDIMC[_p]
+            _p = _par5[_p]
+            NWG = _v4_NWG[_p]
+            _p = _par4[_p]
+            MWG = _v3_MWG[_p]
+            _p = _par3[_p]
+            KWI = _v2_KWI[_p]
+            _p = _par2[_p]
+            KWG = _v1_KWG[_p]
+            # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
+            for PRECISION in PRECISION__VALUES:
+                _est += _wr  # a leaf
+        _total += _est
+        _total_sq += _est * _est
     return _total, _total_sq

@@ -53,11 +53,14 @@ cache_hint__VALUES = ('default', 'streaming')
 
 STAT_SLOTS = ('vec', 'vector_too_wide', 'final_stage', 'no_warp_shuffle', 'unroll_last_warp', 'redundant_last_warp', 'combine', 'no_double_atomics', 'threads', 'smem', 'blocks_per_sm', 'over_threads_per_sm', 'over_smem', 'grid', 'long_tail', 'unroll', 'elems_per_pass', 'too_little_work', 'load_regs', 'bytes_in_flight', 'latency_bound', 'accumulators', 'uneven_accumulators', 'regs', 'over_regs', 'over_regs_per_sm', 'cache_hint',)  # _rejections[i] counts what slot i rejected or raised
 
+SPLIT_LEVEL = 6  # chunks of the work split the nest below this many outer levels
 
-@numba.njit(cache=True, error_model='python')
-def count():
-    """Number of valid configurations."""
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def count(_lo, _hi):
+    """Number of valid configurations below split nodes _lo <= node < _hi."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
     for vec in vec__VALUES:
         # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
@@ -97,6 +100,12 @@ def count():
                             # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
                             if combine == 'last_block' and grid > 4 * threads:
                                 continue
+                            # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                            _node += 1
+                            if _node <= _lo:
+                                continue
+                            if _node > _hi:
+                                return _n
                             # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
                             for unroll in unroll__VALUES:
                                 # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
@@ -127,11 +136,13 @@ def count():
                                     _n += 2  # the innermost loops (cache_hint) test nothing: counted, not iterated
     return _n
 
-@numba.njit(cache=True, error_model='python')
-def count_with_stats(_visits, _rejections):
+@numba.njit(cache=True, error_model='python', nogil=True)
+def count_with_stats(_visits, _rejections, _lo, _hi):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
-    or errors (division by zero...) per STAT_SLOTS to _rejections."""
+    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
+    SPLIT_LEVEL are walked whole whatever the chunk."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
     for vec in vec__VALUES:
         _visits[0] += 1
@@ -184,6 +195,12 @@ def count_with_stats(_visits, _rejections):
                             if combine == 'last_block' and grid > 4 * threads:
                                 _rejections[14] += 1
                                 continue
+                            # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                            _node += 1
+                            if _node <= _lo:
+                                continue
+                            if _node > _hi:
+                                continue
                             # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
                             for unroll in unroll__VALUES:
                                 _visits[6] += 1
@@ -225,10 +242,12 @@ def count_with_stats(_visits, _rejections):
                                         _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
-def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_threads, _col_blocks_per_sm, _col_unroll, _col_accumulators, _col_cache_hint):
-    """Write every valid configuration into the columns (string values as indices)."""
+@numba.njit(cache=True, error_model='python', nogil=True)
+def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_threads, _col_blocks_per_sm, _col_unroll, _col_accumulators, _col_cache_hint, _lo, _hi):
+    """Write every valid configuration below split nodes _lo <= node < _hi into the
+    columns (string values as indices)."""
     _n = 0
+    _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
     for vec in vec__VALUES:
         # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
@@ -268,6 +287,12 @@ def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_t
                             # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
                             if combine == 'last_block' and grid > 4 * threads:
                                 continue
+                            # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
+                            _node += 1
+                            if _node <= _lo:
+                                continue
+                            if _node > _hi:
+                                return _n
                             # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
                             for unroll in unroll__VALUES:
                                 # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
@@ -310,7 +335,141 @@ def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_t
                                         _n += 1
     return _n
 
-@numba.njit(cache=True, error_model='python')
+@numba.njit(cache=True, error_model='python', nogil=True)
+def census(_samples, _seed, _estimates):
+    """The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of
+    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate
+    of the valid configurations in its subtree). Returns how many split nodes there are."""
+    np.random.seed(_seed)
+    _node = 0
+    # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
+    for vec in vec__VALUES:
+        # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
+        if vec * elem_bytes > 16:
+            continue
+        # loop 1: iterator final_stage (spaces/reduction.py:82): values('shared_tree', 'warp_shuffle')
+        for final_stage__index in range(2):
+            final_stage = final_stage__VALUES[final_stage__index]
+            # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
+            if final_stage == 'warp_shuffle' and (cc < 3.0):
+                continue
+            # loop 2: iterator unroll_last_warp (spaces/reduction.py:83): values(0, 1)
+            for unroll_last_warp in unroll_last_warp__VALUES:
+                # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
+                if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
+                    continue
+                # loop 3: iterator combine (spaces/reduction.py:84): values('atomic', 'two_pass', 'last_block')
+                for combine__index in range(3):
+                    combine = combine__VALUES[combine__index]
+                    # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
+                    if (combine == 'atomic' and (acc_bytes == 8)) and (cc < 6.0):
+                        continue
+                    # loop 4: iterator threads (spaces/reduction.py:70): threads()
+                    for threads in threads__VALUES:
+                        # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                        smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                        # loop 5: iterator blocks_per_sm (spaces/reduction.py:81): range(1, max_blocks_per_sm + 1, 1)
+                        for blocks_per_sm in range(1, max_blocks_per_sm + 1):
+                            # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
+                            if blocks_per_sm * threads > max_threads_per_sm:
+                                continue
+                            # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
+                            if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
+                                continue
+                            # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
+                            grid = blocks_per_sm * sm_count
+                            # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
+                            if combine == 'last_block' and grid > 4 * threads:
+                                continue
+                            _node += 1
+                            if _node > _estimates.shape[0]:  # only counting the split nodes
+                                continue
+                            _total = 0.0
+                            for _sample in range(_samples):
+                                _w = 1.0  # the product of the domain sizes chosen from so far
+                                unroll__passed = 0
+                                # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
+                                for unroll in unroll__VALUES:
+                                    # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
+                                    elems_per_pass = grid * threads * vec * unroll
+                                    # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
+                                    if N < elems_per_pass * min_passes:
+                                        continue
+                                    # derived load_regs (spaces/reduction.py:90): (inputs * unroll * vec * elem_bytes + 3) // 4
+                                    load_regs = (inputs * unroll * vec * elem_bytes + 3) // 4
+                                    # derived bytes_in_flight (spaces/reduction.py:93): blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                                    bytes_in_flight = blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                                    # filter latency_bound (spaces/reduction.py:103): rejects when bytes_in_flight < bytes_in_flight_needed
+                                    if bytes_in_flight < bytes_in_flight_needed:
+                                        continue
+                                    unroll__passed += 1
+                                    if np.random.randint(0, unroll__passed) == 0:
+                                        unroll__chosen = unroll
+                                if unroll__passed == 0:  # nothing passes this level
+                                    continue
+                                _w *= unroll__passed
+                                unroll = unroll__chosen
+                                # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
+                                elems_per_pass = grid * threads * vec * unroll
+                                # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
+                                if N < elems_per_pass * min_passes:
+                                    continue
+                                # derived load_regs (spaces/reduction.py:90): (inputs * unroll * vec * elem_bytes + 3) // 4
+                                load_regs = (inputs * unroll * vec * elem_bytes + 3) // 4
+                                # derived bytes_in_flight (spaces/reduction.py:93): blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                                bytes_in_flight = blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                                # filter latency_bound (spaces/reduction.py:103): rejects when bytes_in_flight < bytes_in_flight_needed
+                                if bytes_in_flight < bytes_in_flight_needed:
+                                    continue
+                                accumulators__passed = 0
+                                # loop 7: iterator accumulators (spaces/reduction.py:80): range(1, unroll + 1, 1)
+                                for accumulators in range(1, unroll + 1):
+                                    # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
+                                    if unroll % accumulators != 0:
+                                        continue
+                                    # derived regs (spaces/reduction.py:91): 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                                    regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                                    # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
+                                    if regs > max_regs_per_thread:
+                                        continue
+                                    # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
+                                    if blocks_per_sm * threads * regs > regs_per_sm:
+                                        continue
+                                    accumulators__passed += 1
+                                    if np.random.randint(0, accumulators__passed) == 0:
+                                        accumulators__chosen = accumulators
+                                if accumulators__passed == 0:  # nothing passes this level
+                                    continue
+                                _w *= accumulators__passed
+                                accumulators = accumulators__chosen
+                                # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
+                                if unroll % accumulators != 0:
+                                    continue
+                                # derived regs (spaces/reduction.py:91): 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                                regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                                # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
+                                if regs > max_regs_per_thread:
+                                    continue
+                                # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
+                                if blocks_per_sm * threads * regs > regs_per_sm:
+                                    continue
+                                cache_hint__passed = 0
+                                # loop 8: iterator cache_hint (spaces/reduction.py:85): values('default', 'streaming')
+                                for cache_hint__index in range(2):
+                                    cache_hint = cache_hint__VALUES[cache_hint__index]
+                                    cache_hint__passed += 1
+                                    if np.random.randint(0, cache_hint__passed) == 0:
+                                        cache_hint__chosen = cache_hint__index
+                                if cache_hint__passed == 0:  # nothing passes this level
+                                    continue
+                                _w *= cache_hint__passed
+                                cache_hint__index = cache_hint__chosen
+                                cache_hint = cache_hint__VALUES[cache_hint__index]
+                                _total += _w
+                            _estimates[_node - 1] = _total / _samples
+    return _node
+
+@numba.njit(cache=True, error_model='python', nogil=True)
 def probe(_samples, _seed):
     """Knuth's estimator: _samples random descents through the nest; at each level one
     value is chosen uniformly among those its filters let through, and a descent that
@@ -516,4 +675,489 @@ def probe(_samples, _seed):
         cache_hint = cache_hint__VALUES[cache_hint__index]
         _total += _w
         _total_sq += _w * _w
+    return _total, _total_sq
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def chen(_runs, _seed):
+    """Chen's heuristic sampling: _runs independent runs, each unbiased. A run keeps one
+    representative and a weight per stratum (depth, passes of the next level: see
+    _ChenWriter) and expands the strata depth by depth; a child joins its stratum's
+    weight and replaces its representative with probability (its weight) / (the new
+    weight); the run's estimate is the weight of the leaves it reached. Returns the sum
+    and sum of squares of the runs' estimates."""
+    np.random.seed(_seed)
+    _live = _runs > 0  # true where it is read: see _ChenWriter.reject
+    _total = 0.0
+    _total_sq = 0.0
+    for _run in range(_runs):
+        _est = 0.0  # this run's estimate: the weights of the leaves reached
+        _w0 = [1.0]  # depth 0: the root, alone in its stratum
+        # -- depth 0: expand each stratum's representative over vec
+        _w1 = [0.0 for _ in range(0)]  # depth 1: the strata's weights,
+        _key1 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par1 = [0 for _ in range(0)]  # the representatives' parents at depth 0
+        _v1_vec = []  # and their values
+        for _r in range(len(_w0)):
+            _wr = _w0[_r]
+            # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
+            for vec in vec__VALUES:
+                # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
+                if vec * elem_bytes > 16:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 1: iterator final_stage (spaces/reduction.py:82): values('shared_tree', 'warp_shuffle')
+                for final_stage__index in range(2):
+                    final_stage = final_stage__VALUES[final_stage__index]
+                    # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
+                    if final_stage == 'warp_shuffle' and (cc < 3.0):
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key1)):
+                    if _key1[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key1.append(_key)
+                    _w1.append(_wr)
+                    _par1.append(_r)
+                    _v1_vec.append(vec)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w1[_slot] += _wr
+                    if np.random.random() * _w1[_slot] < _wr:
+                        _par1[_slot] = _r
+                        _v1_vec[_slot] = vec
+        # -- depth 1: expand each stratum's representative over final_stage
+        _w2 = [0.0 for _ in range(0)]  # depth 2: the strata's weights,
+        _key2 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par2 = [0 for _ in range(0)]  # the representatives' parents at depth 1
+        _v2_final_stage__index = []  # and their values
+        for _r in range(len(_w1)):
+            _wr = _w1[_r]
+            _p = _r
+            vec = _v1_vec[_p]
+            # loop 1: iterator final_stage (spaces/reduction.py:82): values('shared_tree', 'warp_shuffle')
+            for final_stage__index in range(2):
+                final_stage = final_stage__VALUES[final_stage__index]
+                # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
+                if final_stage == 'warp_shuffle' and (cc < 3.0):
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 2: iterator unroll_last_warp (spaces/reduction.py:83): values(0, 1)
+                for unroll_last_warp in unroll_last_warp__VALUES:
+                    # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
+                    if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key2)):
+                    if _key2[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key2.append(_key)
+                    _w2.append(_wr)
+                    _par2.append(_r)
+                    _v2_final_stage__index.append(final_stage__index)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w2[_slot] += _wr
+                    if np.random.random() * _w2[_slot] < _wr:
+                        _par2[_slot] = _r
+                        _v2_final_stage__index[_slot] = final_stage__index
+        # -- depth 2: expand each stratum's representative over unroll_last_warp
+        _w3 = [0.0 for _ in range(0)]  # depth 3: the strata's weights,
+        _key3 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par3 = [0 for _ in range(0)]  # the representatives' parents at depth 2
+        _v3_unroll_last_warp = []  # and their values
+        for _r in range(len(_w2)):
+            _wr = _w2[_r]
+            _p = _r
+            final_stage__index = _v2_final_stage__index[_p]
+            final_stage = final_stage__VALUES[final_stage__index]
+            _p = _par2[_p]
+            vec = _v1_vec[_p]
+            # loop 2: iterator unroll_last_warp (spaces/reduction.py:83): values(0, 1)
+            for unroll_last_warp in unroll_last_warp__VALUES:
+                # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
+                if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 3: iterator combine (spaces/reduction.py:84): values('atomic', 'two_pass', 'last_block')
+                for combine__index in range(3):
+                    combine = combine__VALUES[combine__index]
+                    # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
+                    if (combine == 'atomic' and (acc_bytes == 8)) and (cc < 6.0):
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key3)):
+                    if _key3[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key3.append(_key)
+                    _w3.append(_wr)
+                    _par3.append(_r)
+                    _v3_unroll_last_warp.append(unroll_last_warp)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w3[_slot] += _wr
+                    if np.random.random() * _w3[_slot] < _wr:
+                        _par3[_slot] = _r
+                        _v3_unroll_last_warp[_slot] = unroll_last_warp
+        # -- depth 3: expand each stratum's representative over combine
+        _w4 = [0.0 for _ in range(0)]  # depth 4: the strata's weights,
+        _key4 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par4 = [0 for _ in range(0)]  # the representatives' parents at depth 3
+        _v4_combine__index = []  # and their values
+        for _r in range(len(_w3)):
+            _wr = _w3[_r]
+            _p = _r
+            unroll_last_warp = _v3_unroll_last_warp[_p]
+            _p = _par3[_p]
+            final_stage__index = _v2_final_stage__index[_p]
+            final_stage = final_stage__VALUES[final_stage__index]
+            _p = _par2[_p]
+            vec = _v1_vec[_p]
+            # loop 3: iterator combine (spaces/reduction.py:84): values('atomic', 'two_pass', 'last_block')
+            for combine__index in range(3):
+                combine = combine__VALUES[combine__index]
+                # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
+                if (combine == 'atomic' and (acc_bytes == 8)) and (cc < 6.0):
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 4: iterator threads (spaces/reduction.py:70): threads()
+                for threads in threads__VALUES:
+                    # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                    smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key4)):
+                    if _key4[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key4.append(_key)
+                    _w4.append(_wr)
+                    _par4.append(_r)
+                    _v4_combine__index.append(combine__index)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w4[_slot] += _wr
+                    if np.random.random() * _w4[_slot] < _wr:
+                        _par4[_slot] = _r
+                        _v4_combine__index[_slot] = combine__index
+        # -- depth 4: expand each stratum's representative over threads
+        _w5 = [0.0 for _ in range(0)]  # depth 5: the strata's weights,
+        _key5 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par5 = [0 for _ in range(0)]  # the representatives' parents at depth 4
+        _v5_threads = []  # and their values
+        for _r in range(len(_w4)):
+            _wr = _w4[_r]
+            _p = _r
+            combine__index = _v4_combine__index[_p]
+            combine = combine__VALUES[combine__index]
+            _p = _par4[_p]
+            unroll_last_warp = _v3_unroll_last_warp[_p]
+            _p = _par3[_p]
+            final_stage__index = _v2_final_stage__index[_p]
+            final_stage = final_stage__VALUES[final_stage__index]
+            _p = _par2[_p]
+            vec = _v1_vec[_p]
+            # loop 4: iterator threads (spaces/reduction.py:70): threads()
+            for threads in threads__VALUES:
+                # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 5: iterator blocks_per_sm (spaces/reduction.py:81): range(1, max_blocks_per_sm + 1, 1)
+                for blocks_per_sm in range(1, max_blocks_per_sm + 1):
+                    # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
+                    if blocks_per_sm * threads > max_threads_per_sm:
+                        if _live:
+                            continue
+                    # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
+                    if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
+                        if _live:
+                            continue
+                    # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
+                    grid = blocks_per_sm * sm_count
+                    # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
+                    if combine == 'last_block' and grid > 4 * threads:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key5)):
+                    if _key5[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key5.append(_key)
+                    _w5.append(_wr)
+                    _par5.append(_r)
+                    _v5_threads.append(threads)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w5[_slot] += _wr
+                    if np.random.random() * _w5[_slot] < _wr:
+                        _par5[_slot] = _r
+                        _v5_threads[_slot] = threads
+        # -- depth 5: expand each stratum's representative over blocks_per_sm
+        _w6 = [0.0 for _ in range(0)]  # depth 6: the strata's weights,
+        _key6 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par6 = [0 for _ in range(0)]  # the representatives' parents at depth 5
+        _v6_blocks_per_sm = []  # and their values
+        for _r in range(len(_w5)):
+            _wr = _w5[_r]
+            _p = _r
+            threads = _v5_threads[_p]
+            _p = _par5[_p]
+            combine__index = _v4_combine__index[_p]
+            combine = combine__VALUES[combine__index]
+            _p = _par4[_p]
+            unroll_last_warp = _v3_unroll_last_warp[_p]
+            _p = _par3[_p]
+            final_stage__index = _v2_final_stage__index[_p]
+            final_stage = final_stage__VALUES[final_stage__index]
+            _p = _par2[_p]
+            vec = _v1_vec[_p]
+            # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+            smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+            # loop 5: iterator blocks_per_sm (spaces/reduction.py:81): range(1, max_blocks_per_sm + 1, 1)
+            for blocks_per_sm in range(1, max_blocks_per_sm + 1):
+                # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
+                if blocks_per_sm * threads > max_threads_per_sm:
+                    if _live:
+                        continue
+                # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
+                if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
+                    if _live:
+                        continue
+                # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
+                grid = blocks_per_sm * sm_count
+                # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
+                if combine == 'last_block' and grid > 4 * threads:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
+                for unroll in unroll__VALUES:
+                    # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
+                    elems_per_pass = grid * threads * vec * unroll
+                    # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
+                    if N < elems_per_pass * min_passes:
+                        if _live:
+                            continue
+                    # derived load_regs (spaces/reduction.py:90): (inputs * unroll * vec * elem_bytes + 3) // 4
+                    load_regs = (inputs * unroll * vec * elem_bytes + 3) // 4
+                    # derived bytes_in_flight (spaces/reduction.py:93): blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                    bytes_in_flight = blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                    # filter latency_bound (spaces/reduction.py:103): rejects when bytes_in_flight < bytes_in_flight_needed
+                    if bytes_in_flight < bytes_in_flight_needed:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key6)):
+                    if _key6[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key6.append(_key)
+                    _w6.append(_wr)
+                    _par6.append(_r)
+                    _v6_blocks_per_sm.append(blocks_per_sm)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w6[_slot] += _wr
+                    if np.random.random() * _w6[_slot] < _wr:
+                        _par6[_slot] = _r
+                        _v6_blocks_per_sm[_slot] = blocks_per_sm
+        # -- depth 6: expand each stratum's representative over unroll
+        _w7 = [0.0 for _ in range(0)]  # depth 7: the strata's weights,
+        _key7 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par7 = [0 for _ in range(0)]  # the representatives' parents at depth 6
+        _v7_unroll = []  # and their values
+        for _r in range(len(_w6)):
+            _wr = _w6[_r]
+            _p = _r
+            blocks_per_sm = _v6_blocks_per_sm[_p]
+            _p = _par6[_p]
+            threads = _v5_threads[_p]
+            _p = _par5[_p]
+            combine__index = _v4_combine__index[_p]
+            combine = combine__VALUES[combine__index]
+            _p = _par4[_p]
+            unroll_last_warp = _v3_unroll_last_warp[_p]
+            _p = _par3[_p]
+            final_stage__index = _v2_final_stage__index[_p]
+            final_stage = final_stage__VALUES[final_stage__index]
+            _p = _par2[_p]
+            vec = _v1_vec[_p]
+            # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
+            grid = blocks_per_sm * sm_count
+            # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
+            for unroll in unroll__VALUES:
+                # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
+                elems_per_pass = grid * threads * vec * unroll
+                # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
+                if N < elems_per_pass * min_passes:
+                    if _live:
+                        continue
+                # derived load_regs (spaces/reduction.py:90): (inputs * unroll * vec * elem_bytes + 3) // 4
+                load_regs = (inputs * unroll * vec * elem_bytes + 3) // 4
+                # derived bytes_in_flight (spaces/reduction.py:93): blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                bytes_in_flight = blocks_per_sm * threads * unroll * vec * elem_bytes * inputs
+                # filter latency_bound (spaces/reduction.py:103): rejects when bytes_in_flight < bytes_in_flight_needed
+                if bytes_in_flight < bytes_in_flight_needed:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 7: iterator accumulators (spaces/reduction.py:80): range(1, unroll + 1, 1)
+                for accumulators in range(1, unroll + 1):
+                    # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
+                    if unroll % accumulators != 0:
+                        if _live:
+                            continue
+                    # derived regs (spaces/reduction.py:91): 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                    regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                    # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
+                    if regs > max_regs_per_thread:
+                        if _live:
+                            continue
+                    # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
+                    if blocks_per_sm * threads * regs > regs_per_sm:
+                        if _live:
+                            continue
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key7)):
+                    if _key7[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key7.append(_key)
+                    _w7.append(_wr)
+                    _par7.append(_r)
+                    _v7_unroll.append(unroll)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w7[_slot] += _wr
+                    if np.random.random() * _w7[_slot] < _wr:
+                        _par7[_slot] = _r
+                        _v7_unroll[_slot] = unroll
+        # -- depth 7: expand each stratum's representative over accumulators
+        _w8 = [0.0 for _ in range(0)]  # depth 8: the strata's weights,
+        _key8 = [0 for _ in range(0)]  # keys (the stratifier),
+        _par8 = [0 for _ in range(0)]  # the representatives' parents at depth 7
+        _v8_accumulators = []  # and their values
+        for _r in range(len(_w7)):
+            _wr = _w7[_r]
+            _p = _r
+            unroll = _v7_unroll[_p]
+            _p = _par7[_p]
+            blocks_per_sm = _v6_blocks_per_sm[_p]
+            _p = _par6[_p]
+            threads = _v5_threads[_p]
+            _p = _par5[_p]
+            combine__index = _v4_combine__index[_p]
+            combine = combine__VALUES[combine__index]
+            _p = _par4[_p]
+            unroll_last_warp = _v3_unroll_last_warp[_p]
+            _p = _par3[_p]
+            final_stage__index = _v2_final_stage__index[_p]
+            final_stage = final_stage__VALUES[final_stage__index]
+            _p = _par2[_p]
+            vec = _v1_vec[_p]
+            # derived load_regs (spaces/reduction.py:90): (inputs * unroll * vec * elem_bytes + 3) // 4
+            load_regs = (inputs * unroll * vec * elem_bytes + 3) // 4
+            # loop 7: iterator accumulators (spaces/reduction.py:80): range(1, unroll + 1, 1)
+            for accumulators in range(1, unroll + 1):
+                # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
+                if unroll % accumulators != 0:
+                    if _live:
+                        continue
+                # derived regs (spaces/reduction.py:91): 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
+                # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
+                if regs > max_regs_per_thread:
+                    if _live:
+                        continue
+                # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
+                if blocks_per_sm * threads * regs > regs_per_sm:
+                    if _live:
+                        continue
+                _h = 0  # the lookahead: values of the next unit that pass its filters
+                # loop 8: iterator cache_hint (spaces/reduction.py:85): values('default', 'streaming')
+                for cache_hint__index in range(2):
+                    cache_hint = cache_hint__VALUES[cache_hint__index]
+                    _h += 1
+                if _h == 0:  # no completion: would contribute 0
+                    continue
+                _key = _h
+                _slot = -1
+                for _i in range(len(_key8)):
+                    if _key8[_i] == _key:
+                        _slot = _i
+                        break
+                if _slot < 0:  # a new stratum: this child represents it
+                    _key8.append(_key)
+                    _w8.append(_wr)
+                    _par8.append(_r)
+                    _v8_accumulators.append(accumulators)
+                else:  # the stratum grows; the child replaces its representative with probability _wr / W
+                    _w8[_slot] += _wr
+                    if np.random.random() * _w8[_slot] < _wr:
+                        _par8[_slot] = _r
+                        _v8_accumulators[_slot] = accumulators
+        # -- depth 8: expand each stratum's representative over cache_hint
+        for _r in range(len(_w8)):
+            _wr = _w8[_r]
+            _p = _r
+            accumulators = _v8_accumulators[_p]
+            _p = _par8[_p]
+            unroll = _v7_unroll[_p]
+            _p = _par7[_p]
+            blocks_per_sm = _v6_blocks_per_sm[_p]
+            _p = _par6[_p]
+            threads = _v5_threads[_p]
+            _p = _par5[_p]
+            combine__index = _v4_combine__index[_p]
+            combine = combine__VALUES[combine__index]
+            _p = _par4[_p]
+            unroll_last_warp = _v3_unroll_last_warp[_p]
+            _p = _par3[_p]
+            final_stage__index = _v2_final_stage__index[_p]
+            final_stage = final_stage__VALUES[final_stage__index]
+            _p = _par2[_p]
+            vec = _v1_vec[_p]
+            # loop 8: iterator cache_hint (spaces/reduction.py:85): values('default', 'streaming')
+            for cache_hint__index in range(2):
+                cache_hint = cache_hint__VALUES[cache_hint__index]
+                _est += _wr  # a leaf
+        _total += _est
+        _total_sq += _est * _est
     return _total, _total_sq

@@ -147,40 +147,65 @@ wave_time = beast.bound(((blocks + sm_count - 1) // sm_count + resident_blocks -
                         * fmas_per_element * thr_m * thr_n * K / (warp_issue_per_clock * clock_hz))
 
 # -- the kernel these configurations tune (beastgen tune spaces/gemm.py --backend opencl) ----------
-# spaces/kernels/gemm.cl handles any M, N, K (edges are guarded), in precisions s and d. It is one
-# source for OpenCL and CUDA (portability macros keyed on __OPENCL_VERSION__): both backends use it.
+# spaces/kernels/gemm.cl handles any M, N, K (edges are guarded), in precisions s, d, c and z
+# (complex stored interleaved: complex64/complex128 here, float2/double2 in the kernel; op(X) is the
+# plain transpose). It is one source for OpenCL and CUDA (portability macros keyed on
+# __OPENCL_VERSION__): both backends use it. Its vector loads are VL = type_len elements wide (16
+# bytes when vector=1, as dim_vec assumes: 4 s, 2 d, 2 c, 1 z), so the a/b_incongruent filters
+# describe its load pattern.
 import numpy as np  # noqa: E402
 
 
+def _gemm_scalars(precision):
+    """(alpha, beta) of the test problem: complex in precisions c and z."""
+    return (1.5 - 0.5j, 0.5 + 0.25j) if precision in ("c", "z") else (1.5, 0.5)
+
+
 def _gemm_arguments(s):
-    if s["precision"] not in ("s", "d"):
-        raise beast.BeastError(f"the OpenCL GEMM kernel implements precisions s and d, not {s['precision']!r}")
-    real = np.float32 if s["precision"] == "s" else np.float64
+    dtype = {"s": np.float32, "d": np.float64, "c": np.complex64,
+             "z": np.complex128}[s["precision"]]
+    complex_ = s["precision"] in ("c", "z")
+    real = np.float32 if s["precision"] in ("s", "c") else np.float64
+    alpha, beta = _gemm_scalars(s["precision"])
     rng = np.random.default_rng(1)
     m, n, k = s["M"], s["N"], s["K"]
     a_shape = (k, m) if s["trans_a"] else (m, k)      # stored shapes (rows, columns), column-major
     b_shape = (n, k) if s["trans_b"] else (k, n)
-    a = np.asfortranarray(rng.uniform(-1, 1, a_shape)).astype(real).ravel(order="F")
-    b = np.asfortranarray(rng.uniform(-1, 1, b_shape)).astype(real).ravel(order="F")
-    c = rng.uniform(-1, 1, m * n).astype(real)
-    return [np.int32(m), np.int32(n), np.int32(k), real(1.5), a, np.int32(a_shape[0]),
-            b, np.int32(b_shape[0]), real(0.5), c, np.int32(m)]
+
+    def matrix(shape):
+        x = rng.uniform(-1, 1, shape)
+        if complex_:
+            x = x + 1j * rng.uniform(-1, 1, shape)
+        return np.asfortranarray(x).astype(dtype).ravel(order="F")
+
+    a, b, c = matrix(a_shape), matrix(b_shape), matrix((m * n,))
+    # complex alpha and beta go as (real, imaginary) pairs of REAL arguments
+    scalar = (lambda x: [real(x.real), real(x.imag)]) if complex_ else (lambda x: [real(x)])
+    return [np.int32(m), np.int32(n), np.int32(k), *scalar(alpha), a, np.int32(a_shape[0]),
+            b, np.int32(b_shape[0]), *scalar(beta), c, np.int32(m)]
 
 
 def _gemm_reference(args, s):
     m, n, k = s["M"], s["N"], s["K"]
-    a = args[4].astype(np.float64).reshape((k, m) if s["trans_a"] else (m, k), order="F")
-    b = args[6].astype(np.float64).reshape((n, k) if s["trans_b"] else (k, n), order="F")
-    c = args[9].astype(np.float64).reshape((m, n), order="F")
-    out = 1.5 * (a.T if s["trans_a"] else a) @ (b.T if s["trans_b"] else b) + 0.5 * c
-    return {9: out.ravel(order="F")}
+    complex_ = s["precision"] in ("c", "z")
+    wide = np.complex128 if complex_ else np.float64
+    ia, ib, ic = (5, 7, 11) if complex_ else (4, 6, 9)   # where A, B and C are in the arguments
+    alpha, beta = _gemm_scalars(s["precision"])
+    a = args[ia].astype(wide).reshape((k, m) if s["trans_a"] else (m, k), order="F")
+    b = args[ib].astype(wide).reshape((n, k) if s["trans_b"] else (k, n), order="F")
+    c = args[ic].astype(wide).reshape((m, n), order="F")
+    out = alpha * (a.T if s["trans_a"] else a) @ (b.T if s["trans_b"] else b) + beta * c
+    return {ic: out.ravel(order="F")}
 
 
 kernel = beast.kernel(
     source={"opencl": "kernels/gemm.cl", "cuda": "kernels/gemm.cl"}, name="gemm",
-    defines=lambda c: {"REAL": "float" if c["precision"] == "s" else "double",
-                       "REAL_IS_DOUBLE": int(c["precision"] == "d"),
-                       "VL": (16 // (4 if c["precision"] == "s" else 8)) if c["vector"] else 1,
+    defines=lambda c: {"REAL": "float" if c["precision"] in ("s", "c") else "double",
+                       "REAL_IS_DOUBLE": int(c["precision"] in ("d", "z")),
+                       "COMPLEX": int(c["precision"] in ("c", "z")),
+                       # VL: type_len, i.e. dim_vec = 16 // elem_bytes elements when vector=1
+                       "VL": 16 // {"s": 4, "d": 8, "c": 8, "z": 16}[c["precision"]]
+                       if c["vector"] else 1,
                        "DIM_M": c["dim_m"], "DIM_N": c["dim_n"], "BLK_M": c["blk_m"],
                        "BLK_N": c["blk_n"], "BLK_K": c["blk_k"], "DIM_M_A": c["blk_m_a"],
                        "DIM_N_A": c["blk_n_a"], "DIM_M_B": c["blk_m_b"], "DIM_N_B": c["blk_n_b"],
@@ -189,4 +214,6 @@ kernel = beast.kernel(
     block=(dim_m, dim_n),
     grid=((M + blk_m - 1) // blk_m, (N + blk_n - 1) // blk_n),
     arguments=_gemm_arguments, reference=_gemm_reference,
-    tolerance={"s": 1e-4, "d": 1e-10}, timeout=20.0, problem_size=("M", "N", "K"))
+    # relative to max|C|: a complex element sums 2K real products (c: twice s's margin)
+    tolerance={"s": 1e-4, "d": 1e-10, "c": 2e-4, "z": 1e-10}, timeout=20.0,
+    problem_size=("M", "N", "K"))

@@ -183,3 +183,22 @@ def test_cli_empty_space_json(write_space, capsys, generated_dir):
     out = capsys.readouterr().out
     assert json.loads(out.strip().splitlines()[-1])["count"] == 0
     assert "too_big" in out
+
+
+def test_integer_overflow_is_refused_where_interval_arithmetic_finds_it(write_space):
+    """Compiled integers are 64-bit, Python's are exact: an operation that can leave int64 is an
+    error naming the item, the expression and its line; one that provably stays inside compiles."""
+    path = write_space("""\
+        import beastgen as beast
+        x = beast.range(1, 100)
+        y = beast.range(1, x + 1)
+        big = x ** 9 * y
+        odd = beast.filter(big % 7 == 0)
+        """)
+    with pytest.raises(SpaceError) as e:
+        beastgen.load(path).specialize()
+    assert e.value.where == f"{path}:4" or e.value.where.endswith("space.py:4")
+    assert "derived 'big'" in e.value.message and "x ** 9 * y" in e.value.message
+    assert "64-bit" in e.value.message
+    fits = write_space(open(path).read().replace("x ** 9 * y", "x ** 9"))
+    assert beastgen.load(fits).specialize().count() == 4950 - 7 * sum(range(1, 15))

@@ -48,6 +48,17 @@ def test_enumerate_matches_count_and_filters(gemm_h100):
     assert len(np.unique(configs)) == len(configs)
 
 
+def test_threads_enumerate_the_same_rows_in_order(gemm_h100):
+    """jobs=2: balanced chunks of split nodes on two threads give the same array as one thread."""
+    whole = gemm_h100.enumerate()
+    assert np.array_equal(gemm_h100.enumerate(jobs=2), whole)
+    assert gemm_h100.count(jobs=3) == len(whole)
+    # chunks of split nodes partition the space, in walk order
+    nodes = len(gemm_h100.split_census(samples_per_node=2))
+    parts = [gemm_h100.enumerate(chunk=c) for c in [(0, 7), (7, nodes // 2), (nodes // 2, nodes)]]
+    assert np.array_equal(np.concatenate(parts), whole)
+
+
 def test_small_gemm_equals_reference(gemm_space, generated_dir):
     # a toy GPU (warps of 2 threads) keeps the naive reference, which tests everything innermost, fast
     settings = dict(precision="d", trans_a=1, trans_b=0, max_blk=6, max_blk_k=2)

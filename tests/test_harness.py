@@ -142,3 +142,84 @@ def test_baseline_strategies_share_the_store_with_equal_budgets(tmp_path, strate
     assert result.best_time >= 0.011466 and result.exhaustive == 116928
     rows = _rows(tmp_path / "shared.db")
     assert len(rows) == 40 and len({key for key, _ in rows}) == 40
+
+
+# -- complex GEMM (precisions c and z) ---------------------------------------------------------------
+# Valid configurations of the small space (M=33 N=17 K=9 max_blk=16 max_blk_k=8) on PoCL, chosen to
+# cover vector=0/1 (c: 2 complex floats = 16 bytes per load; z: 1 complex double either way), the
+# texture flags, and every trans_a/trans_b; the odd M, N, K exercise the guarded edges.
+def _gemm_config(dim_m, dim_n, blk_m, blk_n, blk_k, vector, blk_m_a, blk_n_a, blk_m_b, blk_n_b, tex_a,
+                 tex_b):
+    return dict(dim_m=dim_m, dim_n=dim_n, blk_m=blk_m, blk_n=blk_n, blk_k=blk_k, vector=vector,
+                blk_m_a=blk_m_a, blk_n_a=blk_n_a, blk_m_b=blk_m_b, blk_n_b=blk_n_b, tex_a=tex_a,
+                tex_b=tex_b)
+
+
+COMPLEX_GEMM_CASES = [
+    ("c", 0, 0, _gemm_config(8, 4, 16, 16, 4, 1, 8, 4, 2, 16, 1, 0)),
+    ("c", 1, 1, _gemm_config(8, 4, 16, 16, 4, 1, 2, 16, 8, 4, 0, 1)),
+    ("c", 0, 1, _gemm_config(8, 4, 16, 12, 8, 0, 4, 8, 4, 8, 1, 1)),
+    ("z", 0, 0, _gemm_config(8, 4, 16, 12, 8, 1, 4, 8, 8, 4, 1, 1)),
+    ("z", 1, 0, _gemm_config(8, 4, 16, 12, 8, 0, 2, 16, 8, 4, 0, 0)),
+    ("z", 0, 1, _gemm_config(8, 4, 16, 12, 8, 1, 4, 8, 4, 8, 0, 1)),
+]
+
+
+@pytest.fixture(scope="module")
+def gemm_kernel():
+    import beastgen
+    from beastgen.harness.kernel import find_kernel
+    return find_kernel(beastgen.load(os.path.join(REPO, "spaces", "gemm.py")))
+
+
+@pytest.fixture(scope="module")
+def pocl():
+    from beastgen.harness.backends.opencl import OpenCLBackend
+    backend = OpenCLBackend(0)
+    yield backend
+    backend.close()
+
+
+def test_complex_gemm_declaration(gemm_kernel):
+    config = _gemm_config(8, 4, 16, 16, 4, 1, 8, 4, 2, 16, 0, 0)
+    settings = {"trans_a": 1, "trans_b": 0, "M": 5, "N": 3, "K": 4}
+    c = gemm_kernel.launch(config, {**settings, "precision": "c"}, None, "opencl", "").defines
+    z = gemm_kernel.launch(config, {**settings, "precision": "z"}, None, "opencl", "").defines
+    assert (c["REAL"], c["REAL_IS_DOUBLE"], c["COMPLEX"], c["VL"]) == ("float", 0, 1, 2)
+    assert (z["REAL"], z["REAL_IS_DOUBLE"], z["COMPLEX"], z["VL"]) == ("double", 1, 1, 1)
+    for precision, dtype in (("c", "complex64"), ("z", "complex128")):
+        s = {**settings, "precision": precision}
+        args = gemm_kernel.make_arguments(s)
+        # M N K, alpha (re, im), A, lda, B, ldb, beta (re, im), C, ldc
+        assert len(args) == 13 and [args[i].dtype.name for i in (5, 7, 11)] == [dtype] * 3
+        assert args[6] == 4 and args[8] == 4 and args[12] == 5  # lda = K (A stored K x M), ldb, ldc
+        expected = gemm_kernel.expected(args, s)
+        assert list(expected) == [11] and expected[11].dtype == "complex128"
+        assert gemm_kernel.tolerance_for(s) > 0
+
+
+def test_verify_compares_complex_outputs_as_complex():
+    import numpy as np
+    from beastgen.harness.kernel import verify
+    want = np.array([1 + 2j, -3 + 0.5j, 0.25 - 1j])
+    assert verify({0: want.astype(np.complex64)}, {0: want}, 1e-6) is None
+    wrong = np.conj(want).astype(np.complex64)  # right real parts, wrong imaginary parts
+    assert "relative error" in verify({0: wrong}, {0: want}, 1e-4)
+
+
+@needs_opencl
+@pytest.mark.parametrize("precision, trans_a, trans_b, config", COMPLEX_GEMM_CASES)
+def test_complex_gemm_on_pocl_matches_numpy(gemm_kernel, pocl, precision, trans_a, trans_b, config):
+    import numpy as np
+    from beastgen.harness.kernel import verify
+    settings = {"precision": precision, "trans_a": trans_a, "trans_b": trans_b, "M": 33, "N": 17,
+                "K": 9, "max_blk": 16, "max_blk_k": 8}
+    args = gemm_kernel.make_arguments(settings)
+    expected = gemm_kernel.expected(args, settings)
+    launch = gemm_kernel.launch(config, settings, None, "opencl", gemm_kernel.source_text("opencl"))
+    assert launch.grid == (3, 2)  # 33 rows in blocks of 16, 17 columns in blocks of 16 or 12
+    run = pocl.run(pocl.compile(launch), launch, args, 1, list(expected))
+    got = run.outputs[11]
+    assert got.dtype == {"c": np.complex64, "z": np.complex128}[precision]
+    assert np.abs(got.imag).max() > 0.5  # a real result would not pass for a complex one
+    assert verify(run.outputs, expected, gemm_kernel.tolerance_for(settings)) is None

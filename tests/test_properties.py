@@ -517,7 +517,16 @@ def check_exact(space, overrides, generated_dir, order=None):
     assert stats.count == total
     if plan.plan is not None:
         assert stats.levels[-1][1] >= total
+    check_chunks(plan, table)
     return plan, total
+
+
+def check_chunks(plan, table):
+    """Chunks of split nodes partition the count and the enumeration, in order."""
+    chunks = [(0, 1), (1, 3), (3, 2 ** 40)]
+    assert sum(plan.count(chunk=c) for c in chunks) == len(table)
+    pieces = [plan.enumerate(chunk=c) for c in chunks]
+    assert [row for piece in pieces for row in piece.tolist()] == table.tolist()
 
 
 def size_class(total: int) -> str:
@@ -580,6 +589,23 @@ def test_any_loop_order_matches_reference(workdir, case, data):
     order = random_valid_order(space, overrides, data.draw)
     note(f"loop order: {order}")
     event(size_class(check_exact(space, overrides, directory, order=order)[1]))
+
+
+@settings(CI, max_examples=8)
+@given(case=spaces(max_iterators=3))
+def test_census_numbers_the_split_nodes(workdir, case):
+    """One census entry per split node: the nodes' chunks add up to the count, nothing lies past
+    the last, and a node with a positive estimate has configurations (a descent found one)."""
+    source, overrides, _ = case
+    directory = workdir / f"c{next(_counter)}"
+    directory.mkdir()
+    plan = compile_space(beastgen.load(write_space(directory, source)), DEVICE, dict(overrides),
+                         str(directory))
+    estimates = plan.split_census(samples_per_node=4)
+    per_node = [plan.count(chunk=(i, i + 1)) for i in range(len(estimates))]
+    assert sum(per_node) == plan.count()
+    assert plan.count(chunk=(len(estimates), 2 ** 40)) == 0
+    assert all(n > 0 for n, e in zip(per_node, estimates) if e > 0)
 
 
 # --------------------------------------------------------------------------------------------------

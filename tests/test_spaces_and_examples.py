@@ -125,6 +125,8 @@ def test_stats_agree_with_count(compile_plan):
     assert stats.levels[-1][1] == stats.count          # the innermost level sees only survivors
     assert not stats.errors
     assert "not_reproducible" in plan.specialized.dropped_filters  # deterministic=False
+    # string-valued iterators on threads: the same rows, in order
+    assert plan.enumerate(jobs=2).tolist() == plan.enumerate().tolist()
 
 
 @pytest.mark.parametrize("path, device, settings, expected", [

@@ -186,10 +186,13 @@ def verify(outputs: dict, expected: dict, tolerance: float) -> str | None:
             return f"output argument {index} has shape {got.shape}, expected {want.shape}"
         if not np.all(np.isfinite(got)):
             return f"output argument {index} holds {int(np.sum(~np.isfinite(got)))} non-finite values"
+        # complex outputs are compared as complex numbers (|got - expected| is the modulus)
+        wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+        difference = np.abs(got.astype(wide) - want)
         scale = max(float(np.max(np.abs(want))) if want.size else 0.0, np.finfo(np.float64).tiny)
-        error = float(np.max(np.abs(got.astype(np.float64) - want))) / scale if want.size else 0.0
+        error = float(np.max(difference)) / scale if want.size else 0.0
         if not error <= tolerance:
-            worst = np.unravel_index(int(np.argmax(np.abs(got.astype(np.float64) - want))), want.shape)
+            worst = np.unravel_index(int(np.argmax(difference)), want.shape)
             return (f"output argument {index}: relative error {error:.3g} > tolerance {tolerance:g} "
                     f"(at {tuple(int(i) for i in worst)}: got {got[worst]!r}, expected {want[worst]!r})")
     return None

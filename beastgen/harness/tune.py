@@ -140,8 +140,25 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
          replay: str | None = None, budget: int | None = None, time_limit: float | None = None,
          results: str = "beastgen-results.db", strategy: str = "branch_and_bound", seed: int = 0,
          iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
-         plot: str | None = None, log=None) -> TuneResult:
-    """Search ``space_path`` for its fastest configuration (see the module docstring)."""
+         plot: str | None = None, log=None, scheduler: str | None = None) -> TuneResult:
+    """Search ``space_path`` for its fastest configuration (see the module docstring). With
+    ``scheduler`` (a Dask scheduler address or ``local:N``), every candidate runs on a Dask worker
+    holding a GPU (:mod:`beastgen.distributed.tune`); the results store stays on this machine."""
+    options = dict(space_path=space_path, backend=backend, device=device, settings=settings,
+                   replay=replay, budget=budget, time_limit=time_limit, results=results,
+                   strategy=strategy, seed=seed, iterations=iterations, generated_dir=generated_dir,
+                   progress=progress, plot=plot, log=log)
+    if scheduler is None:
+        return _tune(**options)
+    if strategy not in STRATEGIES:  # before starting a cluster
+        raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
+    from ..distributed.tune import TunePool
+    with TunePool(scheduler, backend, device, replay) as pool:
+        return _tune(**options, pool=pool)
+
+
+def _tune(space_path, backend, device, settings, replay, budget, time_limit, results, strategy, seed,
+          iterations, generated_dir, progress, plot, log, pool=None) -> TuneResult:
     from ..model import load
     from ..runtime import compile_space
 
@@ -152,7 +169,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         raise BeastError("--budget must be at least 1")
     space = load(space_path)
     kernel = find_kernel(space)
-    profile, runner, language = _setup_backend(backend, device, replay, kernel)
+    profile, runner, language = (pool.setup_backend(kernel) if pool is not None else
+                                 _setup_backend(backend, device, replay, kernel))
     settings = dict(settings or {})
     if backend == "replay":
         runner_settings = _replay_settings(runner, kernel, space)
@@ -174,7 +192,7 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         runner.check_parameters(plan.columns)
     source = kernel.source_text(language) if language else ""
     args, expected, tolerance = [], {}, 0.0
-    if language:
+    if language and pool is None:  # on a cluster, each GPU worker builds its own
         args = kernel.make_arguments(typed_settings)
         expected = kernel.expected(args, typed_settings)
         tolerance = kernel.tolerance_for(typed_settings)
@@ -232,31 +250,42 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         if bar is not None:
             bar.set_postfix_str(f"best {format_seconds(state.best_time)}")
 
+    def resumed(candidate, key):
+        row = previous[key]
+        account(key, candidate.config, row["status"], row["time"], candidate.bound,
+                candidate.bottleneck, row["message"], False)
+
+    def measured(candidate, key, status, time_s, times, message):
+        if status != "unmeasured":  # the replay file answers those again, identically
+            store.record(run_id, key, candidate.config, status, time_s, times, candidate.bound,
+                         candidate.bottleneck, message)
+        account(key, candidate.config, status, time_s, candidate.bound, candidate.bottleneck,
+                message, True)
+        if bar is not None and status != "unmeasured":
+            bar.update(1)
+
     try:
-        for candidate in chosen.propose(state):
-            config = candidate.config
-            key = config_key(config)
-            if key in previous:
-                row = previous[key]
-                account(key, config, row["status"], row["time"], candidate.bound,
-                        candidate.bottleneck, row["message"], False)
-                continue
-            if budget is not None and result.ran_now >= budget:
-                result.stopped = f"budget of {budget} runs spent"
-                break
-            if time_limit is not None and time.perf_counter() - start >= time_limit:
-                result.stopped = f"time limit of {time_limit:g} s reached"
-                break
-            status, time_s, times, message = _measure(runner, kernel, config, typed_settings, profile,
-                                                      language, source, iterations, expected, tolerance)
-            if status != "unmeasured":  # the replay file answers those again, identically
-                store.record(run_id, key, config, status, time_s, times, candidate.bound,
-                             candidate.bottleneck, message)
-            account(key, config, status, time_s, candidate.bound, candidate.bottleneck, message, True)
-            if bar is not None and status != "unmeasured":
-                bar.update(1)
+        if pool is not None:  # every candidate runs on a Dask GPU worker
+            recipe = pool.recipe(space, profile, typed_settings, iterations, source)
+            result.stopped = pool.search(chosen, state, recipe, previous, measured, resumed, budget,
+                                         time_limit, start, result) or "every candidate was run"
         else:
-            result.stopped = result.stopped or "every candidate was run"
+            for candidate in chosen.propose(state):
+                key = config_key(candidate.config)
+                if key in previous:
+                    resumed(candidate, key)
+                    continue
+                if budget is not None and result.ran_now >= budget:
+                    result.stopped = f"budget of {budget} runs spent"
+                    break
+                if time_limit is not None and time.perf_counter() - start >= time_limit:
+                    result.stopped = f"time limit of {time_limit:g} s reached"
+                    break
+                measured(candidate, key, *_measure(runner, kernel, candidate.config, typed_settings,
+                                                   profile, language, source, iterations, expected,
+                                                   tolerance))
+            else:
+                result.stopped = result.stopped or "every candidate was run"
     finally:
         if bar is not None:
             bar.close()

@@ -1,4 +1,5 @@
-// MAGMA-style GEMM for beastgen's spaces/gemm.py: C = alpha * op(A) op(B) + beta * C, column-major.
+// MAGMA-style GEMM for beastgen's spaces/gemm.py: C = alpha * op(A) op(B) + beta * C, column-major,
+// in real (s, d) and complex (c, z) precision.
 // One source for OpenCL and CUDA: the algorithm is written once over the portability macros below
 // (KERNEL, GLOBAL, SHARED, TX, BX, SYNC, ...), selected by __OPENCL_VERSION__; the OpenCL backend
 // builds it as OpenCL C, the CUDA backend (pycuda's SourceModule, or `beastgen nvcc-check`) as CUDA.
@@ -10,11 +11,40 @@
 // accumulates the THR_M x THR_N elements (tx + i*DIM_M, ty + j*DIM_N) of the tile in registers.
 // Every load and store is guarded, so any M, N, K is correct (edges are zero-filled).
 //
-// Defines (set by the space's kernel declaration): REAL (float/double), REAL_IS_DOUBLE, VL (vector
-// width 1, 2, 4), DIM_M DIM_N BLK_M BLK_N BLK_K DIM_M_A DIM_N_A DIM_M_B DIM_N_B, TRANS_A TRANS_B,
-// TEX_A TEX_B. TEX_A/TEX_B (CUDA's texture path) make A/B `restrict`-qualified read-only pointers:
-// in CUDA that lets the compiler load them through the read-only (texture) cache; in OpenCL it is a
-// hint only. The reqd_work_group_size of OpenCL is CUDA's __launch_bounds__(DIM_M * DIM_N).
+// Defines (set by the space's kernel declaration): REAL (float/double: the scalar type),
+// REAL_IS_DOUBLE, COMPLEX (0: elements are REAL; 1: elements are complex, stored interleaved as
+// REAL2 = float2/double2, (re, im)), VL (vector width in ELEMENTS: 1, 2, 4 for real; 1, 2 for
+// complex, i.e. 16 bytes for c with VL=2 and for z with VL=1, as the space's dim_vec), DIM_M DIM_N
+// BLK_M BLK_N BLK_K DIM_M_A DIM_N_A DIM_M_B DIM_N_B, TRANS_A TRANS_B (op(X) = X^T, the plain
+// transpose, also for complex: no conjugation), TEX_A TEX_B. TEX_A/TEX_B (CUDA's texture path) make
+// A/B `restrict`-qualified read-only pointers: in CUDA that lets the compiler load them through the
+// read-only (texture) cache; in OpenCL it is a hint only. The reqd_work_group_size of OpenCL is
+// CUDA's __launch_bounds__(DIM_M * DIM_N).
+//
+// Complex: alpha and beta are complex and passed as two REAL arguments each (alpha_r, alpha_i,
+// beta_r, beta_i), which packs identically in OpenCL and in pycuda's argument buffer; the
+// multiply-add is c += a*b = (ar*br - ai*bi, ar*bi + ai*br), four FMAs.
+#ifndef COMPLEX
+#define COMPLEX 0
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+
+// VLS: the vector width of one load in REAL scalars (VL elements of 1 or 2 scalars each)
+#if COMPLEX
+#define TYPE CAT(REAL, 2)
+#if VL == 1
+#define VLS 2
+#elif VL == 2
+#define VLS 4
+#else
+#error "complex GEMM takes VL 1 or 2"
+#endif
+#else
+#define TYPE REAL
+#define VLS VL
+#endif
+
 #ifdef __OPENCL_VERSION__
 #if REAL_IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -29,8 +59,10 @@
 #define BY get_group_id(1)
 #define SYNC() barrier(CLK_LOCAL_MEM_FENCE)
 #define FMA(a, b, c) fma(a, b, c)
-#define VLOAD(p) CAT(vload, VL)(0, p)             // any element-aligned address
-#define VSTORE(t, v) CAT(vstore, VL)(t, 0, v)
+#define ZERO ((TYPE)(0))
+// VL elements = VLS scalars from any element-aligned address, into the private TYPE array v
+#define VLOAD(p) CAT(vload, VLS)(0, (const GLOBAL REAL*)(p))
+#define VSTORE(t, v) CAT(vstore, VLS)(t, 0, (REAL*)(v))
 #define VALIGNED(p) 1
 #else  // CUDA (no #include: pycuda wraps the source in extern "C" { })
 #define KERNEL extern "C" __global__ void __launch_bounds__(DIM_M * DIM_N)
@@ -47,29 +79,49 @@
 #else
 #define FMA(a, b, c) fmaf(a, b, c)
 #endif
-#define VLOAD(p) (*(const CAT(REAL, VL)*)(p))     // needs VL * sizeof(REAL) alignment: VALIGNED
-#if VL == 2
+#if COMPLEX
+#define ZERO CAT(make_, TYPE)((REAL)0, (REAL)0)
+#else
+#define ZERO ((REAL)0)
+#endif
+#define VLOAD(p) (*(const CAT(REAL, VLS)*)(p))    // needs VLS * sizeof(REAL) alignment: VALIGNED
+#if COMPLEX && VLS == 4
+#define VSTORE(t, v) (v[0] = CAT(make_, TYPE)((t).x, (t).y), v[1] = CAT(make_, TYPE)((t).z, (t).w))
+#elif VLS == 2
 #define VSTORE(t, v) (v[0] = (t).x, v[1] = (t).y)
-#elif VL == 4
+#elif VLS == 4
 #define VSTORE(t, v) (v[0] = (t).x, v[1] = (t).y, v[2] = (t).z, v[3] = (t).w)
 #endif
-#define VALIGNED(p) (((size_t)(p) & (VL * sizeof(REAL) - 1)) == 0)
+#define VALIGNED(p) (((size_t)(p) & (VLS * sizeof(REAL) - 1)) == 0)
+#endif
+
+// c += a * b (real: one FMA; complex: four)
+#if COMPLEX
+#define MADD(c, a, b)                                                                     \
+    do {                                                                                  \
+        (c).x = FMA((a).x, (b).x, (c).x);                                                 \
+        (c).x = FMA(-(a).y, (b).y, (c).x);                                                \
+        (c).y = FMA((a).x, (b).y, (c).y);                                                 \
+        (c).y = FMA((a).y, (b).x, (c).y);                                                 \
+    } while (0)
+#define SCALAR_ARG(name) const REAL CAT(name, _r), const REAL CAT(name, _i)
+#else
+#define MADD(c, a, b) ((c) = FMA(a, b, c))
+#define SCALAR_ARG(name) const REAL name
 #endif
 
 #define THR_M (BLK_M / DIM_M)
 #define THR_N (BLK_N / DIM_N)
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
 
 #if TEX_A
-#define A_PTR const GLOBAL REAL* RESTRICT
+#define A_PTR const GLOBAL TYPE* RESTRICT
 #else
-#define A_PTR const GLOBAL REAL*
+#define A_PTR const GLOBAL TYPE*
 #endif
 #if TEX_B
-#define B_PTR const GLOBAL REAL* RESTRICT
+#define B_PTR const GLOBAL TYPE* RESTRICT
 #else
-#define B_PTR const GLOBAL REAL*
+#define B_PTR const GLOBAL TYPE*
 #endif
 
 // Stored geometry of the A tile: rows are contiguous in memory.
@@ -111,21 +163,21 @@
 // Load VL consecutive stored elements (row gr.., column gc) of X into v[0..VL-1], zero outside.
 #if VL == 1
 #define LOAD_VEC(X, ld, gr, gc, nrows, ncols, v) \
-    v[0] = ((gr) < (nrows) && (gc) < (ncols)) ? X[(gr) + (size_t)(gc) * (ld)] : (REAL)0;
+    v[0] = ((gr) < (nrows) && (gc) < (ncols)) ? X[(gr) + (size_t)(gc) * (ld)] : ZERO;
 #else
 #define LOAD_VEC(X, ld, gr, gc, nrows, ncols, v)                                          \
     if ((gc) < (ncols) && (gr) + VL <= (nrows) && VALIGNED(X + (gr) + (size_t)(gc) * (ld))) { \
-        CAT(REAL, VL) t = VLOAD(X + (gr) + (size_t)(gc) * (ld));                          \
+        CAT(REAL, VLS) t = VLOAD(X + (gr) + (size_t)(gc) * (ld));                         \
         VSTORE(t, v);                                                                     \
     } else {                                                                              \
         for (int e = 0; e < VL; ++e)                                                      \
             v[e] = ((gr) + e < (nrows) && (gc) < (ncols)) ? X[(gr) + e + (size_t)(gc) * (ld)] \
-                                                          : (REAL)0;                      \
+                                                          : ZERO;                         \
     }
 #endif
 
-KERNEL gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, const int lda,
-          B_PTR B, const int ldb, const REAL beta, GLOBAL REAL* C, const int ldc)
+KERNEL gemm(const int M, const int N, const int K, SCALAR_ARG(alpha), A_PTR A, const int lda,
+          B_PTR B, const int ldb, SCALAR_ARG(beta), GLOBAL TYPE* C, const int ldc)
 {
     const int tx = TX, ty = TY;
     const int id = tx + ty * DIM_M;
@@ -133,13 +185,13 @@ KERNEL gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, co
     const int txa = id % DIM_M_A, tya = id / DIM_M_A;
     const int txb = id % DIM_M_B, tyb = id / DIM_M_B;
 
-    SHARED REAL sA[BLK_K * BLK_M];   // op(A)(m, k) at sA[k*BLK_M + m]
-    SHARED REAL sB[BLK_N * BLK_K];   // op(B)(k, n) at sB[n*BLK_K + k]
-    REAL rC[THR_M][THR_N];
-    REAL rA[THR_M], rB[THR_N], v[VL];
+    SHARED TYPE sA[BLK_K * BLK_M];   // op(A)(m, k) at sA[k*BLK_M + m]
+    SHARED TYPE sB[BLK_N * BLK_K];   // op(B)(k, n) at sB[n*BLK_K + k]
+    TYPE rC[THR_M][THR_N];
+    TYPE rA[THR_M], rB[THR_N], v[VL];
     for (int i = 0; i < THR_M; ++i)
         for (int j = 0; j < THR_N; ++j)
-            rC[i][j] = (REAL)0;
+            rC[i][j] = ZERO;
 
     for (int k0 = 0; k0 < K; k0 += BLK_K) {
         for (int c = tya; c < A_COLS; c += DIM_N_A)
@@ -162,18 +214,36 @@ KERNEL gemm(const int M, const int N, const int K, const REAL alpha, A_PTR A, co
                 rB[j] = sB[(ty + j * DIM_N) * BLK_K + kk];
             for (int i = 0; i < THR_M; ++i)
                 for (int j = 0; j < THR_N; ++j)
-                    rC[i][j] = FMA(rA[i], rB[j], rC[i][j]);
+                    MADD(rC[i][j], rA[i], rB[j]);
         }
         SYNC();
     }
 
+#if COMPLEX
+    const int read_c = beta_r != (REAL)0 || beta_i != (REAL)0;
+#else
+    const int read_c = beta != (REAL)0;
+#endif
     for (int j = 0; j < THR_N; ++j) {
         const int n = n0 + ty + j * DIM_N;
         for (int i = 0; i < THR_M; ++i) {
             const int m = m0 + tx + i * DIM_M;
             if (m < M && n < N) {
                 const size_t at = m + (size_t)n * ldc;
-                C[at] = alpha * rC[i][j] + (beta == (REAL)0 ? (REAL)0 : beta * C[at]);
+#if COMPLEX     // alpha * acc + beta * C, complex products written out
+                const TYPE acc = rC[i][j];
+                TYPE out;
+                out.x = alpha_r * acc.x - alpha_i * acc.y;
+                out.y = alpha_r * acc.y + alpha_i * acc.x;
+                if (read_c) {
+                    const TYPE old = C[at];
+                    out.x += beta_r * old.x - beta_i * old.y;
+                    out.y += beta_r * old.y + beta_i * old.x;
+                }
+                C[at] = out;
+#else
+                C[at] = alpha * rC[i][j] + (read_c ? beta * C[at] : (REAL)0);
+#endif
             }
         }
     }

@@ -1,0 +1,108 @@
+"""Connecting to a Dask cluster: ``--scheduler ADDRESS`` (a running scheduler) or ``local:N`` (an
+in-process LocalCluster of N worker processes with one thread each)."""
+from __future__ import annotations
+
+import logging
+import re
+
+from ..errors import BeastError
+
+#: seconds to wait for a scheduler to answer (and for a first worker to join it)
+SCHEDULER_TIMEOUT = 10.0
+#: the Dask worker resource a GPU worker declares (``dask worker ADDRESS --resources GPU=1``)
+GPU = "GPU"
+_LOCAL = re.compile(r"local(?::(\d+))?$")
+
+
+def import_distributed():
+    """The ``distributed`` package, or a one-line error naming the extra that installs it."""
+    try:
+        import distributed
+    except ImportError:
+        raise BeastError("--scheduler needs Dask's distributed scheduler, which is not installed: "
+                         "pip install 'beastgen[dask]'") from None
+    return distributed
+
+
+def local_workers(address: str) -> int | None:
+    """N for ``local:N`` (``local`` alone: 2), None for a scheduler address."""
+    m = _LOCAL.match(address.strip())
+    if not m:
+        return None
+    n = int(m.group(1) or 2)
+    if n < 1:
+        raise BeastError(f"--scheduler local:N needs N >= 1, got {address!r}")
+    return n
+
+
+class Cluster:
+    """``with Cluster(address) as client``: a ``distributed.Client`` on the scheduler at
+    ``address``, or on a LocalCluster started for ``local:N`` (closed on exit). With ``gpu``, the
+    local workers each declare one GPU resource (for ``tune``)."""
+
+    def __init__(self, address: str, gpu: bool = False, timeout: float | None = None):
+        self.address = address
+        self.gpu = gpu
+        self.timeout = SCHEDULER_TIMEOUT if timeout is None else timeout
+        self.local = None
+        self.client = None
+        self._config = None
+
+    def __enter__(self):
+        distributed = import_distributed()
+        n = local_workers(self.address)
+        if n is not None:
+            if self.gpu:  # kernels run in a watchdog child process: workers must not be daemonic
+                import dask
+                self._config = dask.config.set({"distributed.worker.daemon": False})
+            self.local = distributed.LocalCluster(
+                n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None,
+                resources={GPU: 1} if self.gpu else None, silence_logs=logging.ERROR)
+            self.client = distributed.Client(self.local, set_as_default=False)
+            return self.client
+        try:
+            self.client = distributed.Client(self.address, timeout=self.timeout, set_as_default=False)
+        except Exception as e:  # noqa: BLE001 - OSError, TimeoutError, ValueError (bad address)
+            detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise BeastError(f"cannot reach the Dask scheduler at {self.address!r} within "
+                             f"{self.timeout:g} s ({detail}); start one with `dask scheduler` and "
+                             "workers with `dask worker ADDRESS`, or use --scheduler local:N") from None
+        return self.client
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.local is not None:
+            self.local.close()
+        if self._config is not None:
+            self._config.__exit__(None, None, None)
+        self.client = self.local = self._config = None
+        return False
+
+
+def worker_count(client, resource: str | None = None, timeout: float | None = None) -> int:
+    """Workers of the cluster (holding ``resource``, when given); waits up to ``timeout`` for a
+    first one to join, and reports a cluster without any as an error."""
+    import time
+
+    deadline = time.monotonic() + (SCHEDULER_TIMEOUT if timeout is None else timeout)
+    while True:
+        workers = client.scheduler_info(n_workers=-1)["workers"].values() \
+            if _takes_n_workers(client) else client.scheduler_info()["workers"].values()
+        n = sum(1 for w in workers if resource is None or w.get("resources", {}).get(resource, 0) >= 1)
+        if n or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    if not n:
+        what = f"no worker declaring the resource {resource} (start them with `dask worker ADDRESS " \
+               f"--resources {resource}=1`)" if resource else "no worker"
+        raise BeastError(f"the Dask cluster at {client.scheduler.address} has {what}")
+    return n
+
+
+def _takes_n_workers(client) -> bool:
+    import inspect
+    try:
+        return "n_workers" in inspect.signature(client.scheduler_info).parameters
+    except (TypeError, ValueError):
+        return False

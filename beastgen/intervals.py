@@ -1,0 +1,126 @@
+"""Value intervals of a specialized space's integer expressions, to prove that the compiled nest's
+64-bit integers never overflow where Python's exact integers would go on.
+
+Every iterator's values lie between the extremes of its domain's bounds, and every expression's
+between the extremes interval arithmetic gives (filters only narrow this, so it is sound). What
+Python functions compute is not analysed (unknown); an integer operation whose interval is known
+and leaves the 64-bit range is refused with a clear error rather than compiled to wrap around.
+"""
+from __future__ import annotations
+
+from itertools import product
+
+from . import language as L
+from .errors import SpaceError
+from .specialize import Specialized, infer_type
+
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+_HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not worth computing
+
+Interval = tuple  # (low, high): Python ints, or None for unknown
+
+
+def check_integer_ranges(spec: Specialized) -> None:
+    """Raise :class:`SpaceError` naming the first integer operation that can overflow int64."""
+    known: dict[str, Interval | None] = {}
+    for item in spec.items.values():  # dependency order
+        analysis = _Analysis(spec, known, item)
+        if item.kind == "iterator":
+            known[item.name] = analysis.domain(item.domain) if item.function is None else None
+        elif item.function is None:
+            value = analysis.interval(item.expr)
+            known[item.name] = value if item.value_type in ("int", "bool") else None
+        else:
+            known[item.name] = None
+
+
+class _Analysis:
+    def __init__(self, spec: Specialized, known: dict, item):
+        self.spec, self.known, self.item = spec, known, item
+
+    def domain(self, domain) -> Interval | None:
+        kind, *parts = domain
+        bounds = [self.interval(p) for p in parts]
+        if kind == "range":
+            bounds = bounds[:2]  # the values lie between start and stop, whatever the step
+        if any(b is None for b in bounds):
+            return None
+        return min(b[0] for b in bounds), max(b[1] for b in bounds)
+
+    def interval(self, expr) -> Interval | None:
+        """The interval of an integer (or boolean) expression; every integer operation inside is
+        checked against the 64-bit range."""
+        children = [self.interval(child) for child in expr.children()]
+        value = self._combine(expr, children)
+        if (value is not None and isinstance(expr, (L.BinOp, L.UnaryOp))
+                and infer_type(expr, self.spec.items) == "int"
+                and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
+            from .codegen import expr_source
+            extreme = value[1] if value[1] > INT64_MAX else value[0]
+            size = "far more than" if abs(extreme) >= _HUGE else f"{float(extreme):.3g}, past"
+            raise SpaceError(
+                f"{self.item.kind} '{self.item.name}': {expr_source(expr)} can reach {size} the 64-bit "
+                "integers of compiled code, where Python's integers are exact; narrow the domains "
+                "or compute it in floating point (float(...))", self.item.origin)
+        return value
+
+    def _combine(self, expr, children) -> Interval | None:
+        if isinstance(expr, L.Const):
+            v = expr.value
+            return (int(v), int(v)) if isinstance(v, (bool, int)) else None
+        if isinstance(expr, L.Ref):
+            if expr.target in self.spec.constants:
+                v = self.spec.constants[expr.target]
+                return (int(v), int(v)) if isinstance(v, (bool, int)) else None
+            return self.known.get(expr.target)
+        if isinstance(expr, (L.Compare, L.Not)):
+            return (0, 1)
+        if any(c is None for c in children):
+            return None
+        if isinstance(expr, L.BinOp):
+            return _binop(expr.op, *children)
+        if isinstance(expr, L.UnaryOp):
+            (lo, hi), = children
+            return (-hi, -lo) if expr.op == "-" else (lo, hi)
+        if isinstance(expr, L.BoolOp):  # `a or b` is one of its operands
+            return min(c[0] for c in children), max(c[1] for c in children)
+        if isinstance(expr, L.IfExp):
+            return min(children[1][0], children[2][0]), max(children[1][1], children[2][1])
+        if isinstance(expr, L.Call) and expr.func in ("min", "max"):
+            pick = min if expr.func == "min" else max
+            return pick(c[0] for c in children), pick(c[1] for c in children)
+        if isinstance(expr, L.Call) and expr.func == "abs":
+            (lo, hi), = children
+            return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+        return None
+
+
+def _binop(op: str, left: Interval, right: Interval) -> Interval | None:
+    if op in ("+", "-", "*"):
+        corners = [a + b if op == "+" else a - b if op == "-" else a * b
+                   for a, b in product(left, right)]
+        return min(corners), max(corners)
+    if op == "//":
+        if right[0] <= 0 <= right[1]:  # may divide by 0 (guarded) or by -1: at most |left|
+            m = max(abs(left[0]), abs(left[1]))
+            return -m, m
+        corners = [a // b for a, b in product(left, right)]
+        return min(corners), max(corners)
+    if op == "%":
+        m = max(abs(right[0]), abs(right[1]))
+        return (0 if right[0] > 0 else -m), (0 if right[1] < 0 else m)
+    if op == "**":
+        if right[0] < 0:
+            return None  # refused elsewhere unless it is a float power
+        m = max(abs(left[0]), abs(left[1]))
+        top = _power(m, right[1])
+        return (0 if left[0] >= 0 else -top), top
+    return None
+
+
+def _power(base: int, exponent: int) -> int:
+    if base <= 1:
+        return base if exponent else 1
+    if exponent * base.bit_length() > 90:
+        return _HUGE
+    return base ** exponent
