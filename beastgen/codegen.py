@@ -279,10 +279,11 @@ class _NestWriter:
                   "count(), also adding loop iterations per level to _visits and rejections (filters)\n"
                   "    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above\n"
                   "    SPLIT_LEVEL are walked whole whatever the chunk."),
-        "census": ("census(_samples, _seed, _estimates)",
+        "census": ("census(_samples, _seed, _configurations, _iterations)",
                    "The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of\n"
-                   "    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate\n"
-                   "    of the valid configurations in its subtree). Returns how many split nodes there are."),
+                   "    the first len(_configurations), _samples Knuth descents below it estimate the valid\n"
+                   "    configurations in its subtree and the loop iterations it takes to enumerate them\n"
+                   "    (the work). Returns how many split nodes there are."),
         "pruned": ("count_pruned(_threshold)",
                    "Valid configurations whose bound is at most _threshold; each bound term cuts\n"
                    "    its whole subtree at the level where it is first computable."),
@@ -392,7 +393,8 @@ class _NestWriter:
             self.emit("_total += _w")
             self.depth -= 1
             self.loops -= 1
-            self.emit("_estimates[_node - 1] = _total / _samples")
+            self.emit("_configurations[_node - 1] = _total / _samples")
+            self.emit("_iterations[_node - 1] = _work / _samples")
             self.depth = 1
             self.emit("return _node")
             return self.lines
@@ -425,9 +427,10 @@ class _NestWriter:
     def _census_node(self) -> None:
         """At a split node: open the loop of Knuth descents below it."""
         self.emit("_node += 1")
-        self.emit("if _node > _estimates.shape[0]:  # only counting the split nodes")
+        self.emit("if _node > _configurations.shape[0]:  # only counting the split nodes")
         self.emit("    continue" if self.loops else "    return 1")
         self.emit("_total = 0.0")
+        self.emit("_work = 0.0  # loop iterations, each weighed like the descent that reached it")
         self.emit("for _sample in range(_samples):")
         self.depth += 1
         self.loops += 1
@@ -441,6 +444,8 @@ class _NestWriter:
         value = f"{it.name}__index" if it.value_type == "str" else it.name
         self.emit(f"{it.name}__passed = 0")
         self._loop(level, index)
+        if self.mode == "census":
+            self.emit("_work += _w")
         self._level_tests(level, solved, index)
         self.emit(f"{it.name}__passed += 1")
         self.emit(f"if np.random.randint(0, {it.name}__passed) == 0:")

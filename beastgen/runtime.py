@@ -24,6 +24,7 @@ from .specialize import Specialized, infer_type, specialize
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
+_CENSUS_SAMPLES_PER_NODE = 8  # a rough census is enough for that, and costs little next to the work
 #: column types by value type (string values are stored as indices into their constant tuple)
 _DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dtype(np.float64),
            "bool": np.dtype(np.bool_)}
@@ -84,6 +85,17 @@ class Estimate:
     samples: int  # Knuth: random descents; Chen: runs
     seconds: float
     method: str = "knuth"  # "knuth" or "chen"
+
+
+@dataclass
+class Census:
+    """Estimates per split node: valid configurations below it, and loop iterations to reach them."""
+
+    configurations: np.ndarray
+    iterations: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.configurations)
 
 
 class CompiledPlan:
@@ -288,24 +300,25 @@ class CompiledPlan:
         """Outer levels every chunk walks; the valid prefixes of that depth are the split nodes."""
         return split_level(self.plan) if self.plan else 0
 
-    def split_census(self, samples_per_node: int = 32, seed: int = 0) -> np.ndarray:
-        """One estimated subtree size (valid configurations below it) per split node, in walk
-        order (the numbering of ``chunk=(lo, hi)``): the mean of Knuth descents below each node."""
+    def split_census(self, samples_per_node: int = 32, seed: int = 0) -> "Census":
+        """Per split node, in walk order (the numbering of ``chunk=(lo, hi)``), Knuth descents'
+        estimates of the valid configurations below it and of the loop iterations (work) they take."""
         if self.plan is None:
-            return np.zeros(0)
-        nodes = int(self._run("census", int(samples_per_node), int(seed), np.zeros(0)))
-        estimates = np.zeros(nodes)
-        self._run("census", int(samples_per_node), int(seed), estimates)
-        return estimates
+            return Census(np.zeros(0), np.zeros(0))
+        nodes = int(self._run("census", int(samples_per_node), int(seed), np.zeros(0), np.zeros(0)))
+        census = Census(np.zeros(nodes), np.zeros(nodes))
+        self._run("census", int(samples_per_node), int(seed), census.configurations, census.iterations)
+        return census
 
     def _compile_chunking(self, jobs: int) -> None:
         self._compiled("count", *_WHOLE)
         if jobs > 1:
-            self._compiled("census", 0, 0, np.zeros(0))
+            self._compiled("census", 0, 0, np.zeros(0), np.zeros(0))
 
     def _balanced_chunks(self, jobs: int) -> list[tuple[int, int]]:
         from .distributed.chunks import balanced_chunks
-        return balanced_chunks(self.split_census(), _CHUNKS_PER_JOB * jobs)
+        census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
+        return balanced_chunks(census.iterations, _CHUNKS_PER_JOB * jobs)
 
     def _in_threads(self, jobs: int, calls: list[tuple]) -> list[int]:
         """Run generated functions (name, *args) on ``jobs`` threads (they release the GIL); their

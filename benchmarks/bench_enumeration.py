@@ -19,6 +19,8 @@ Tools (each run counts the valid configurations; every count is checked against 
 - ``beastgen_warm``: compiled code cached, one process: the ``seconds`` of ``plan.count()``.
 - ``beastgen_enum``: the same plan's ``plan.enumerate()`` (wall time), which materializes every
   configuration as a NumPy structured array, as the peers below materialize theirs as lists.
+- ``beastgen_enum_threads``: ``plan.enumerate(jobs=os.cpu_count())``: balanced chunks of split
+  nodes on one thread per core (the census of the split nodes included in the time).
 - ``kernel_tuner``: ``kernel_tuner.searchspace.Searchspace(tune_params, restrictions, max_threads)``
   (python-constraint2, its default solver); the construction time.
 - ``pyatf``: ``pyatf.search_space.SearchSpace(*tps)``: the chain-of-trees construction; the count is
@@ -61,7 +63,7 @@ REFERENCE_DIR = os.environ.get("BEASTGEN_REFERENCE_SPACES",
 RESULT_MARK = "@@RESULT "
 
 SPACES = ["gemm", "dedispersion", "hotspot", "gemm_clblast"]
-TOOLS = ["beastgen_cold", "beastgen_warm", "beastgen_enum", "kernel_tuner", "pyatf", "kt_bruteforce",
+TOOLS = ["beastgen_cold", "beastgen_warm", "beastgen_enum", "beastgen_enum_threads", "kernel_tuner", "pyatf", "kt_bruteforce",
          "python_nest", "c_nest"]
 FLAGSHIP_ONLY = {"python_nest", "c_nest"}
 QUICK_SKIPS = {("python_nest", "gemm"), ("kernel_tuner", "gemm"), ("pyatf", "gemm")} | {
@@ -171,18 +173,19 @@ def quiet(function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
-def worker_beastgen_warm(space: str, repeats: int, cap: float, enumerate_: bool = False):
+def worker_beastgen_warm(space: str, repeats: int, cap: float, enumerate_: bool = False,
+                         jobs: int = 1):
     import beastgen
     generated_dir = tempfile.mkdtemp(prefix="bench-generated-")
     plan = beastgen.load(space_file(space)).specialize(generated_dir=generated_dir,
                                                        **FLAGSHIP_SETTINGS)
     plan.count()  # compile
     if enumerate_:
-        plan.enumerate()  # compile fill
+        plan.enumerate(jobs=jobs)  # compile fill (and the census)
 
         def run():
             start = time.perf_counter()
-            rows = plan.enumerate()
+            rows = plan.enumerate(jobs=jobs)
             return len(rows), time.perf_counter() - start
     else:
         def run():
@@ -395,6 +398,8 @@ int main(void) {
 WORKERS = {
     "beastgen_warm": lambda s, r, c: worker_beastgen_warm(s, r, c),
     "beastgen_enum": lambda s, r, c: worker_beastgen_warm(s, r, c, enumerate_=True),
+    "beastgen_enum_threads": lambda s, r, c: worker_beastgen_warm(s, r, c, enumerate_=True,
+                                                                  jobs=os.cpu_count() or 1),
     "kernel_tuner": lambda s, r, c: worker_kernel_tuner(s, r, c),
     "kt_bruteforce": lambda s, r, c: worker_kernel_tuner(s, r, c, framework="bruteforce"),
     "pyatf": worker_pyatf,

@@ -445,10 +445,11 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def census(_samples, _seed, _estimates):
+def census(_samples, _seed, _configurations, _iterations):
     """The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of
-    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate
-    of the valid configurations in its subtree). Returns how many split nodes there are."""
+    the first len(_configurations), _samples Knuth descents below it estimate the valid
+    configurations in its subtree and the loop iterations it takes to enumerate them
+    (the work). Returns how many split nodes there are."""
     np.random.seed(_seed)
     _node = 0
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
@@ -482,14 +483,16 @@ def census(_samples, _seed, _estimates):
                         if thr_pix * thr_k < thr_pix + thr_k:
                             continue
                         _node += 1
-                        if _node > _estimates.shape[0]:  # only counting the split nodes
+                        if _node > _configurations.shape[0]:  # only counting the split nodes
                             continue
                         _total = 0.0
+                        _work = 0.0  # loop iterations, each weighed like the descent that reached it
                         for _sample in range(_samples):
                             _w = 1.0  # the product of the domain sizes chosen from so far
                             split_block__passed = 0
                             # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
                             for split_block in split_block__VALUES:
+                                _work += _w
                                 # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
                                 threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
                                 # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
@@ -522,6 +525,7 @@ def census(_samples, _seed, _estimates):
                             blk_crs__passed = 0
                             # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
                             for blk_crs in blk_crs__VALUES:
+                                _work += _w
                                 # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     continue
@@ -546,6 +550,7 @@ def census(_samples, _seed, _estimates):
                             stages__passed = 0
                             # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                             for stages in stages__VALUES:
+                                _work += _w
                                 # derived smem (spaces/conv2d.py:102): smem()
                                 smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
                                 # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
@@ -598,6 +603,7 @@ def census(_samples, _seed, _estimates):
                             vec_in__passed = 0
                             # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
                             for vec_in in vec_in__VALUES:
+                                _work += _w
                                 vec_in__passed += 1
                                 if np.random.randint(0, vec_in__passed) == 0:
                                     vec_in__chosen = vec_in
@@ -608,6 +614,7 @@ def census(_samples, _seed, _estimates):
                             vec_f__passed = 0
                             # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
                             for vec_f in vec_f__VALUES:
+                                _work += _w
                                 # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                                 if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                     continue
@@ -636,7 +643,8 @@ def census(_samples, _seed, _estimates):
                             if misaligned_vectors__rejects:
                                 continue
                             _total += _w
-                        _estimates[_node - 1] = _total / _samples
+                        _configurations[_node - 1] = _total / _samples
+                        _iterations[_node - 1] = _work / _samples
     return _node
 
 @numba.njit(cache=True, error_model='python', nogil=True)

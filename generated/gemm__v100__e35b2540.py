@@ -427,10 +427,11 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def census(_samples, _seed, _estimates):
+def census(_samples, _seed, _configurations, _iterations):
     """The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of
-    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate
-    of the valid configurations in its subtree). Returns how many split nodes there are."""
+    the first len(_configurations), _samples Knuth descents below it estimate the valid
+    configurations in its subtree and the loop iterations it takes to enumerate them
+    (the work). Returns how many split nodes there are."""
     np.random.seed(_seed)
     _node = 0
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
@@ -446,14 +447,16 @@ def census(_samples, _seed, _estimates):
             if threads % warp_size != 0:
                 continue
             _node += 1
-            if _node > _estimates.shape[0]:  # only counting the split nodes
+            if _node > _configurations.shape[0]:  # only counting the split nodes
                 continue
             _total = 0.0
+            _work = 0.0  # loop iterations, each weighed like the descent that reached it
             for _sample in range(_samples):
                 _w = 1.0  # the product of the domain sizes chosen from so far
                 blk_m__passed = 0
                 # loop 2: iterator blk_m (spaces/gemm.py:38): range(dim_m, max_blk + 1, dim_m)
                 for blk_m in range(dim_m, max_blk + 1, dim_m):
+                    _work += _w
                     # derived thr_m (spaces/gemm.py:66): blk_m // dim_m
                     thr_m = blk_m // dim_m
                     blk_m__passed += 1
@@ -468,6 +471,7 @@ def census(_samples, _seed, _estimates):
                 blk_n__passed = 0
                 # loop 3: iterator blk_n (spaces/gemm.py:39): range(dim_n, max_blk + 1, dim_n)
                 for blk_n in range(dim_n, max_blk + 1, dim_n):
+                    _work += _w
                     # derived thr_n (spaces/gemm.py:67): blk_n // dim_n
                     thr_n = blk_n // dim_n
                     # filter low_fma_ratio (spaces/gemm.py:95): rejects when 5 * thr_m * thr_n < 6 * (thr_m + thr_n)
@@ -492,6 +496,7 @@ def census(_samples, _seed, _estimates):
                 blk_k__passed = 0
                 # loop 4: iterator blk_k (spaces/gemm.py:40): range(1, max_blk_k + 1, 1)
                 for blk_k in range(1, max_blk_k + 1):
+                    _work += _w
                     # derived smem (spaces/gemm.py:68): (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                     smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                     # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
@@ -540,6 +545,7 @@ def census(_samples, _seed, _estimates):
                 vector__passed = 0
                 # loop 5: iterator vector (spaces/gemm.py:41): values(0, 1)
                 for vector in vector__VALUES:
+                    _work += _w
                     # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                     type_len = dim_vec if vector else 1
                     vector__passed += 1
@@ -556,6 +562,7 @@ def census(_samples, _seed, _estimates):
                 if type_len == 0:  # would divide by zero
                     continue
                 for blk_m_a in range(1, blk_m // type_len + 1):
+                    _work += _w
                     # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                     # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                     if threads % blk_m_a != 0:  # no integer solution
@@ -596,6 +603,7 @@ def census(_samples, _seed, _estimates):
                 if type_len == 0:  # would divide by zero
                     continue
                 for blk_m_b in range(1, blk_n // type_len + 1):
+                    _work += _w
                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                     if threads % blk_m_b != 0:  # no integer solution
@@ -634,6 +642,7 @@ def census(_samples, _seed, _estimates):
                 tex_a__passed = 0
                 # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
                 for tex_a in tex_a__VALUES:
+                    _work += _w
                     tex_a__passed += 1
                     if np.random.randint(0, tex_a__passed) == 0:
                         tex_a__chosen = tex_a
@@ -644,6 +653,7 @@ def census(_samples, _seed, _estimates):
                 tex_b__passed = 0
                 # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
                 for tex_b in tex_b__VALUES:
+                    _work += _w
                     tex_b__passed += 1
                     if np.random.randint(0, tex_b__passed) == 0:
                         tex_b__chosen = tex_b
@@ -652,7 +662,8 @@ def census(_samples, _seed, _estimates):
                 _w *= tex_b__passed
                 tex_b = tex_b__chosen
                 _total += _w
-            _estimates[_node - 1] = _total / _samples
+            _configurations[_node - 1] = _total / _samples
+            _iterations[_node - 1] = _work / _samples
     return _node
 
 @numba.njit(cache=True, error_model='python', nogil=True)

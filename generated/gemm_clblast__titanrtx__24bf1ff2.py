@@ -344,10 +344,11 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def census(_samples, _seed, _estimates):
+def census(_samples, _seed, _configurations, _iterations):
     """The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of
-    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate
-    of the valid configurations in its subtree). Returns how many split nodes there are."""
+    the first len(_configurations), _samples Knuth descents below it estimate the valid
+    configurations in its subtree and the loop iterations it takes to enumerate them
+    (the work). Returns how many split nodes there are."""
     np.random.seed(_seed)
     _node = 0
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
@@ -393,14 +394,16 @@ def census(_samples, _seed, _estimates):
                                         if not NWG % (NDIMC * VWN) == 0:
                                             continue
                                         _node += 1
-                                        if _node > _estimates.shape[0]:  # only counting the split nodes
+                                        if _node > _configurations.shape[0]:  # only counting the split nodes
                                             continue
                                         _total = 0.0
+                                        _work = 0.0  # loop iterations, each weighed like the descent that reached it
                                         for _sample in range(_samples):
                                             _w = 1.0  # the product of the domain sizes chosen from so far
                                             NDIMB__passed = 0
                                             # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                             for NDIMB in NDIMB__VALUES:
+                                                _work += _w
                                                 # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
                                                 if not NWG % (NDIMB * VWN) == 0:
                                                     continue
@@ -427,6 +430,7 @@ def census(_samples, _seed, _estimates):
                                             SA__passed = 0
                                             # loop 10: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                             for SA in SA__VALUES:
+                                                _work += _w
                                                 SA__passed += 1
                                                 if np.random.randint(0, SA__passed) == 0:
                                                     SA__chosen = SA
@@ -437,6 +441,7 @@ def census(_samples, _seed, _estimates):
                                             SB__passed = 0
                                             # loop 11: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
                                             for SB in SB__VALUES:
+                                                _work += _w
                                                 # derived local_mem (spaces/gemm_clblast.py:101): (SA * MWG + SB * NWG) * KWG * 4
                                                 local_mem = (SA * MWG + SB * NWG) * KWG * 4
                                                 # derived resident (spaces/gemm_clblast.py:104): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(local_mem, 1) if local_mem > 0 else beast.device.max_blocks_per_sm)
@@ -455,6 +460,7 @@ def census(_samples, _seed, _estimates):
                                             GEMMK__passed = 0
                                             # loop 12: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
                                             for GEMMK in GEMMK__VALUES:
+                                                _work += _w
                                                 GEMMK__passed += 1
                                                 if np.random.randint(0, GEMMK__passed) == 0:
                                                     GEMMK__chosen = GEMMK
@@ -465,6 +471,7 @@ def census(_samples, _seed, _estimates):
                                             STRM__passed = 0
                                             # loop 13: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
                                             for STRM in STRM__VALUES:
+                                                _work += _w
                                                 STRM__passed += 1
                                                 if np.random.randint(0, STRM__passed) == 0:
                                                     STRM__chosen = STRM
@@ -475,6 +482,7 @@ def census(_samples, _seed, _estimates):
                                             STRN__passed = 0
                                             # loop 14: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
                                             for STRN in STRN__VALUES:
+                                                _work += _w
                                                 STRN__passed += 1
                                                 if np.random.randint(0, STRN__passed) == 0:
                                                     STRN__chosen = STRN
@@ -485,6 +493,7 @@ def census(_samples, _seed, _estimates):
                                             KREG__passed = 0
                                             # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
                                             for KREG in KREG__VALUES:
+                                                _work += _w
                                                 KREG__passed += 1
                                                 if np.random.randint(0, KREG__passed) == 0:
                                                     KREG__chosen = KREG
@@ -495,6 +504,7 @@ def census(_samples, _seed, _estimates):
                                             PRECISION__passed = 0
                                             # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
                                             for PRECISION in PRECISION__VALUES:
+                                                _work += _w
                                                 PRECISION__passed += 1
                                                 if np.random.randint(0, PRECISION__passed) == 0:
                                                     PRECISION__chosen = PRECISION
@@ -503,7 +513,8 @@ def census(_samples, _seed, _estimates):
                                             _w *= PRECISION__passed
                                             PRECISION = PRECISION__chosen
                                             _total += _w
-                                        _estimates[_node - 1] = _total / _samples
+                                        _configurations[_node - 1] = _total / _samples
+                                        _iterations[_node - 1] = _work / _samples
     return _node
 
 @numba.njit(cache=True, error_model='python', nogil=True)

@@ -336,10 +336,11 @@ def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_t
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def census(_samples, _seed, _estimates):
+def census(_samples, _seed, _configurations, _iterations):
     """The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of
-    the first len(_estimates), the mean of _samples Knuth descents below it (an estimate
-    of the valid configurations in its subtree). Returns how many split nodes there are."""
+    the first len(_configurations), _samples Knuth descents below it estimate the valid
+    configurations in its subtree and the loop iterations it takes to enumerate them
+    (the work). Returns how many split nodes there are."""
     np.random.seed(_seed)
     _node = 0
     # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
@@ -382,14 +383,16 @@ def census(_samples, _seed, _estimates):
                             if combine == 'last_block' and grid > 4 * threads:
                                 continue
                             _node += 1
-                            if _node > _estimates.shape[0]:  # only counting the split nodes
+                            if _node > _configurations.shape[0]:  # only counting the split nodes
                                 continue
                             _total = 0.0
+                            _work = 0.0  # loop iterations, each weighed like the descent that reached it
                             for _sample in range(_samples):
                                 _w = 1.0  # the product of the domain sizes chosen from so far
                                 unroll__passed = 0
                                 # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
                                 for unroll in unroll__VALUES:
+                                    _work += _w
                                     # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
                                     elems_per_pass = grid * threads * vec * unroll
                                     # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
@@ -424,6 +427,7 @@ def census(_samples, _seed, _estimates):
                                 accumulators__passed = 0
                                 # loop 7: iterator accumulators (spaces/reduction.py:80): range(1, unroll + 1, 1)
                                 for accumulators in range(1, unroll + 1):
+                                    _work += _w
                                     # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
                                     if unroll % accumulators != 0:
                                         continue
@@ -457,6 +461,7 @@ def census(_samples, _seed, _estimates):
                                 # loop 8: iterator cache_hint (spaces/reduction.py:85): values('default', 'streaming')
                                 for cache_hint__index in range(2):
                                     cache_hint = cache_hint__VALUES[cache_hint__index]
+                                    _work += _w
                                     cache_hint__passed += 1
                                     if np.random.randint(0, cache_hint__passed) == 0:
                                         cache_hint__chosen = cache_hint__index
@@ -466,7 +471,8 @@ def census(_samples, _seed, _estimates):
                                 cache_hint__index = cache_hint__chosen
                                 cache_hint = cache_hint__VALUES[cache_hint__index]
                                 _total += _w
-                            _estimates[_node - 1] = _total / _samples
+                            _configurations[_node - 1] = _total / _samples
+                            _iterations[_node - 1] = _work / _samples
     return _node
 
 @numba.njit(cache=True, error_model='python', nogil=True)

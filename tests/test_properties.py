@@ -601,7 +601,7 @@ def test_census_numbers_the_split_nodes(workdir, case):
     directory.mkdir()
     plan = compile_space(beastgen.load(write_space(directory, source)), DEVICE, dict(overrides),
                          str(directory))
-    estimates = plan.split_census(samples_per_node=4)
+    estimates = plan.split_census(samples_per_node=4).configurations
     per_node = [plan.count(chunk=(i, i + 1)) for i in range(len(estimates))]
     assert sum(per_node) == plan.count()
     assert plan.count(chunk=(len(estimates), 2 ** 40)) == 0

@@ -2,8 +2,9 @@
 
 The generated enumerator walks its first ``split_level`` loop levels in every chunk; the valid
 prefixes of that depth are the split nodes, numbered in walk order. The driver estimates the
-subtree size of every node (``CompiledPlan.split_census``: Knuth descents below each node), cuts
-the nodes into contiguous ranges of about equal estimated size (:func:`balanced_chunks`) and sends
+subtree of every node (``CompiledPlan.split_census``: Knuth descents below each node estimate its
+valid configurations and the loop iterations enumerating them takes), cuts the nodes into
+contiguous ranges of about equal estimated work (:func:`balanced_chunks`) and sends
 one task per range. Each worker rebuilds the same compiled plan from a :class:`PlanRecipe` (the
 space file is loaded again there: a space holds the user's functions, which need not pickle) and
 runs ``count`` / ``stats`` / ``enumerate`` with ``chunk=(lo, hi)``.
@@ -65,14 +66,15 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
 
 
 def plan_chunks(plan, n_chunks: int, samples_per_node: int | None = None, seed: int = 0):
-    """(chunks, estimates per node) for ``plan``; by default CENSUS_DESCENTS descents are shared
-    among the split nodes (within SAMPLES_PER_NODE)."""
+    """(chunks, estimated configurations per node) for ``plan``: the chunks balance the estimated
+    work (loop iterations), which is what a chunk's time follows; by default CENSUS_DESCENTS
+    descents are shared among the split nodes (within SAMPLES_PER_NODE)."""
     if samples_per_node is None:
         nodes = len(plan.split_census(samples_per_node=1, seed=seed))
         low, high = SAMPLES_PER_NODE
         samples_per_node = max(low, min(high, CENSUS_DESCENTS // max(nodes, 1)))
-    estimates = plan.split_census(samples_per_node=samples_per_node, seed=seed)
-    return balanced_chunks(estimates, n_chunks), estimates
+    census = plan.split_census(samples_per_node=samples_per_node, seed=seed)
+    return balanced_chunks(census.iterations, n_chunks), census.configurations
 
 
 def chunk_estimates(estimates, chunks) -> list[float]:
