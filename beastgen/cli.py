@@ -288,8 +288,8 @@ def _workers(run) -> str:
 def _print_balance(run) -> None:
     balance = run.balance()
     if run.chunks and run.count:
-        print(f"chunk balance (largest / mean chunk): estimated {balance['estimated_max_over_mean']:.2f}, "
-              f"actual {balance['actual_max_over_mean']:.2f} (census {run.census_seconds:.2f} s)")
+        print(f"chunk balance (largest / mean chunk): estimated work {balance['work_max_over_mean']:.2f}, "
+              f"measured seconds {balance['seconds_max_over_mean']:.2f} (census {run.census_seconds:.2f} s)")
 
 
 def _target_record(plan) -> dict:

@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -66,7 +66,7 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
 
 
 def plan_chunks(plan, n_chunks: int, samples_per_node: int | None = None, seed: int = 0):
-    """(chunks, estimated configurations per node) for ``plan``: the chunks balance the estimated
+    """(chunks, the census of the split nodes) for ``plan``: the chunks balance the estimated
     work (loop iterations), which is what a chunk's time follows; by default CENSUS_DESCENTS
     descents are shared among the split nodes (within SAMPLES_PER_NODE)."""
     if samples_per_node is None:
@@ -74,7 +74,7 @@ def plan_chunks(plan, n_chunks: int, samples_per_node: int | None = None, seed: 
         low, high = SAMPLES_PER_NODE
         samples_per_node = max(low, min(high, CENSUS_DESCENTS // max(nodes, 1)))
     census = plan.split_census(samples_per_node=samples_per_node, seed=seed)
-    return balanced_chunks(census.iterations, n_chunks), census.configurations
+    return balanced_chunks(census.iterations, n_chunks), census
 
 
 def chunk_estimates(estimates, chunks) -> list[float]:
@@ -175,7 +175,8 @@ def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str):
 @dataclass
 class ChunkedRun:
     """What a distributed count or enumeration did: per chunk its node range, estimated and actual
-    size and the worker's enumeration seconds."""
+    configurations, estimated work (loop iterations: what the chunks balance) and the worker's
+    enumeration seconds."""
 
     count: int
     chunks: list
@@ -185,18 +186,21 @@ class ChunkedRun:
     seconds: float  # wall time of the distributed part (census, tasks, merge)
     census_seconds: float
     workers: int
+    estimated_work: list = field(default_factory=list)
 
     def balance(self) -> dict:
-        """max/mean of the chunk sizes, estimated and actual (1.0 is perfect balance)."""
+        """max/mean over the chunks (1.0 is perfect balance) of the estimated work and of the
+        measured seconds."""
         def ratio(sizes):
             mean = sum(sizes) / len(sizes) if sizes else 0
             return max(sizes) / mean if mean else math.nan
-        return {"chunks": len(self.chunks), "estimated_max_over_mean": ratio(self.estimated),
-                "actual_max_over_mean": ratio(self.actual)}
+        return {"chunks": len(self.chunks), "work_max_over_mean": ratio(self.estimated_work),
+                "seconds_max_over_mean": ratio(self.worker_seconds)}
 
     def as_dict(self) -> dict:
         return {"workers": self.workers, "chunks": [list(c) for c in self.chunks],
                 "estimated": self.estimated, "actual": self.actual,
+                "estimated_work": self.estimated_work,
                 "worker_seconds": self.worker_seconds, "census_seconds": self.census_seconds,
                 "seconds": self.seconds, **self.balance()}
 
@@ -247,8 +251,8 @@ def _prepare(plan, client, n_chunks, samples_per_node):
 
     workers = worker_count(client)
     start = time.perf_counter()
-    chunks, estimates = plan_chunks(plan, n_chunks or CHUNKS_PER_WORKER * workers, samples_per_node)
-    return workers, chunks, estimates, time.perf_counter() - start
+    chunks, census = plan_chunks(plan, n_chunks or CHUNKS_PER_WORKER * workers, samples_per_node)
+    return workers, chunks, census, time.perf_counter() - start
 
 
 def count(plan, client, n_chunks: int | None = None, samples_per_node: int | None = None,
@@ -257,11 +261,12 @@ def count(plan, client, n_chunks: int | None = None, samples_per_node: int | Non
     start = time.perf_counter()
     if plan.plan is None:
         return ChunkedRun(0, [], [], [], [], 0.0, 0.0, 0)
-    workers, chunks, estimates, census = _prepare(plan, client, n_chunks, samples_per_node)
+    workers, chunks, census, census_seconds = _prepare(plan, client, n_chunks, samples_per_node)
     results = _run_tasks(client, _count_task, PlanRecipe.of(plan), chunks, progress=progress)
     actual = [int(n) for n, _ in results]
-    return ChunkedRun(sum(actual), chunks, chunk_estimates(estimates, chunks), actual,
-                      [float(s) for _, s in results], time.perf_counter() - start, census, workers)
+    return ChunkedRun(sum(actual), chunks, chunk_estimates(census.configurations, chunks), actual,
+                      [float(s) for _, s in results], time.perf_counter() - start, census_seconds, workers,
+                      chunk_estimates(census.iterations, chunks))
 
 
 def merge_stats(plan, parts: list):
@@ -305,12 +310,13 @@ def stats(plan, client, n_chunks: int | None = None, samples_per_node: int | Non
     start = time.perf_counter()
     if plan.plan is None:
         return plan.stats(), ChunkedRun(0, [], [], [], [], 0.0, 0.0, 0)
-    workers, chunks, estimates, census = _prepare(plan, client, n_chunks, samples_per_node)
+    workers, chunks, census, census_seconds = _prepare(plan, client, n_chunks, samples_per_node)
     parts = _run_tasks(client, _stats_task, PlanRecipe.of(plan), chunks, progress=progress)
     merged = merge_stats(plan, parts)
-    run = ChunkedRun(merged.count, chunks, chunk_estimates(estimates, chunks),
+    run = ChunkedRun(merged.count, chunks, chunk_estimates(census.configurations, chunks),
                      [p.count for p in parts], [p.seconds for p in parts],
-                     time.perf_counter() - start, census, workers)
+                     time.perf_counter() - start, census_seconds, workers,
+                      chunk_estimates(census.iterations, chunks))
     return merged, run
 
 
@@ -355,12 +361,13 @@ def enumerate_to_parquet(plan, client, directory: str, n_chunks: int | None = No
                                                   index=False)
         run = ChunkedRun(0, [], [], [0], [0.0], time.perf_counter() - start, 0.0, 0)
     else:
-        workers, chunks, estimates, census = _prepare(plan, client, n_chunks, samples_per_node)
+        workers, chunks, census, census_seconds = _prepare(plan, client, n_chunks, samples_per_node)
         results = _run_tasks(client, _enumerate_task, recipe, chunks, progress=progress,
                              extra=lambda i: (os.path.join(directory, PART_NAME.format(i)),))
         actual = [int(n) for n, _ in results]
-        run = ChunkedRun(sum(actual), chunks, chunk_estimates(estimates, chunks), actual,
-                         [float(s) for _, s in results], time.perf_counter() - start, census, workers)
+        run = ChunkedRun(sum(actual), chunks, chunk_estimates(census.configurations, chunks), actual,
+                         [float(s) for _, s in results], time.perf_counter() - start, census_seconds, workers,
+                      chunk_estimates(census.iterations, chunks))
     spec = plan.specialized
     with open(os.path.join(directory, METADATA_NAME), "w", encoding="utf-8") as f:
         json.dump({"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
