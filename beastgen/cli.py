@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=["chen", "knuth"], default="chen",
                    help="chen: heuristic sampling, stratified runs (default); knuth: random descents")
     p.add_argument("--samples", "-n", type=int, default=None,
-                   help="random descents (knuth, default 100000) or runs (chen, default 10000)")
+                   help="random descents (knuth, default 100000) or runs (chen, default 30000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 

@@ -256,7 +256,7 @@ class CompiledPlan:
                           pruned, innermost, levels)
 
     #: default ``samples`` per method: a Chen run expands whole depths, far more work than a descent
-    ESTIMATE_SAMPLES = {"knuth": 100_000, "chen": 10_000}
+    ESTIMATE_SAMPLES = {"knuth": 100_000, "chen": 30_000}
 
     def estimate(self, samples: int | None = None, seed: int = 0, method: str = "chen") -> "Estimate":
         """An unbiased estimate of the number of valid configurations, with a 95% confidence interval
