@@ -103,6 +103,8 @@ def _risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
             yield expr, conditional
         elif expr.op == "**" and not isinstance(expr.right, L.Const):
             yield expr, True  # 0 ** -1 and friends: left to try/except
+    elif isinstance(expr, L.Call) and expr.func == "float_power":
+        yield expr, True  # raises where Python does not give a float
 
 
 # --------------------------------------------------------------------------------------------------
@@ -128,7 +130,7 @@ def generate_module(plan: Plan) -> str:
            "at its level already exceeds the threshold; a term that raises bounds nothing (0).",
            '"""',
            "import math", "", "import numba", "import numpy as np", "",
-           "from beastgen.nestlib import heap_offer", ""]
+           "from beastgen.nestlib import float_power, heap_offer", ""]
     out += _constants_section(plan)
     out += _helpers_section(plan)
     out += _stat_labels(plan)
@@ -495,6 +497,7 @@ class _NestWriter:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
+        expr = self._python_powers(expr)
         risky = list(_risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
@@ -521,6 +524,41 @@ class _NestWriter:
             self.reject(item)
             self.depth -= 1
         use(source)
+
+    def _python_powers(self, expr: L.Expr) -> L.Expr:
+        """``expr`` with each float ``**`` that compiled code could compute unlike Python replaced by
+        ``float_power`` (nestlib), which raises where Python does not give a float: ``0.0 ** -1``
+        (ZeroDivisionError in Python, inf compiled) and a negative base with a fractional exponent
+        (a complex number in Python, nan compiled). Either rejects the configuration."""
+        children = expr.children()
+        rebuilt = [self._python_powers(child) for child in children]
+        if isinstance(expr, L.BinOp) and expr.op == "**" and not self._float_power_agrees(*rebuilt) \
+                and infer_type(expr, self.plan.specialized.items) != "int":
+            return L.Call("float_power", rebuilt)
+        if all(new is old for new, old in zip(rebuilt, children)):
+            return expr
+        if isinstance(expr, (L.BinOp, L.Compare)):
+            return type(expr)(expr.op, *rebuilt)
+        if isinstance(expr, L.UnaryOp):
+            return L.UnaryOp(expr.op, rebuilt[0])
+        if isinstance(expr, L.Not):
+            return L.Not(rebuilt[0])
+        if isinstance(expr, L.BoolOp):
+            return L.BoolOp(expr.op, rebuilt)
+        if isinstance(expr, L.IfExp):
+            return L.IfExp(*rebuilt)
+        if isinstance(expr, L.Call):
+            return L.Call(expr.func, rebuilt)
+        raise TypeError(f"cannot rebuild {type(expr).__name__}")
+
+    def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:
+        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code."""
+        if isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
+                and exponent.value >= 0 and float(exponent.value).is_integer():
+            return True  # a whole, nonnegative exponent: any base
+        if not self.symbolic.provably_nonnegative(base):
+            return False
+        return self.symbolic.provably_nonnegative(exponent) or self.symbolic.provably_nonzero(base)
 
     def _check_integer_powers(self, item: Item, expr: L.Expr) -> None:
         """Python's int ** negative int is a float, Numba's is an int: refuse what may differ."""
@@ -665,9 +703,10 @@ class _NestWriter:
         if item.function is not None:
             call = f"{item.function.name}({', '.join(item.function.params)})"
         else:
-            call = expr_source(item.expr)
+            call = expr_source(self._python_powers(item.expr))
         may_raise = (item.function.may_raise if item.function is not None
-                     else any(True for _ in _risky_nodes(item.expr, self.symbolic.provably_nonzero)))
+                     else any(True for _ in _risky_nodes(self._python_powers(item.expr),
+                                                           self.symbolic.provably_nonzero)))
         if may_raise:
             self.emit("try:")
             self.emit(f"    {item.name} = {call}")

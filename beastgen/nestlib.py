@@ -1,10 +1,12 @@
 """Compiled helpers the generated enumerators call (kept out of the generated code for readability)."""
 from __future__ import annotations
 
+import math
+
 import numba
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def heap_offer(bounds, terms, rows, size, bound, term, row):
     """Offer a configuration to a max-heap of the ``len(bounds)`` smallest bounds seen so far.
 
@@ -45,3 +47,15 @@ def heap_offer(bounds, terms, rows, size, bound, term, row):
     terms[i] = term
     rows[i, :] = row
     return size
+
+
+@numba.njit(cache=True, nogil=True)
+def float_power(base, exponent):
+    """``base ** exponent`` as Python computes a float power, raising where Python gives no float:
+    ``0.0 ** negative`` raises ZeroDivisionError (compiled code gives inf), and a negative base with
+    a fractional exponent raises ValueError (Python gives a complex number, compiled code nan)."""
+    if base == 0 and exponent < 0:
+        raise ZeroDivisionError("0.0 cannot be raised to a negative power")
+    if base < 0 and exponent != math.floor(exponent):
+        raise ValueError("a negative number to a fractional power is complex")
+    return base ** exponent

@@ -18,7 +18,7 @@ import math
 import numba
 import numpy as np
 
-from beastgen.nestlib import heap_offer
+from beastgen.nestlib import float_power, heap_offer
 
 # -- constants: settings, device properties and constant derived values --
 M = 4096  # setting

@@ -869,3 +869,21 @@ def test_float_divisor_that_rounds_to_zero_is_rejected(tmp_path):
         f = beast.filter(1 / tiny > 0)
     """
     assert exact(tmp_path, source)[1] == 0
+
+
+def test_float_powers_raise_where_python_does(tmp_path):
+    """0.0 ** negative raises in Python (inf compiled) and a negative base to a fractional power is
+    complex in Python (nan compiled): both reject the configuration, as in the reference."""
+    plan, total = exact(tmp_path, """
+        import beastgen as beast
+        x = beast.range(-3, 4)
+        y = beast.values(-1.0, 0.5, 2.0, 3)
+        z = beast.range(0, 3)
+        p = x ** y
+        q = (z - 1) ** -1.0
+        big = beast.filter(p > 2)
+        small = beast.filter(q < -0.5)
+        square = beast.filter(x ** 2.0 > 8)
+        """)
+    assert total == 14 and plan.stats().errors == {"q": 1, "p": 3}
+    assert "float_power(z - 1, -1.0)" in plan.source and "x ** 2.0" in plan.source
