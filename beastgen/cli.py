@@ -238,17 +238,22 @@ def cmd_count(args) -> int:
     seconds = stats.seconds if stats else plan.last_seconds
     total = time.perf_counter() - start
     print(f"{count:,} valid configurations (enumeration {seconds:.3f} s, total {total:.2f} s)")
+    _report_count(args, plan, count, stats, {"seconds": seconds, "total_seconds": total})
+    return 0
+
+
+def _report_count(args, plan, count: int, stats, record: dict) -> None:
+    """After the count's line: why the space is empty, the statistics, the JSON record."""
     if count == 0:
         print(f"empty: {plan.why_empty()}")
     if stats:
         print()
         print(format_stats(plan, stats))
     if args.json:
-        record = _target_record(plan) | {"count": count, "seconds": seconds, "total_seconds": total}
+        record = _target_record(plan) | {"count": count} | record
         if stats:
             record["stats"] = stats.as_dict()
         print(json.dumps(record))
-    return 0
 
 
 def _count_on_cluster(args, plan, start: float) -> int:
@@ -267,17 +272,8 @@ def _count_on_cluster(args, plan, start: float) -> int:
     print(f"{count:,} valid configurations (on {_workers(run)} in {len(run.chunks)} chunks: "
           f"{run.seconds:.3f} s, total {total:.2f} s)")
     _print_balance(run)
-    if count == 0:
-        print(f"empty: {plan.why_empty()}")
-    if stats:
-        print()
-        print(format_stats(plan, stats))
-    if args.json:
-        record = _target_record(plan) | {"count": count, "seconds": run.seconds, "total_seconds": total,
-                                         "scheduler": args.scheduler, "distributed": run.as_dict()}
-        if stats:
-            record["stats"] = stats.as_dict()
-        print(json.dumps(record))
+    _report_count(args, plan, count, stats, {"seconds": run.seconds, "total_seconds": total,
+                                             "scheduler": args.scheduler, "distributed": run.as_dict()})
     return 0
 
 

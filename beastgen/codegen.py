@@ -21,8 +21,8 @@ _NONZERO_SAFE = ("/", "//", "%")
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
 NJIT_GENERATOR = "@numba.njit(error_model='python')"
-_CASTS = {"int": int, "float": float}
-_CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes (_lo, _hi)  # values iterators: bools among ints, ints among floats
+_CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
+_CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes (_lo, _hi)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -207,9 +207,7 @@ def _countable_tail(levels) -> list:
     """The innermost levels that test nothing and whose domains are constant: only their sizes matter."""
     tail = []
     for level in reversed(levels):
-        it = level.iterator
-        if level.body or level.solved or it.function is not None or not all(
-                isinstance(p, L.Const) for p in it.domain[1:]):
+        if level.body or level.solved or not _constant_domain(level):
             break
         tail.insert(0, level)
     return tail if len(tail) < len(levels) else tail[1:]
@@ -237,8 +235,7 @@ def split_level(plan: Plan) -> int:
 
 
 def _constant_domain(level) -> bool:
-    it = level.iterator
-    return it.function is None and all(isinstance(p, L.Const) for p in it.domain[1:])
+    return level.iterator.function is None and _constant_values(level.iterator)
 
 
 def _solved_below(levels, index: int) -> list:
@@ -353,10 +350,7 @@ class _NestWriter:
             self.emit("np.random.seed(_seed)")
             self.emit("_total = 0.0")
             self.emit("_total_sq = 0.0")
-            self.emit("for _sample in range(_samples):")
-            self.depth += 1
-            self.loops += 1
-            self.emit("_w = 1.0  # the product of the domain sizes chosen from so far")
+            self._open_descents()
         levels = self.plan.levels
         counted = _countable_tail(levels) if self.mode in ("count", "pruned") else []
         scanned = False  # probing: a level was scanned, so the solved levels below it were tested
@@ -433,6 +427,10 @@ class _NestWriter:
         self.emit("    continue" if self.loops else "    return 1")
         self.emit("_total = 0.0")
         self.emit("_work = 0.0  # loop iterations, each weighed like the descent that reached it")
+        self._open_descents()
+
+    def _open_descents(self) -> None:
+        """Open the loop of _samples random descents (probe, census)."""
         self.emit("for _sample in range(_samples):")
         self.depth += 1
         self.loops += 1
@@ -702,11 +700,11 @@ class _NestWriter:
         self.emit(f"# bound {item.name} ({item.origin}): {item.source_text}")
         if item.function is not None:
             call = f"{item.function.name}({', '.join(item.function.params)})"
+            may_raise = item.function.may_raise
         else:
-            call = expr_source(self._python_powers(item.expr))
-        may_raise = (item.function.may_raise if item.function is not None
-                     else any(True for _ in _risky_nodes(self._python_powers(item.expr),
-                                                           self.symbolic.provably_nonzero)))
+            expr = self._python_powers(item.expr)
+            call = expr_source(expr)
+            may_raise = any(True for _ in _risky_nodes(expr, self.symbolic.provably_nonzero))
         if may_raise:
             self.emit("try:")
             self.emit(f"    {item.name} = {call}")

@@ -186,14 +186,13 @@ class CompiledPlan:
         with ``jobs`` > 1, in balanced chunks on that many threads."""
         if self.plan is None:
             return 0
-        if threshold is None and (jobs > 1 and chunk is None):
+        if threshold is None:
+            jobs = jobs if chunk is None else 1
             self._compile_chunking(jobs)
             start = time.perf_counter()
-            counts = self._in_threads(jobs, [("count", *c) for c in self._balanced_chunks(jobs)])
+            counts = self._in_threads(jobs, [("count", *c) for c in self._chunks(jobs, chunk)])
             self.last_seconds = time.perf_counter() - start  # the census included
             return sum(counts)
-        if threshold is None:
-            return int(self._run("count", *_chunk(chunk)))
         if chunk is not None:
             raise BeastError("a bound-pruned count runs whole, not in chunks")
         self._require_bounds()
@@ -305,18 +304,26 @@ class CompiledPlan:
         estimates of the valid configurations below it and of the loop iterations (work) they take."""
         if self.plan is None:
             return Census(np.zeros(0), np.zeros(0))
-        nodes = int(self._run("census", int(samples_per_node), int(seed), np.zeros(0), np.zeros(0)))
+        nodes = self.split_node_count()
         census = Census(np.zeros(nodes), np.zeros(nodes))
         self._run("census", int(samples_per_node), int(seed), census.configurations, census.iterations)
         return census
+
+    def split_node_count(self) -> int:
+        """How many split nodes there are (a walk of the levels above the split, no descents)."""
+        if self.plan is None:
+            return 0
+        return int(self._run("census", 0, 0, np.zeros(0), np.zeros(0)))
 
     def _compile_chunking(self, jobs: int) -> None:
         self._compiled("count", *_WHOLE)
         if jobs > 1:
             self._compiled("census", 0, 0, np.zeros(0), np.zeros(0))
 
-    def _balanced_chunks(self, jobs: int) -> list[tuple[int, int]]:
-        from .distributed.chunks import balanced_chunks
+    def _chunks(self, jobs: int, chunk: tuple[int, int] | None) -> list[tuple[int, int]]:
+        """``chunk`` (or every split node) for one job; balanced chunks for several."""
+        if jobs <= 1:
+            return [_chunk(chunk)]
         census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
         return balanced_chunks(census.iterations, _CHUNKS_PER_JOB * jobs)
 
@@ -368,7 +375,7 @@ class CompiledPlan:
                                  for name in self.plan.order), 0, 0)
         self._compile_chunking(jobs)
         start = time.perf_counter()
-        chunks = self._balanced_chunks(jobs) if jobs > 1 else [_chunk(chunk)]
+        chunks = self._chunks(jobs, chunk)
         counts = self._in_threads(jobs, [("count", *c) for c in chunks])
         offsets = np.cumsum([0] + counts)
         result = np.empty(offsets[-1], dtype=dtype)
@@ -417,6 +424,37 @@ class CompiledPlan:
         return np.result_type(*(self._column_dtype(items[p.target]) if isinstance(p, L.Ref)
                                 else _DTYPES.get(infer_type(p, items), np.dtype(np.float64))
                                 for p in parts))
+
+
+def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
+    """Contiguous ranges ``(lo, hi)`` covering ``range(len(estimates))``, at most ``n_chunks`` of
+    them and never empty, with about equal sums of ``estimates``: the cuts are the prefix sums
+    closest to the multiples of total / n_chunks. Negative and NaN estimates count as 0; when every
+    estimate is 0, the nodes are cut into equal numbers."""
+    values = np.nan_to_num(np.asarray(estimates, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+    values = np.maximum(values, 0.0)
+    n = len(values)
+    if n == 0:
+        return []
+    m = max(1, min(int(n_chunks), n))
+    prefix = np.concatenate([[0.0], np.cumsum(values)])
+    total = prefix[-1]
+    if total <= 0:
+        cuts = [round(j * n / m) for j in range(1, m)]
+    else:
+        cuts = []
+        for j in range(1, m):
+            target = total * j / m
+            i = int(np.searchsorted(prefix, target))  # prefix[i - 1] < target <= prefix[i]
+            if 0 < i <= n and target - prefix[i - 1] < prefix[i] - target:
+                i -= 1
+            cuts.append(i)
+    # strictly increasing, inside [1, n - 1], leaving room for the chunks after each cut
+    for j in range(len(cuts)):
+        low = cuts[j - 1] + 1 if j else 1
+        cuts[j] = min(max(cuts[j], low), n - (m - 1 - j))
+    bounds = [0, *cuts, n]
+    return [(bounds[j], bounds[j + 1]) for j in range(m)]
 
 
 def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:

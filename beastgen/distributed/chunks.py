@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BeastError
+from ..runtime import balanced_chunks
 
 #: chunks per worker: enough that a worker finishing early takes more, few enough to stay cheap
 CHUNKS_PER_WORKER = 4
@@ -34,43 +35,12 @@ METADATA_NAME = "_beastgen.json"
 
 
 # -- splitting --------------------------------------------------------------------------------------
-def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
-    """Contiguous ranges ``(lo, hi)`` covering ``range(len(estimates))``, at most ``n_chunks`` of
-    them and never empty, with about equal sums of ``estimates``: the cuts are the prefix sums
-    closest to the multiples of total / n_chunks. Negative and NaN estimates count as 0; when every
-    estimate is 0, the nodes are cut into equal numbers."""
-    values = np.nan_to_num(np.asarray(estimates, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
-    values = np.maximum(values, 0.0)
-    n = len(values)
-    if n == 0:
-        return []
-    m = max(1, min(int(n_chunks), n))
-    prefix = np.concatenate([[0.0], np.cumsum(values)])
-    total = prefix[-1]
-    if total <= 0:
-        cuts = [round(j * n / m) for j in range(1, m)]
-    else:
-        cuts = []
-        for j in range(1, m):
-            target = total * j / m
-            i = int(np.searchsorted(prefix, target))  # prefix[i - 1] < target <= prefix[i]
-            if 0 < i <= n and target - prefix[i - 1] < prefix[i] - target:
-                i -= 1
-            cuts.append(i)
-    # strictly increasing, inside [1, n - 1], leaving room for the chunks after each cut
-    for j in range(len(cuts)):
-        low = cuts[j - 1] + 1 if j else 1
-        cuts[j] = min(max(cuts[j], low), n - (m - 1 - j))
-    bounds = [0, *cuts, n]
-    return [(bounds[j], bounds[j + 1]) for j in range(m)]
-
-
 def plan_chunks(plan, n_chunks: int, samples_per_node: int | None = None, seed: int = 0):
     """(chunks, the census of the split nodes) for ``plan``: the chunks balance the estimated
     work (loop iterations), which is what a chunk's time follows; by default CENSUS_DESCENTS
     descents are shared among the split nodes (within SAMPLES_PER_NODE)."""
     if samples_per_node is None:
-        nodes = len(plan.split_census(samples_per_node=1, seed=seed))
+        nodes = plan.split_node_count()
         low, high = SAMPLES_PER_NODE
         samples_per_node = max(low, min(high, CENSUS_DESCENTS // max(nodes, 1)))
     census = plan.split_census(samples_per_node=samples_per_node, seed=seed)
