@@ -36,14 +36,20 @@ def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
                    help="where generated enumerators go (default: ./generated)")
 
 
+def _threads(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a number of threads (0: one per core), not {text!r}")
+    return int(text)
+
+
 def _add_jobs_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+    p.add_argument("--jobs", "-j", type=_threads, default=1, metavar="N",
                    help="threads on this machine, each taking chunks balanced by estimated size "
                         "(0: one per core; default 1)")
 
 
 def _jobs(args) -> int:
-    return args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    return args.jobs or os.cpu_count() or 1
 
 
 def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:

@@ -202,3 +202,9 @@ def test_integer_overflow_is_refused_where_interval_arithmetic_finds_it(write_sp
     assert "64-bit" in e.value.message
     fits = write_space(open(path).read().replace("x ** 9 * y", "x ** 9"))
     assert beastgen.load(fits).specialize().count() == 4950 - 7 * sum(range(1, 15))
+
+
+def test_jobs_must_be_a_number_of_threads(write_space, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["count", write_space(OK_SPACE), "-j", "-2"])
+    assert e.value.code == 2 and "a number of threads" in capsys.readouterr().err
