@@ -7,7 +7,9 @@ import pytest
 import beastgen
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared")
+DATA = os.path.join(REPO, "data")
+REPLAY = os.path.join(DATA, "replay", "gemm_clblast_rtx_titan.json.gz")
+REFERENCE_DIR = os.path.join(DATA, "reference-spaces")
 
 
 @pytest.fixture(scope="session")

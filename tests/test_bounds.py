@@ -12,6 +12,8 @@ from beastgen.bounds import Threshold, parse_threshold
 from beastgen.cli import main
 from beastgen.reference import ReferenceEnumerator
 
+from conftest import REPLAY
+
 # -- random spaces with random bound terms ------------------------------------------------------
 TERMS = [
     "beast.bound(a * b / 7)",
@@ -129,11 +131,6 @@ def test_space_without_bounds_says_so(write_space):
         plan.rank(3)
 
 
-REPLAY = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                      "shared", "replay", "gemm_clblast_rtx_titan.json.gz")
-
-
-@pytest.mark.skipif(not os.path.exists(REPLAY), reason="shared/replay is not beside the repository")
 def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, capsys):
     from beastgen.replay import check_bounds, load_replay
 

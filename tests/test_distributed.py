@@ -11,15 +11,12 @@ import pytest
 from beastgen.distributed import balanced_chunks
 from beastgen.errors import BeastError
 
-from conftest import REPO
+from conftest import REPLAY, REPO
 
 distributed = pytest.importorskip("distributed")
 
 GEMM = os.path.join(REPO, "spaces", "gemm.py")
 GEMM_CLBLAST = os.path.join(REPO, "spaces", "gemm_clblast.py")
-REPLAY = os.path.join(REPO, "..", "shared", "replay", "gemm_clblast_rtx_titan.json.gz")
-if not os.path.exists(REPLAY):
-    REPLAY = "/work/shared/replay/gemm_clblast_rtx_titan.json.gz"
 
 
 # -- balanced_chunks (pure) -------------------------------------------------------------------------
@@ -166,7 +163,6 @@ def _rows(path):
         return sorted(db.execute("SELECT config_key, status, time, bound, bottleneck FROM results"))
 
 
-@pytest.mark.skipif(not os.path.exists(REPLAY), reason="replay data not available")
 def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_path):
     from beastgen.harness import tune
 

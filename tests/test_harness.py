@@ -9,12 +9,9 @@ import pytest
 
 from beastgen.errors import BeastError
 
-from conftest import REPO
+from conftest import REPLAY, REPO
 
 SPACES = os.path.join(REPO, "tests", "harness_spaces")
-REPLAY = os.path.join(REPO, "..", "shared", "replay", "gemm_clblast_rtx_titan.json.gz")
-if not os.path.exists(REPLAY):
-    REPLAY = "/work/shared/replay/gemm_clblast_rtx_titan.json.gz"
 
 
 def _opencl_available():
@@ -92,7 +89,6 @@ def test_failures_are_recorded_and_the_search_goes_on(tmp_path):
     assert statuses == ["compile", "ok", "timeout", "wrong_result"]
 
 
-@pytest.mark.skipif(not os.path.exists(REPLAY), reason="replay data not available")
 def test_replay_finds_the_measured_optimum(tmp_path, capsys):
     from beastgen.cli import main
     code = main(["tune", os.path.join(REPO, "spaces", "gemm_clblast.py"), "--backend", "replay",
@@ -132,7 +128,6 @@ def test_kernel_declaration_is_not_a_space_variable():
     assert launch.defines["VL"] == 4 and launch.defines["REAL"] == "float"
 
 
-@pytest.mark.skipif(not os.path.exists(REPLAY), reason="replay data not available")
 @pytest.mark.parametrize("strategy", ["exhaustive", "random", "genetic"])
 def test_baseline_strategies_share_the_store_with_equal_budgets(tmp_path, strategy):
     result = _tune(tmp_path, os.path.join(REPO, "spaces", "gemm_clblast.py"), backend="replay",
