@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from . import __version__
 from .bounds import format_seconds, parse_threshold
 from .errors import BeastError
 
@@ -22,6 +23,24 @@ def _settings(pairs: list[list[str]] | None) -> dict:
                 raise BeastError(f"--set expects name=value, got {pair!r}")
             settings[name.strip()] = value.strip()
     return settings
+
+
+def _set_before_positionals(argv: list[str]) -> list[str]:
+    """``--set a=1 SPACE`` as ``SPACE --set a=1``: ``--set`` takes only ``name=value`` words, so the
+    words after them are positionals that argparse would otherwise swallow into ``--set``."""
+    out, i = [], 0
+    while i < len(argv):
+        end = i + 1
+        if argv[i] == "--set":
+            while end < len(argv) and "=" in argv[end] and not argv[end].startswith("-"):
+                end += 1
+        rest = end
+        if end > i + 1 and argv[i] == "--set":
+            while rest < len(argv) and not argv[rest].startswith("-"):
+                rest += 1
+        out += argv[end:rest] + argv[i:end]
+        i = rest
+    return out
 
 
 def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
@@ -63,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="beastgen",
         description="Compile declarative GPU tuning spaces into fast exact enumerators. "
                     "A filter REJECTS a configuration when it is true.")
+    parser.add_argument("--version", action="version", version=f"beastgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("show", help="variables, dependency DAG and the loop nest with each filter placed")
@@ -162,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_set_before_positionals(sys.argv[1:] if argv is None else argv))
     try:
         return COMMANDS[args.command](args)
     except BeastError as e:

@@ -6,10 +6,14 @@ import hashlib
 import json
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
+    import tomli as tomllib
 
 from beastgen.errors import DeviceError, did_you_mean
 
