@@ -7,10 +7,10 @@ filters. A filter REJECTS a configuration when it is true.
 __version__ = "0.1.0"
 
 from .errors import BeastError, DeviceError, SettingError, SpaceError  # noqa: E402
-from .language import (  # noqa: E402
+from .compiler.language.nodes import (  # noqa: E402
     bound, derived, device, filter, iterator, max, min, range, setting, values, where,
 )
-from .model import Space, load  # noqa: E402
+from .compiler.model import Space, load  # noqa: E402
 from .harness.kernel import kernel  # noqa: E402
 
 __all__ = [

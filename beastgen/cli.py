@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
 
 # --------------------------------------------------------------------------------------------------
 def _compile(args):
-    from .model import load
-    from .runtime import compile_space
+    from .compiler.model import load
+    from .compiler.runtime import compile_space
 
     space = load(args.space)
     plan = compile_space(space, device=args.device, settings=_settings(args.settings),
@@ -361,7 +361,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check_bounds(args) -> int:
-    from .replay import check_bounds, load_replay
+    from .harness.recorded import check_bounds, load_replay
 
     replay = load_replay(args.replay)
     _, plan = _compile(args)
@@ -392,7 +392,7 @@ def format_stats(plan, stats) -> str:
 
 
 def cmd_show(args) -> int:
-    from .codegen import expr_source
+    from .compiler.codegen.nest import expr_source
 
     space, plan = _compile(args)
     print(_describe_target(plan))
@@ -491,7 +491,7 @@ def cmd_tune(args) -> int:
 
 def cmd_export(args) -> int:
     from .interop.export import to_t1, write_kernel_tuner
-    from .model import load
+    from .compiler.model import load
 
     if args.format == "t1":
         space = load(args.space)

@@ -12,10 +12,10 @@ import types
 
 import networkx as nx
 
-from . import language as L
+from .compiler.language import nodes as L
 from .devices import DeviceProfile, load_profile
-from .model import Space
-from .specialize import dependency_graph, function_globals, resolve_settings
+from .compiler.model import Space
+from .compiler.specialize import dependency_graph, function_globals, resolve_settings
 
 
 class _Raised(Exception):

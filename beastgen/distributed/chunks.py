@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BeastError
-from ..runtime import balanced_chunks
+from ..compiler.runtime import balanced_chunks
 
 #: chunks per worker: enough that a worker finishing early takes more, few enough to stay cheap
 CHUNKS_PER_WORKER = 4
@@ -95,8 +95,8 @@ def worker_plan(recipe: PlanRecipe):
     plan = _PLANS.get(key)
     if plan is not None:
         return plan
-    from ..model import load
-    from ..runtime import compile_space
+    from ..compiler.model import load
+    from ..compiler.runtime import compile_space
 
     space = load(recipe.path)
     if space.source_hash != recipe.source_hash:
@@ -245,7 +245,7 @@ def merge_stats(plan, parts: list):
     Every chunk walks the levels above the split level, so their iterations (and the rejections
     and errors of what is placed there) are the same in every chunk and are taken once; what is
     below the split nodes is summed."""
-    from ..runtime import Stats
+    from ..compiler.runtime import Stats
 
     if not parts:
         return plan.stats(chunk=(0, 0)) if plan.plan is not None else Stats(0, [], {}, {}, 0.0)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import language as L
+from ..compiler.language import nodes as L
 from ..errors import BeastError
 
 LANGUAGES = ("opencl", "cuda")

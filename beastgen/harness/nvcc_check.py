@@ -215,9 +215,9 @@ def nvcc_check(space_path: str, device=None, settings: dict | None = None, sampl
     compare ptxas's register count with the space's estimate. Returns the check and the iterator
     columns (for :meth:`NvccCheck.report`). ``arch`` ('sm_90') overrides the profile's."""
     from ..devices import load_profile
-    from ..model import load
+    from ..compiler.model import load
     from ..reference import ReferenceEnumerator
-    from ..runtime import compile_space
+    from ..compiler.runtime import compile_space
     from .kernel import find_kernel
     from .tune import _default_generated_dir
 

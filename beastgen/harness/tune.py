@@ -152,15 +152,15 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         return _tune(**options)
     if strategy not in STRATEGIES:  # before starting a cluster
         raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
-    from ..distributed.tune import TunePool
+    from ..distributed.pool import TunePool
     with TunePool(scheduler, backend, device, replay) as pool:
         return _tune(**options, pool=pool)
 
 
 def _tune(space_path, backend, device, settings, replay, budget, time_limit, results, strategy, seed,
           iterations, generated_dir, progress, plot, log, pool=None) -> TuneResult:
-    from ..model import load
-    from ..runtime import compile_space
+    from ..compiler.model import load
+    from ..compiler.runtime import compile_space
 
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
     if strategy not in STRATEGIES:

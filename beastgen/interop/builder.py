@@ -4,9 +4,9 @@ any Python source.
 """
 from __future__ import annotations
 
-from .. import language as L
+from ..compiler.language import nodes as L
 from ..errors import SpaceError
-from ..model import Space, Variable, _check_expressions
+from ..compiler.model import Space, Variable, _check_expressions
 from .restricted import check_name
 
 

@@ -17,11 +17,11 @@ import json
 import math
 import os
 
-from .. import language as L
-from ..codegen import _risky_nodes, expr_source
+from ..compiler.language import nodes as L
+from ..compiler.codegen.nest import _risky_nodes, expr_source
 from ..errors import BeastError
-from ..specialize import specialize
-from ..symbolic import SymbolicContext
+from ..compiler.specialize import specialize
+from ..compiler.analysis.symbolic import SymbolicContext
 
 _CASTS = {"int": int, "float": float}
 _T1_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "string"}

@@ -41,9 +41,9 @@ import re
 import textwrap
 import types
 
-from .. import language as L
+from ..compiler.language import nodes as L
 from ..errors import BeastError, SpaceError
-from ..model import (
+from ..compiler.model import (
     FUNCTION_BUILTINS,
     FunctionInfo,
     Space,
@@ -482,7 +482,7 @@ class _Rewrite(ast.NodeTransformer):
 def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, params, arg_map,
                      dict_args, context: str, builder: SpaceBuilder):
     """A compiled function filter for a restriction function with a body (if, assignments...)."""
-    from ..specialize import _check_compilable
+    from ..compiler.specialize import _check_compilable
 
     assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     for n in assigned & set(dict_args):

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import os
 
-from .. import language as L
+from ..compiler.language import nodes as L
 from ..errors import SpaceError
-from ..model import Space, _display_path
+from ..compiler.model import Space, _display_path
 from .builder import SpaceBuilder
 from .restricted import build_condition, evaluate_values
 

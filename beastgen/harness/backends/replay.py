@@ -6,7 +6,7 @@ unmeasured (never invented); one whose recorded run failed is reported as a laun
 from __future__ import annotations
 
 from ...errors import BeastError
-from ...replay import Replay, load_replay
+from ..recorded import Replay, load_replay
 from .base import Backend, KernelFailure, RunResult
 
 

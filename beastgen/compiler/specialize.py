@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from . import language as L
-from .devices import DeviceProfile, load_profile
-from .errors import SettingError, SpaceError, did_you_mean
+from .language import nodes as L
+from ..devices import DeviceProfile, load_profile
+from ..errors import SettingError, SpaceError, did_you_mean
 from .model import FUNCTION_BUILTINS, FunctionInfo, Space, Variable, expr_dependencies
 
 _SAFE_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "len": len, "int": int,
@@ -527,7 +527,7 @@ def _named_const(value, name) -> L.Const:
 
 
 def repr_source(expr, root: bool = False) -> str:
-    from .codegen import expr_source
+    from .codegen.nest import expr_source
     return expr_source(expr, root=root)
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from itertools import product
 
-from . import language as L
-from .errors import SpaceError
-from .specialize import Specialized, infer_type
+from ..language import nodes as L
+from ...errors import SpaceError
+from ..specialize import Specialized, infer_type
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not worth computing
@@ -55,7 +55,7 @@ class _Analysis:
         if (value is not None and isinstance(expr, (L.BinOp, L.UnaryOp))
                 and infer_type(expr, self.spec.items) == "int"
                 and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
-            from .codegen import expr_source
+            from ..codegen.nest import expr_source
             extreme = value[1] if value[1] > INT64_MAX else value[0]
             size = "far more than" if abs(extreme) >= _HUGE else f"{float(extreme):.3g}, past"
             raise SpaceError(

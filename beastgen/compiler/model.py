@@ -11,8 +11,8 @@ import os
 import types
 from dataclasses import dataclass, field
 
-from . import language as L
-from .errors import SpaceError, did_you_mean
+from .language import nodes as L
+from ..errors import SpaceError, did_you_mean
 
 #: builtins a space function may call; everything else must be a space name or a constant
 FUNCTION_BUILTINS = frozenset({"range", "min", "max", "abs", "len", "int", "float", "bool", "round",
@@ -102,7 +102,7 @@ def load(path: str | os.PathLike) -> Space:
     """Execute a space file and collect its space. Errors name the file and line."""
     path = _display_path(os.fspath(path))
     if path.endswith(".json"):
-        from .interop.t1 import load_t1  # T1 JSON: read as data, never executed
+        from ..interop.t1 import load_t1  # T1 JSON: read as data, never executed
         return load_t1(path)
     try:
         with open(path, encoding="utf-8") as f:

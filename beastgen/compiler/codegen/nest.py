@@ -6,12 +6,12 @@ from __future__ import annotations
 import ast
 import math
 
-from . import __version__
-from . import language as L
-from .errors import SpaceError
-from .plan import Plan
-from .specialize import Item, infer_type
-from .symbolic import SymbolicContext
+from ... import __version__
+from ..language import nodes as L
+from ...errors import SpaceError
+from ..plan import Plan
+from ..specialize import Item, infer_type
+from ..analysis.symbolic import SymbolicContext
 
 # Python operator precedence (higher binds tighter)
 _PRECEDENCE = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7,

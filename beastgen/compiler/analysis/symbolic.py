@@ -3,8 +3,8 @@ then skip testing (e.g. that a divisor can never be zero, so no division guard i
 """
 from __future__ import annotations
 
-from . import language as L
-from .specialize import infer_type
+from ..language import nodes as L
+from ..specialize import infer_type
 
 
 class SymbolicContext:

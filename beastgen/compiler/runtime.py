@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import language as L
-from .bounds import Comparison, LevelCuts, Threshold
-from .codegen import generate_module, split_level, stat_slots
-from .errors import BeastError
+from .language import nodes as L
+from ..bounds import Comparison, LevelCuts, Threshold
+from .codegen.nest import generate_module, split_level, stat_slots
+from ..errors import BeastError
 from .plan import Plan, make_plan
 from .specialize import Specialized, infer_type, specialize
 

@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from .errors import BeastError
+from ..errors import BeastError
 
 
 @dataclass
@@ -79,7 +79,7 @@ class BoundCheck:
                 "evaluated": self.evaluated, "proven": self.proven}
 
     def report(self) -> str:
-        from .bounds import format_seconds
+        from ..bounds import format_seconds
 
         lines = [f"replay: {self.replay.path} ({self.replay.kernel_name} on {self.replay.device_name}, "
                  f"{len(self.replay.times):,} measured)",

@@ -55,7 +55,7 @@ class _Context:
     def __init__(self, recipe: MeasureRecipe):
         from ..harness.kernel import find_kernel
         from ..harness.tune import _setup_backend
-        from ..model import load
+        from ..compiler.model import load
 
         space = load(recipe.space_path)
         if space.source_hash != recipe.source_hash:
