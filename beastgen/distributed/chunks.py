@@ -95,7 +95,7 @@ def worker_plan(recipe: PlanRecipe):
     plan = _PLANS.get(key)
     if plan is not None:
         return plan
-    from ..compiler.model import load
+    from ..loading import load
     from ..compiler.runtime import compile_space
 
     space = load(recipe.path)

@@ -215,11 +215,11 @@ def nvcc_check(space_path: str, device=None, settings: dict | None = None, sampl
     compare ptxas's register count with the space's estimate. Returns the check and the iterator
     columns (for :meth:`NvccCheck.report`). ``arch`` ('sm_90') overrides the profile's."""
     from ..devices import load_profile
-    from ..compiler.model import load
+    from ..loading import load
     from ..reference import ReferenceEnumerator
     from ..compiler.runtime import compile_space
     from .kernel import find_kernel
-    from .tune import _default_generated_dir
+    from .tune import default_generated_dir
 
     if samples < 1:
         raise BeastError("--samples must be at least 1")
@@ -239,7 +239,7 @@ def nvcc_check(space_path: str, device=None, settings: dict | None = None, sampl
     if arch is None:
         arch, note = choose_arch(profile.get("compute_capability"), supported_arches(nvcc))
     plan = compile_space(space, device=profile, settings=settings or {},
-                         generated_dir=generated_dir or _default_generated_dir())
+                         generated_dir=generated_dir or default_generated_dir())
     typed_settings = {k: _plain(v) for k, v in plan.specialized.settings.items()}
     configs = plan.enumerate()
     columns = list(plan.columns)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..compiler.language import nodes as L
 from ..errors import SpaceError
-from ..compiler.model import Space, Variable, _check_expressions
+from ..compiler.model import Variable, check_expressions
+from ..compiler.runtime import Space
 from .restricted import check_name
 
 
@@ -58,5 +59,5 @@ class SpaceBuilder:
     def build(self) -> Space:
         if not self.iterators:
             raise SpaceError("the space has no tuning parameters", self.path)
-        _check_expressions(self.variables)
+        check_expressions(self.variables)
         return Space(self.name, self.path, self.source, dict(self.variables), self.module_globals)

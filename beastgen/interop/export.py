@@ -18,7 +18,8 @@ import math
 import os
 
 from ..compiler.language import nodes as L
-from ..compiler.codegen.nest import _risky_nodes, expr_source
+from ..compiler.codegen.nest import risky_nodes
+from ..compiler.language.printer import expr_source
 from ..errors import BeastError
 from ..compiler.specialize import specialize
 from ..compiler.analysis.symbolic import SymbolicContext
@@ -135,7 +136,7 @@ def to_t1(space, path: str | None = None, device=None, settings: dict | None = N
                     raise BeastError(f"cannot export to T1: derived value '{name}' is written as a "
                                      "function; T1 conditions can only inline expressions", var.origin)
                 continue
-            if any(True for _ in _risky_nodes(item.expr, nonzero)):
+            if any(True for _ in risky_nodes(item.expr, nonzero)):
                 # a derived value that raises rejects the configuration: so does this condition
                 expr = exporter.inline(item.expr, name)
                 text = expr_source(expr)

@@ -27,6 +27,7 @@ import keyword
 import math
 
 from ..compiler.language import nodes as L
+from ..compiler.model import RESERVED_NAMES
 from ..errors import SpaceError, did_you_mean
 
 #: the most elements a Values list (or any intermediate list, range or string) may have
@@ -73,8 +74,6 @@ def _describe(node: ast.AST) -> str:
 
 def check_name(name, where: str | None, what: str = "parameter") -> str:
     """A parameter name must be a plain identifier the generated code can use as a variable."""
-    from ..compiler.model import RESERVED_NAMES
-
     if not isinstance(name, str) or not name.isidentifier():
         raise SpaceError(f"{what} name {name!r} is not a Python identifier", where)
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):

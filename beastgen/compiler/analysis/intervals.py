@@ -11,6 +11,7 @@ from __future__ import annotations
 from itertools import product
 
 from ..language import nodes as L
+from ..language.printer import expr_source
 from ...errors import SpaceError
 from ..specialize import Specialized, infer_type
 
@@ -55,7 +56,6 @@ class _Analysis:
         if (value is not None and isinstance(expr, (L.BinOp, L.UnaryOp))
                 and infer_type(expr, self.spec.items) == "int"
                 and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
-            from ..codegen.nest import expr_source
             extreme = value[1] if value[1] > INT64_MAX else value[0]
             size = "far more than" if abs(extreme) >= _HUGE else f"{float(extreme):.3g}, past"
             raise SpaceError(

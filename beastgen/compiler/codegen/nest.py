@@ -6,17 +6,14 @@ from __future__ import annotations
 import ast
 import math
 
-from ... import __version__
+from ...version import __version__
 from ..language import nodes as L
+from ..language.printer import PRECEDENCE, expr_source, literal, wrap
 from ...errors import SpaceError
 from ..plan import Plan
 from ..specialize import Item, infer_type
 from ..analysis.symbolic import SymbolicContext
 
-# Python operator precedence (higher binds tighter)
-_PRECEDENCE = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7,
-               "%": 7, "neg": 8, "**": 9}
-_ATOM = 10
 _NONZERO_SAFE = ("/", "//", "%")
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
@@ -28,68 +25,7 @@ _CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes 
 # --------------------------------------------------------------------------------------------------
 # Expressions
 # --------------------------------------------------------------------------------------------------
-def expr_source(node, root: bool = False) -> str:
-    """Python source for a space expression (a language object or specialized IR)."""
-    return _source(node, root)[0]
-
-
-def _literal(value) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"math.{'inf' if value > 0 else 'nan'}" if value == value else "math.nan"
-    return repr(value)
-
-
-def _source(node, root=False) -> tuple[str, int]:
-    if not root and getattr(node, "name", None) is not None:
-        return node.name, _ATOM
-    if isinstance(node, L.Ref):
-        return node.target, _ATOM
-    if isinstance(node, L.Const):
-        shown = getattr(node, "shown", None)
-        if shown:
-            return shown, (_ATOM if shown.isidentifier() else 0)
-        return _literal(node.value), (_ATOM if not (isinstance(node.value, (int, float))
-                                                     and node.value < 0) else _PRECEDENCE["neg"])
-    if isinstance(node, L.DeviceProperty):
-        return f"beast.device.{node.prop}", _ATOM
-    if isinstance(node, L.Setting):
-        return f"setting({node.default!r})", _ATOM
-    if isinstance(node, L.BinOp):
-        p = _PRECEDENCE[node.op]
-        right_assoc = node.op == "**"
-        left = _wrap(node.left, p, strict=right_assoc)
-        right = _wrap(node.right, p, strict=not right_assoc)
-        return f"{left} {node.op} {right}", p
-    if isinstance(node, L.Compare):
-        p = _PRECEDENCE["cmp"]
-        return f"{_wrap(node.left, p, strict=True)} {node.op} {_wrap(node.right, p, strict=True)}", p
-    if isinstance(node, L.UnaryOp):
-        return f"-{_wrap(node.operand, _PRECEDENCE['neg'])}", _PRECEDENCE["neg"]
-    if isinstance(node, L.Not):
-        return f"not {_wrap(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
-    if isinstance(node, L.BoolOp):
-        p = _PRECEDENCE[node.op]
-        return f" {node.op} ".join(_wrap(o, p, strict=True) for o in node.operands), p
-    if isinstance(node, L.IfExp):
-        return (f"{_wrap(node.body, 1)} if {_wrap(node.test, 1)} else {_wrap(node.orelse, 0)}", 0)
-    if isinstance(node, L.Call):
-        func = {"ceil": "math.ceil", "floor": "math.floor"}.get(node.func, node.func)
-        return f"{func}({', '.join(expr_source(a) for a in node.args)})", _ATOM
-    if isinstance(node, L.RangeIterator):
-        return f"range({', '.join(expr_source(a) for a in node.children())})", _ATOM
-    if isinstance(node, L.ValuesIterator):
-        return f"values({', '.join(expr_source(a) for a in node.values)})", _ATOM
-    if isinstance(node, (L.FunctionIterator, L.Derived)):
-        return f"{node.func.__name__}()", _ATOM
-    raise TypeError(f"cannot print {type(node).__name__}")
-
-
-def _wrap(node, parent: int, strict: bool = False) -> str:
-    text, p = _source(node)
-    return f"({text})" if p < parent or (strict and p == parent) else text
-
-
-def _risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
+def risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
     """(node, conditional) for every division/modulo/power that may raise, innermost first;
     ``nonzero(divisor)`` says when a divisor is proven never zero (no guard needed)."""
     children = expr.children()
@@ -97,7 +33,7 @@ def _risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
         under = conditional
         if isinstance(expr, L.IfExp) and index > 0 or isinstance(expr, L.BoolOp) and index > 0:
             under = True
-        yield from _risky_nodes(child, nonzero, under)
+        yield from risky_nodes(child, nonzero, under)
     if isinstance(expr, L.BinOp):
         if expr.op in _NONZERO_SAFE and not nonzero(expr.right):
             yield expr, conditional
@@ -161,7 +97,7 @@ def _constants_section(plan: Plan) -> list[str]:
     for name, value in spec.constants.items():
         if isinstance(value, (int, float, str, bool)) or _is_literal_tuple(value):
             kind = spec.space.variables[name].kind if name in spec.space.variables else "constant"
-            lines.append(f"{name} = {_literal(value)}  # {kind}")
+            lines.append(f"{name} = {literal(value)}  # {kind}")
     module_constants = {}
     for item in spec.items.values():
         if item.function is not None:
@@ -496,7 +432,7 @@ class _NestWriter:
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
         expr = self._python_powers(expr)
-        risky = list(_risky_nodes(expr, self.symbolic.provably_nonzero))
+        risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
             self.temps += 1
@@ -517,7 +453,7 @@ class _NestWriter:
             if divisor in seen:
                 continue
             seen.add(divisor)
-            self.emit(f"if {_wrap(node.right, _PRECEDENCE['cmp'], strict=True)} == 0:  # would divide by zero")
+            self.emit(f"if {wrap(node.right, PRECEDENCE['cmp'], strict=True)} == 0:  # would divide by zero")
             self.depth += 1
             self.reject(item)
             self.depth -= 1
@@ -654,8 +590,8 @@ class _NestWriter:
         """The loop replaced by the only value its equality filter lets through."""
         it, solution = level.iterator, level.solved
         item = solution.filter
-        numerator = _wrap(solution.numerator, _PRECEDENCE["*"])
-        denominator = _wrap(solution.denominator, _PRECEDENCE["*"], strict=True)
+        numerator = wrap(solution.numerator, PRECEDENCE["*"])
+        denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
         self.emit(f"# filter {item.name} ({item.origin}): rejects when {item.source_text}; solved for "
                   f"{it.name} instead of looping")
         self.guarded(item, solution.numerator, lambda _: None)
@@ -704,7 +640,7 @@ class _NestWriter:
         else:
             expr = self._python_powers(item.expr)
             call = expr_source(expr)
-            may_raise = any(True for _ in _risky_nodes(expr, self.symbolic.provably_nonzero))
+            may_raise = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
         if may_raise:
             self.emit("try:")
             self.emit(f"    {item.name} = {call}")

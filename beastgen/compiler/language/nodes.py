@@ -15,6 +15,7 @@ import os
 import sys
 
 from ...errors import SpaceError
+from .printer import expr_source
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # beastgen/
 
@@ -105,7 +106,6 @@ class Expr:
                          _caller_origin())
 
     def __repr__(self):
-        from ..codegen.nest import expr_source
         return self.name if self.name else expr_source(self)
 
 

@@ -11,7 +11,7 @@ from ...errors import BeastError
 from .base import Backend, KernelFailure, RunResult
 
 
-def _import_pycuda():
+def import_pycuda():
     try:
         import pycuda.driver as drv
         from pycuda.compiler import SourceModule
@@ -27,7 +27,7 @@ class CUDABackend(Backend):
     language = "cuda"
 
     def __init__(self, index: int = 0):
-        drv, self.SourceModule = _import_pycuda()
+        drv, self.SourceModule = import_pycuda()
         self.drv = drv
         try:
             drv.init()

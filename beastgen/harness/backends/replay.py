@@ -20,8 +20,8 @@ class ReplayBackend(Backend):
 
     def device_profile(self):
         """The built-in profile of the GPU the file was measured on (None if none matches)."""
-        from ...devices import _match_name
-        return _match_name(self.replay.device_name)
+        from ...devices import match_name
+        return match_name(self.replay.device_name)
 
     def check_parameters(self, columns: list[str]) -> None:
         missing = [k for k in self.replay.keys if k not in columns]
