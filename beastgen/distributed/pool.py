@@ -28,6 +28,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..devices import load_profile
 from ..errors import BeastError
 from ..harness.kernel import find_kernel
 from ..harness.store import config_key
@@ -138,7 +139,6 @@ class TunePool:
         if self.replay:
             raise BeastError("--replay goes with --backend replay")
         if self.backend == "cuda" and self.device and self.device.strip().lower() != "auto":
-            from ..devices import load_profile
             return load_profile(self.device), None, "cuda"
         future = self.client.submit(_profile_task, self.backend, self.device, resources={GPU: 1},
                                     pure=False)

@@ -19,8 +19,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..bounds import format_seconds
+from ..compiler.runtime import compile_space
+from ..devices import load_profile
 from ..errors import BeastError
+from ..loading import load
 from .backends.base import KernelFailure
+from .backends.cuda import CUDABackend, import_pycuda
+from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
+from .backends.replay import ReplayBackend
+from .isolate import Isolated
 from .kernel import Launch, find_kernel, verify
 from .store import Store, config_key
 from .strategies import STRATEGIES, SearchState
@@ -108,9 +115,7 @@ def default_generated_dir() -> str:
 
 def setup_backend(backend: str, device, replay_path, kernel):
     """(profile or None, runner, language, extra settings) for a backend name."""
-    from ..devices import load_profile
     if backend == "replay":
-        from .backends.replay import ReplayBackend
         if not replay_path:
             raise BeastError("--backend replay needs --replay FILE (a Kernel Tuner cache file)")
         runner = ReplayBackend(replay_path)
@@ -122,14 +127,10 @@ def setup_backend(backend: str, device, replay_path, kernel):
     if replay_path:
         raise BeastError("--replay goes with --backend replay")
     if backend == "opencl":
-        from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
-        from .isolate import Isolated
         index = parse_device(device)
         profile = opencl_profile(get_device(index), index)
         return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
     if backend == "cuda":
-        from .backends.cuda import CUDABackend, import_pycuda
-        from .isolate import Isolated
         import_pycuda()
         profile = load_profile(device or "auto")
         return profile, Isolated(functools.partial(CUDABackend, 0)), "cuda"
@@ -144,8 +145,6 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     """Search ``space_path`` for its fastest configuration (see the module docstring). With a
     ``pool`` (:class:`beastgen.distributed.pool.TunePool`), every candidate runs on a Dask worker
     holding a GPU; the results store stays on this machine."""
-    from ..loading import load
-    from ..compiler.runtime import compile_space
 
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
     if strategy not in STRATEGIES:

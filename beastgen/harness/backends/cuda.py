@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...devices import load_profile
 from ...errors import BeastError
 from .base import Backend, KernelFailure, RunResult
 
@@ -38,7 +39,6 @@ class CUDABackend(Backend):
         self._module = None
 
     def device_profile(self):
-        from ...devices import load_profile
         return load_profile("auto")
 
     def compile(self, launch):

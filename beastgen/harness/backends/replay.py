@@ -5,6 +5,7 @@ unmeasured (never invented); one whose recorded run failed is reported as a laun
 """
 from __future__ import annotations
 
+from ...devices import match_name
 from ...errors import BeastError
 from ..recorded import Replay, load_replay
 from .base import Backend, KernelFailure, RunResult
@@ -20,7 +21,6 @@ class ReplayBackend(Backend):
 
     def device_profile(self):
         """The built-in profile of the GPU the file was measured on (None if none matches)."""
-        from ...devices import match_name
         return match_name(self.replay.device_name)
 
     def check_parameters(self, columns: list[str]) -> None:
