@@ -475,11 +475,11 @@ def _enumerate_on_cluster(args, plan) -> int:
 
 
 def cmd_tune(args) -> int:
-    from .harness.tune import tune
-
     if args.scheduler:  # the same search, every candidate run on a Dask worker holding a GPU
         from .distributed import tune_on_cluster
         tune = functools.partial(tune_on_cluster, scheduler=args.scheduler)
+    else:
+        from .harness.tune import tune
     result = tune(args.space, backend=args.backend, device=args.device, settings=_settings(args.settings),
                   replay=args.replay, budget=args.budget, time_limit=args.time, results=args.results,
                   strategy=args.strategy, seed=args.seed, iterations=args.iterations,

@@ -16,7 +16,8 @@ import numpy as np
 
 from .language import nodes as L
 from ..bounds import Comparison, LevelCuts, Threshold
-from .codegen.nest import generate_module, split_level, stat_slots
+from .codegen.module import generate_module
+from .codegen.nest import split_level, stat_slots
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from .plan import Plan, make_plan
