@@ -238,7 +238,7 @@ def count(plan, client, n_chunks: int | None = None, samples_per_node: int | Non
 
 
 def merge_stats(plan, parts: list):
-    """One :class:`~beastgen.runtime.Stats` from those of chunks partitioning the split nodes.
+    """One :class:`~beastgen.compiler.runtime.Stats` from those of chunks partitioning the split nodes.
 
     Every chunk walks the levels above the split level, so their iterations (and the rejections
     and errors of what is placed there) are the same in every chunk and are taken once; what is

@@ -1,5 +1,5 @@
-"""Builds a :class:`beastgen.model.Space` directly from language objects, the way
-:func:`beastgen.model.load` collects a space file's module (``model._collect``), without executing
+"""Builds a :class:`beastgen.compiler.model.Space` directly from language objects, the way
+:func:`beastgen.compiler.model.load` collects a space file's module (``model._collect``), without executing
 any Python source.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ class SpaceBuilder:
         return name
 
     def add_function_filter(self, name: str, func, info, origin: str) -> str:
-        """A filter written as a function (``info``: its :class:`beastgen.model.FunctionInfo`)."""
+        """A filter written as a function (``info``: its :class:`beastgen.compiler.model.FunctionInfo`)."""
         filt = L.Filter(func, origin)
         filt.name, filt.origin = name, origin
         self.variables[name] = Variable(name, "filter", filt, origin, function=info)

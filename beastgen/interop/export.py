@@ -32,7 +32,7 @@ _T1_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "string"}
 # Kernel Tuner
 # --------------------------------------------------------------------------------------------------
 def to_kernel_tuner(plan) -> tuple[dict, list[dict]]:
-    """``(tune_params, configurations)`` of a compiled plan (:class:`beastgen.runtime.CompiledPlan`).
+    """``(tune_params, configurations)`` of a compiled plan (:class:`beastgen.compiler.runtime.CompiledPlan`).
 
     ``tune_params`` maps each iterator (declaration order) to its values: its domain when the domain
     is a constant list or range, otherwise (a domain that depends on other iterators, or a function

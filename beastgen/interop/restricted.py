@@ -7,7 +7,7 @@ names the offending sub-expression, the whole expression and where it comes from
 Two evaluators:
 
 * :class:`ConditionBuilder` turns a boolean condition over parameter names into a beastgen
-  expression tree (:mod:`beastgen.language`): literals, parameter names, ``+ - * / // % **``, unary
+  expression tree (:mod:`beastgen.compiler.language`): literals, parameter names, ``+ - * / // % **``, unary
   ``-``/``+``, comparisons (chains become an ``and`` of comparisons sharing the middle operand),
   ``in``/``not in`` a literal list or tuple, ``and``/``or``/``not`` (Python's short-circuit value
   semantics), ``a if c else b`` and ``min``/``max``/``abs``. Nothing is evaluated: the tree goes

@@ -23,7 +23,7 @@ from .restricted import build_condition, evaluate_values
 
 
 def load_t1(path: str | os.PathLike) -> Space:
-    """Read a T1 JSON file into a :class:`beastgen.model.Space` (no Python source is executed)."""
+    """Read a T1 JSON file into a :class:`beastgen.compiler.model.Space` (no Python source is executed)."""
     path = display_path(os.fspath(path))
     try:
         with open(path, encoding="utf-8") as f:
