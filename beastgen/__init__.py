@@ -4,14 +4,14 @@ pruned with lower bounds (Telamon).
 A space file does ``import beastgen as beast`` and declares settings, iterators, derived values and
 filters. A filter REJECTS a configuration when it is true.
 """
-__version__ = "0.1.0"
-
-from .errors import BeastError, DeviceError, SettingError, SpaceError  # noqa: E402
-from .language import (  # noqa: E402
+from .errors import BeastError, DeviceError, SettingError, SpaceError
+from .compiler.language.nodes import (
     bound, derived, device, filter, iterator, max, min, range, setting, values, where,
 )
-from .model import Space, load  # noqa: E402
-from .harness.kernel import kernel  # noqa: E402
+from .compiler.runtime import Space
+from .loading import load
+from .harness.kernel import kernel
+from .version import __version__
 
 __all__ = [
     "BeastError", "DeviceError", "SettingError", "SpaceError", "Space", "load",

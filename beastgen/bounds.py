@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import BeastError
+from .table import format_table
 
 _UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
@@ -90,8 +91,6 @@ class Comparison:
                 "levels": [vars(level) for level in self.levels]}
 
     def table(self) -> str:
-        from .table import format_table
-
         rows = [[str(i), lv.iterator, f"{lv.visited_exhaustive:,}", f"{lv.visited_hoisted:,}",
                  f"{lv.visited_innermost:,}", f"{lv.subtrees_cut:,}", f"{lv.configurations_removed:,}",
                  ", ".join(lv.bound_terms)] for i, lv in enumerate(self.levels)]

@@ -3,6 +3,7 @@ devices."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -195,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
 
 # --------------------------------------------------------------------------------------------------
 def _compile(args):
-    from .model import load
-    from .runtime import compile_space
+    from .loading import load
+    from .compiler.runtime import compile_space
 
     space = load(args.space)
     plan = compile_space(space, device=args.device, settings=_settings(args.settings),
@@ -381,7 +382,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check_bounds(args) -> int:
-    from .replay import check_bounds, load_replay
+    from .harness.recorded import check_bounds, load_replay
 
     replay = load_replay(args.replay)
     _, plan = _compile(args)
@@ -412,7 +413,7 @@ def format_stats(plan, stats) -> str:
 
 
 def cmd_show(args) -> int:
-    from .codegen import expr_source
+    from .compiler.language.printer import expr_source
 
     space, plan = _compile(args)
     print(_describe_target(plan))
@@ -494,13 +495,15 @@ def _enumerate_on_cluster(args, plan) -> int:
 
 
 def cmd_tune(args) -> int:
-    from .harness.tune import tune
-
+    if args.scheduler:  # the same search, every candidate run on a Dask worker holding a GPU
+        from .distributed import tune_on_cluster
+        tune = functools.partial(tune_on_cluster, scheduler=args.scheduler)
+    else:
+        from .harness.tune import tune
     result = tune(args.space, backend=args.backend, device=args.device, settings=_settings(args.settings),
                   replay=args.replay, budget=args.budget, time_limit=args.time, results=args.results,
                   strategy=args.strategy, seed=args.seed, iterations=args.iterations,
-                  generated_dir=args.generated_dir, progress=not args.no_progress, plot=args.plot,
-                  scheduler=args.scheduler)
+                  generated_dir=args.generated_dir, progress=not args.no_progress, plot=args.plot)
     print(result.report())
     if args.plot:
         print(f"wrote {args.plot}")
@@ -511,7 +514,7 @@ def cmd_tune(args) -> int:
 
 def cmd_export(args) -> int:
     from .interop.export import to_t1, write_kernel_tuner
-    from .model import load
+    from .loading import load
 
     if args.format == "t1":
         space = load(args.space)

@@ -222,7 +222,7 @@ def _detect() -> DeviceProfile:
     props["max_regs_per_thread"] = 255 if (major, minor) >= (3, 5) else 63
     props.setdefault("max_shared_mem_per_block_optin", props["max_shared_mem_per_block"])
     clock_mhz = (get("CLOCK_RATE") or 0) / 1000  # the rated boost clock, in kHz
-    ref = _match_name(name)
+    ref = match_name(name)
     if ref is None:
         if clock_mhz:
             props["max_clock_mhz"] = clock_mhz
@@ -240,7 +240,7 @@ def _detect() -> DeviceProfile:
     return DeviceProfile("auto", name, props, f"auto-detected ({api})")
 
 
-def _match_name(device_name: str) -> DeviceProfile | None:
+def match_name(device_name: str) -> DeviceProfile | None:
     """The built-in profile whose key, alias or name is the longest run of words in
     ``device_name`` ("NVIDIA GeForce RTX 2080 Ti" -> rtx2080ti), not followed by Ti/Super."""
     profiles, names = _database()

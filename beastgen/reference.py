@@ -12,10 +12,11 @@ import types
 
 import networkx as nx
 
-from . import language as L
+from .compiler.language import nodes as L
+from .compiler.language.evaluate import Evaluator
 from .devices import DeviceProfile, load_profile
-from .model import Space
-from .specialize import dependency_graph, function_globals, resolve_settings
+from .compiler.model import Space
+from .compiler.specialize import dependency_graph, function_globals, resolve_settings
 
 
 class _Raised(Exception):
@@ -134,40 +135,35 @@ class ReferenceEnumerator:
             raise _Raised from None
 
     def _eval(self, node: L.Expr, config: dict, env: dict, root: bool = False):
-        if not root and node.name is not None:
-            return self._value(node.name, config, env)
+        """The value of ``node`` (the ``root`` computed even when named); a raise rejects."""
+        evaluator = _ConfigEvaluator(self, config, env)
         try:
-            if isinstance(node, L.Const):
-                return node.value
-            if isinstance(node, L.DeviceProperty):
-                return self.profile.get(node.prop)
-            if isinstance(node, L.BinOp):
-                return L.BINARY_OPS[node.op](self._eval(node.left, config, env),
-                                             self._eval(node.right, config, env))
-            if isinstance(node, L.Compare):
-                return L.COMPARE_OPS[node.op](self._eval(node.left, config, env),
-                                              self._eval(node.right, config, env))
-            if isinstance(node, L.UnaryOp):
-                return -self._eval(node.operand, config, env)
-            if isinstance(node, L.Not):
-                return not self._eval(node.operand, config, env)
-            if isinstance(node, L.BoolOp):
-                value = None
-                for operand in node.operands:
-                    value = self._eval(operand, config, env)
-                    if (node.op == "and" and not value) or (node.op == "or" and value):
-                        return value
-                return value
-            if isinstance(node, L.IfExp):
-                test = self._eval(node.test, config, env)
-                return self._eval(node.body if test else node.orelse, config, env)
-            if isinstance(node, L.Call):
-                return L.CALLS[node.func](*(self._eval(a, config, env) for a in node.args))
-        except _Raised:
+            return evaluator(node) if root else evaluator.evaluate(node)
+        except (_Raised, _Unevaluable):
             raise
         except Exception:  # noqa: BLE001 - division by zero and friends: rejected
             raise _Raised from None
-        raise TypeError(f"cannot evaluate {type(node).__name__}")
+
+
+class _ConfigEvaluator(Evaluator):
+    """A named sub-expression is the enumerator's value of that variable for the configuration."""
+
+    def __init__(self, enumerator: ReferenceEnumerator, config: dict, env: dict):
+        super().__init__(enumerator.profile)
+        self.enumerator, self.config, self.env = enumerator, config, env
+
+    def has_value(self, name: str) -> bool:
+        return True
+
+    def named_value(self, name: str):
+        return self.enumerator._value(name, self.config, self.env)
+
+    def map_Expr(self, node):
+        raise _Unevaluable(f"cannot evaluate {type(node).__name__}")
+
+
+class _Unevaluable(TypeError):
+    """A node the reference cannot evaluate: a bug, never a rejection."""
 
 
 def reference_count(space: Space, device=None, **settings) -> int:

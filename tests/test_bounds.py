@@ -132,7 +132,7 @@ def test_space_without_bounds_says_so(write_space):
 
 
 def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, capsys):
-    from beastgen.replay import check_bounds, load_replay
+    from beastgen.harness.recorded import check_bounds, load_replay
 
     replay = load_replay(REPLAY)
     assert len(replay.times) == 17_956 and min(replay.times.values()) == pytest.approx(11.466e-3, rel=1e-4)
@@ -151,7 +151,7 @@ def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, c
 
 
 def test_replay_file_errors(tmp_path):
-    from beastgen.replay import load_replay
+    from beastgen.harness.recorded import load_replay
 
     with pytest.raises(beastgen.BeastError, match="cannot read replay file"):
         load_replay(str(tmp_path / "missing.json"))

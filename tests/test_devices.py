@@ -142,9 +142,9 @@ def test_auto_with_fake_driver(monkeypatch):
     assert prof.get("max_blocks_per_sm") == 32  # not reported: taken from the matched h100
     assert prof.get("max_clock_mhz") == 1980.0
     assert prof.get("peak_flops_fp32") == pytest.approx(h100["peak_flops_fp32"] * 114 / 132)
-    assert devices._match_name("NVIDIA GeForce RTX 3090 Ti") is None
-    assert devices._match_name("NVIDIA L40") is None
-    assert devices._match_name("Tesla K40c").key == "k40"
+    assert devices.match_name("NVIDIA GeForce RTX 3090 Ti") is None
+    assert devices.match_name("NVIDIA L40") is None
+    assert devices.match_name("Tesla K40c").key == "k40"
 
 
 def test_get_unknown_property():

@@ -164,20 +164,21 @@ def _rows(path):
 
 
 def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_path):
+    from beastgen.distributed import tune_on_cluster
     from beastgen.harness import tune
 
     options = dict(backend="replay", replay=REPLAY, device="titanrtx", budget=30,
                    generated_dir=str(tmp_path / "generated"), progress=False, log=lambda m: None)
     local = tune(GEMM_CLBLAST, results=str(tmp_path / "local.db"), **options)
-    remote = tune(GEMM_CLBLAST, results=str(tmp_path / "remote.db"),
-                  scheduler=cluster.scheduler.address, **options)
+    remote = tune_on_cluster(GEMM_CLBLAST, cluster.scheduler.address, results=str(tmp_path / "remote.db"),
+                             **options)
     assert remote.ran_now == local.ran_now == 30
     assert remote.best_config == local.best_config and remote.best_time == local.best_time
     assert remote.unmeasured == local.unmeasured and remote.stopped == local.stopped
     assert _rows(tmp_path / "remote.db") == _rows(tmp_path / "local.db")
     # resumed on the cluster: the 30 recorded runs are answered by the store, 10 more run
-    again = tune(GEMM_CLBLAST, results=str(tmp_path / "remote.db"),
-                 scheduler=cluster.scheduler.address, **(options | {"budget": 10}))
+    again = tune_on_cluster(GEMM_CLBLAST, cluster.scheduler.address, results=str(tmp_path / "remote.db"),
+                            **(options | {"budget": 10}))
     assert again.resumed == 30 and again.ran_now == 10 and len(_rows(tmp_path / "remote.db")) == 40
 
 
@@ -193,11 +194,12 @@ def _opencl_available():
 def test_branch_and_bound_on_gpu_workers_proves_the_best_as_locally(cluster, tmp_path):
     """Real kernels (PoCL) on the workers, each under the local watchdog: the two GPU workers run
     candidates side by side, and bound pruning stays exact: the same 3 of 9 run as locally."""
-    from beastgen.harness import tune
+    from beastgen.distributed import tune_on_cluster
 
-    result = tune(os.path.join(REPO, "tests", "harness_spaces", "chain.py"), device="opencl:0",
-                  results=str(tmp_path / "chain.db"), generated_dir=str(tmp_path / "generated"),
-                  progress=False, log=lambda m: None, scheduler=cluster.scheduler.address)
+    result = tune_on_cluster(os.path.join(REPO, "tests", "harness_spaces", "chain.py"),
+                             cluster.scheduler.address, device="opencl:0",
+                             results=str(tmp_path / "chain.db"), generated_dir=str(tmp_path / "generated"),
+                             progress=False, log=lambda m: None)
     assert result.exhaustive == 9 and result.proven and result.stopped == "proven"
     assert result.best_config["work"] == 1 and not result.failures
     assert result.surviving == 3 and result.evaluated == result.ran_now == 3

@@ -8,7 +8,7 @@ from hypothesis import given, note, settings
 import beastgen
 from beastgen.cli import main
 from beastgen.reference import ReferenceEnumerator
-from beastgen.runtime import compile_space
+from beastgen.compiler.runtime import compile_space
 
 from conftest import REPO
 from test_properties import CI, DEVICE, spaces, write_space

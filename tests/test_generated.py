@@ -6,8 +6,8 @@ import shlex
 import pytest
 
 from beastgen.cli import build_parser, _settings
-from beastgen.model import load
-from beastgen.runtime import compile_space, write_if_changed
+from beastgen.compiler.model import load
+from beastgen.compiler.runtime import compile_space, write_if_changed
 
 from conftest import REPO
 

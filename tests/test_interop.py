@@ -14,7 +14,7 @@ import pytest
 
 import beastgen
 from beastgen import cli
-from beastgen import language as L
+from beastgen.compiler.language import nodes as L
 from beastgen.errors import BeastError, SpaceError
 from beastgen.interop import (
     from_kernel_tuner,

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 import beastgen
 from beastgen.errors import BeastError
-from beastgen.plan import item_graph, iterator_closure
+from beastgen.compiler.plan import item_graph, iterator_closure
 from beastgen.reference import ReferenceEnumerator
-from beastgen.runtime import compile_space
-from beastgen.specialize import specialize
+from beastgen.compiler.runtime import compile_space
+from beastgen.compiler.specialize import specialize
 
 DEVICE = "v100"
 # every example compiles, so no shrinking (minutes): a failure shows its whole space file instead

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..compiler.runtime import Stats, balanced_chunks, compile_space
 from ..errors import BeastError
-from ..runtime import balanced_chunks
+from ..loading import load
+from .cluster import worker_count
 
 #: chunks per worker: enough that a worker finishing early takes more, few enough to stay cheap
 CHUNKS_PER_WORKER = 4
@@ -95,8 +97,6 @@ def worker_plan(recipe: PlanRecipe):
     plan = _PLANS.get(key)
     if plan is not None:
         return plan
-    from ..model import load
-    from ..runtime import compile_space
 
     space = load(recipe.path)
     if space.source_hash != recipe.source_hash:
@@ -217,8 +217,6 @@ def _progress_bar(enabled: bool, total: int, unit: str):
 
 
 def _prepare(plan, client, n_chunks, samples_per_node):
-    from .cluster import worker_count
-
     workers = worker_count(client)
     start = time.perf_counter()
     chunks, census = plan_chunks(plan, n_chunks or CHUNKS_PER_WORKER * workers, samples_per_node)
@@ -240,12 +238,11 @@ def count(plan, client, n_chunks: int | None = None, samples_per_node: int | Non
 
 
 def merge_stats(plan, parts: list):
-    """One :class:`~beastgen.runtime.Stats` from those of chunks partitioning the split nodes.
+    """One :class:`~beastgen.compiler.runtime.Stats` from those of chunks partitioning the split nodes.
 
     Every chunk walks the levels above the split level, so their iterations (and the rejections
     and errors of what is placed there) are the same in every chunk and are taken once; what is
     below the split nodes is summed."""
-    from ..runtime import Stats
 
     if not parts:
         return plan.stats(chunk=(0, 0)) if plan.plan is not None else Stats(0, [], {}, {}, 0.0)

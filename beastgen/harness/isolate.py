@@ -6,6 +6,7 @@ import multiprocessing
 import time
 import traceback
 
+from ..errors import BeastError
 from .backends.base import KernelFailure, RunResult
 
 #: seconds a compile may take before it counts as hung
@@ -62,8 +63,6 @@ class Isolated:
             self.conn.send(("args", args))
 
     def _start(self) -> None:
-        from ..errors import BeastError
-
         parent, child = self.context.Pipe()
         self.process = self.context.Process(target=_worker, args=(child, self.factory), daemon=True)
         self.process.start()

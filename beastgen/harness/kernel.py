@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import language as L
+from ..compiler.language import nodes as L
+from ..compiler.language.evaluate import Evaluator
 from ..errors import BeastError
 
 LANGUAGES = ("opencl", "cuda")
@@ -203,37 +204,31 @@ def evaluate(expr, env: dict, profile=None):
     (iterators, settings), device properties from ``profile``, unnamed ones are computed."""
     if not isinstance(expr, L.Expr):
         return expr
-    name = getattr(expr, "name", None)
-    if name is not None and name in env:
-        return env[name]
-    if isinstance(expr, L.Const):
-        return expr.value
-    if isinstance(expr, L.DeviceProperty):
-        if profile is None:
-            raise BeastError(f"device property '{expr.prop}' needs a device profile")
-        return profile.get(expr.prop)
-    if isinstance(expr, L.BinOp):
-        return L.BINARY_OPS[expr.op](evaluate(expr.left, env, profile), evaluate(expr.right, env, profile))
-    if isinstance(expr, L.UnaryOp):
-        return -evaluate(expr.operand, env, profile)
-    if isinstance(expr, L.Compare):
-        return L.COMPARE_OPS[expr.op](evaluate(expr.left, env, profile), evaluate(expr.right, env, profile))
-    if isinstance(expr, L.BoolOp):
-        value = None
-        for operand in expr.operands:
-            value = evaluate(operand, env, profile)
-            if (expr.op == "and") != bool(value):
-                return value
-        return value
-    if isinstance(expr, L.Not):
-        return not evaluate(expr.operand, env, profile)
-    if isinstance(expr, L.IfExp):
-        return evaluate(expr.body if evaluate(expr.test, env, profile) else expr.orelse, env, profile)
-    if isinstance(expr, L.Call):
-        return L.CALLS[expr.func](*(evaluate(a, env, profile) for a in expr.args))
-    raise BeastError(f"kernel launch sizes cannot use {type(expr).__name__} "
-                     f"'{name or '?'}' (only iterators, settings, device properties and arithmetic)",
-                     expr.origin)
+    return _LaunchEvaluator(env, profile).evaluate(expr)
+
+
+class _LaunchEvaluator(Evaluator):
+    """Launch sizes: iterators and settings by name, device properties, arithmetic."""
+
+    def __init__(self, env: dict, profile):
+        super().__init__(profile)
+        self.env = env
+
+    def has_value(self, name: str) -> bool:
+        return name in self.env
+
+    def named_value(self, name: str):
+        return self.env[name]
+
+    def map_DeviceProperty(self, node):
+        if self.profile is None:
+            raise BeastError(f"device property '{node.prop}' needs a device profile")
+        return self.profile.get(node.prop)
+
+    def map_Expr(self, node):
+        raise BeastError(f"kernel launch sizes cannot use {type(node).__name__} "
+                         f"'{node.name or '?'}' (only iterators, settings, device properties and "
+                         "arithmetic)", node.origin)
 
 
 def kernel(source, name: str, **options) -> Kernel:

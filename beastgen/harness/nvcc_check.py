@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..compiler.runtime import compile_space
+from ..devices import load_profile
 from ..errors import BeastError
+from ..loading import load
+from ..reference import ReferenceEnumerator
+from ..table import format_table
+from .kernel import find_kernel
+from .tune import default_generated_dir
 
 #: seconds one nvcc compile may take before it is recorded as an error
 COMPILE_TIMEOUT = 300.0
@@ -166,7 +173,6 @@ class NvccCheck:
         return text
 
     def table(self, columns: list[str]) -> str:
-        from ..table import format_table
         rows = []
         for i, r in enumerate(self.rows, 1):
             config = [str(r["config"][c]) for c in columns]
@@ -214,12 +220,6 @@ def nvcc_check(space_path: str, device=None, settings: dict | None = None, sampl
     """Compile ``samples`` random valid configurations (``seed``) of a space's kernel with nvcc and
     compare ptxas's register count with the space's estimate. Returns the check and the iterator
     columns (for :meth:`NvccCheck.report`). ``arch`` ('sm_90') overrides the profile's."""
-    from ..devices import load_profile
-    from ..model import load
-    from ..reference import ReferenceEnumerator
-    from ..runtime import compile_space
-    from .kernel import find_kernel
-    from .tune import _default_generated_dir
 
     if samples < 1:
         raise BeastError("--samples must be at least 1")
@@ -239,7 +239,7 @@ def nvcc_check(space_path: str, device=None, settings: dict | None = None, sampl
     if arch is None:
         arch, note = choose_arch(profile.get("compute_capability"), supported_arches(nvcc))
     plan = compile_space(space, device=profile, settings=settings or {},
-                         generated_dir=generated_dir or _default_generated_dir())
+                         generated_dir=generated_dir or default_generated_dir())
     typed_settings = {k: _plain(v) for k, v in plan.specialized.settings.items()}
     configs = plan.enumerate()
     columns = list(plan.columns)

@@ -19,8 +19,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..bounds import format_seconds
+from ..compiler.runtime import compile_space
+from ..devices import load_profile
 from ..errors import BeastError
+from ..loading import load
 from .backends.base import KernelFailure
+from .backends.cuda import CUDABackend, import_pycuda
+from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
+from .backends.replay import ReplayBackend
+from .isolate import Isolated
 from .kernel import Launch, find_kernel, verify
 from .store import Store, config_key
 from .strategies import STRATEGIES, SearchState
@@ -101,16 +108,14 @@ class TuneResult:
         return "\n".join(lines)
 
 
-def _default_generated_dir() -> str:
+def default_generated_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "beastgen", "generated")
 
 
-def _setup_backend(backend: str, device, replay_path, kernel):
+def setup_backend(backend: str, device, replay_path, kernel):
     """(profile or None, runner, language, extra settings) for a backend name."""
-    from ..devices import load_profile
     if backend == "replay":
-        from .backends.replay import ReplayBackend
         if not replay_path:
             raise BeastError("--backend replay needs --replay FILE (a Kernel Tuner cache file)")
         runner = ReplayBackend(replay_path)
@@ -122,15 +127,11 @@ def _setup_backend(backend: str, device, replay_path, kernel):
     if replay_path:
         raise BeastError("--replay goes with --backend replay")
     if backend == "opencl":
-        from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
-        from .isolate import Isolated
         index = parse_device(device)
         profile = opencl_profile(get_device(index), index)
         return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
     if backend == "cuda":
-        from .backends.cuda import CUDABackend, _import_pycuda
-        from .isolate import Isolated
-        _import_pycuda()
+        import_pycuda()
         profile = load_profile(device or "auto")
         return profile, Isolated(functools.partial(CUDABackend, 0)), "cuda"
     raise BeastError(f"unknown backend '{backend}': use opencl, cuda or replay")
@@ -140,27 +141,10 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
          replay: str | None = None, budget: int | None = None, time_limit: float | None = None,
          results: str = "beastgen-results.db", strategy: str = "branch_and_bound", seed: int = 0,
          iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
-         plot: str | None = None, log=None, scheduler: str | None = None) -> TuneResult:
-    """Search ``space_path`` for its fastest configuration (see the module docstring). With
-    ``scheduler`` (a Dask scheduler address or ``local:N``), every candidate runs on a Dask worker
-    holding a GPU (:mod:`beastgen.distributed.tune`); the results store stays on this machine."""
-    options = dict(space_path=space_path, backend=backend, device=device, settings=settings,
-                   replay=replay, budget=budget, time_limit=time_limit, results=results,
-                   strategy=strategy, seed=seed, iterations=iterations, generated_dir=generated_dir,
-                   progress=progress, plot=plot, log=log)
-    if scheduler is None:
-        return _tune(**options)
-    if strategy not in STRATEGIES:  # before starting a cluster
-        raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
-    from ..distributed.tune import TunePool
-    with TunePool(scheduler, backend, device, replay) as pool:
-        return _tune(**options, pool=pool)
-
-
-def _tune(space_path, backend, device, settings, replay, budget, time_limit, results, strategy, seed,
-          iterations, generated_dir, progress, plot, log, pool=None) -> TuneResult:
-    from ..model import load
-    from ..runtime import compile_space
+         plot: str | None = None, log=None, pool=None) -> TuneResult:
+    """Search ``space_path`` for its fastest configuration (see the module docstring). With a
+    ``pool`` (:class:`beastgen.distributed.pool.TunePool`), every candidate runs on a Dask worker
+    holding a GPU; the results store stays on this machine."""
 
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
     if strategy not in STRATEGIES:
@@ -170,7 +154,7 @@ def _tune(space_path, backend, device, settings, replay, budget, time_limit, res
     space = load(space_path)
     kernel = find_kernel(space)
     profile, runner, language = (pool.setup_backend(kernel) if pool is not None else
-                                 _setup_backend(backend, device, replay, kernel))
+                                setup_backend(backend, device, replay, kernel))
     settings = dict(settings or {})
     if backend == "replay":
         runner_settings = _replay_settings(runner, kernel, space)
@@ -185,7 +169,7 @@ def _tune(space_path, backend, device, settings, replay, budget, time_limit, res
         raise BeastError(f"space '{space.name}' declares no kernel (beast.kernel(...)): nothing to run "
                          f"on the {backend} backend", space.path)
     plan = compile_space(space, device=profile, settings=settings,
-                         generated_dir=generated_dir or _default_generated_dir())
+                         generated_dir=generated_dir or default_generated_dir())
     spec = plan.specialized
     typed_settings = dict(spec.settings)
     if backend == "replay":
@@ -281,9 +265,9 @@ def _tune(space_path, backend, device, settings, replay, budget, time_limit, res
                 if time_limit is not None and time.perf_counter() - start >= time_limit:
                     result.stopped = f"time limit of {time_limit:g} s reached"
                     break
-                measured(candidate, key, *_measure(runner, kernel, candidate.config, typed_settings,
-                                                   profile, language, source, iterations, expected,
-                                                   tolerance))
+                measured(candidate, key, *measure(runner, kernel, candidate.config, typed_settings,
+                                                  profile, language, source, iterations, expected,
+                                                  tolerance))
             else:
                 result.stopped = result.stopped or "every candidate was run"
     finally:
@@ -322,7 +306,7 @@ def _surviving(plan, strategy, best: float) -> int | None:
     return plan.count(float(np.nextafter(best, 0)))
 
 
-def _measure(runner, kernel, config, settings, profile, language, source, iterations, expected,
+def measure(runner, kernel, config, settings, profile, language, source, iterations, expected,
              tolerance):
     """(status, time, times, message) of one configuration."""
     try:

@@ -1,12 +1,13 @@
-"""Builds a :class:`beastgen.model.Space` directly from language objects, the way
-:func:`beastgen.model.load` collects a space file's module (``model._collect``), without executing
+"""Builds a :class:`beastgen.compiler.model.Space` directly from language objects, the way
+:func:`beastgen.compiler.model.load` collects a space file's module (``model._collect``), without executing
 any Python source.
 """
 from __future__ import annotations
 
-from .. import language as L
+from ..compiler.language import nodes as L
 from ..errors import SpaceError
-from ..model import Space, Variable, _check_expressions
+from ..compiler.model import Variable, check_expressions
+from ..compiler.runtime import Space
 from .restricted import check_name
 
 
@@ -49,7 +50,7 @@ class SpaceBuilder:
         return name
 
     def add_function_filter(self, name: str, func, info, origin: str) -> str:
-        """A filter written as a function (``info``: its :class:`beastgen.model.FunctionInfo`)."""
+        """A filter written as a function (``info``: its :class:`beastgen.compiler.model.FunctionInfo`)."""
         filt = L.Filter(func, origin)
         filt.name, filt.origin = name, origin
         self.variables[name] = Variable(name, "filter", filt, origin, function=info)
@@ -58,5 +59,5 @@ class SpaceBuilder:
     def build(self) -> Space:
         if not self.iterators:
             raise SpaceError("the space has no tuning parameters", self.path)
-        _check_expressions(self.variables)
+        check_expressions(self.variables)
         return Space(self.name, self.path, self.source, dict(self.variables), self.module_globals)

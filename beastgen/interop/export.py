@@ -17,11 +17,12 @@ import json
 import math
 import os
 
-from .. import language as L
-from ..codegen import _risky_nodes, expr_source
+from ..compiler.language import nodes as L
+from ..compiler.codegen.nest import risky_nodes
+from ..compiler.language.printer import expr_source
 from ..errors import BeastError
-from ..specialize import specialize
-from ..symbolic import SymbolicContext
+from ..compiler.specialize import specialize
+from ..compiler.analysis.symbolic import SymbolicContext
 
 _CASTS = {"int": int, "float": float}
 _T1_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "string"}
@@ -31,7 +32,7 @@ _T1_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "string"}
 # Kernel Tuner
 # --------------------------------------------------------------------------------------------------
 def to_kernel_tuner(plan) -> tuple[dict, list[dict]]:
-    """``(tune_params, configurations)`` of a compiled plan (:class:`beastgen.runtime.CompiledPlan`).
+    """``(tune_params, configurations)`` of a compiled plan (:class:`beastgen.compiler.runtime.CompiledPlan`).
 
     ``tune_params`` maps each iterator (declaration order) to its values: its domain when the domain
     is a constant list or range, otherwise (a domain that depends on other iterators, or a function
@@ -135,7 +136,7 @@ def to_t1(space, path: str | None = None, device=None, settings: dict | None = N
                     raise BeastError(f"cannot export to T1: derived value '{name}' is written as a "
                                      "function; T1 conditions can only inline expressions", var.origin)
                 continue
-            if any(True for _ in _risky_nodes(item.expr, nonzero)):
+            if any(True for _ in risky_nodes(item.expr, nonzero)):
                 # a derived value that raises rejects the configuration: so does this condition
                 expr = exporter.inline(item.expr, name)
                 text = expr_source(expr)

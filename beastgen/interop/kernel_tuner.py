@@ -41,14 +41,15 @@ import re
 import textwrap
 import types
 
-from .. import language as L
-from ..errors import BeastError, SpaceError
-from ..model import (
+from ..compiler.language import nodes as L
+from ..compiler.specialize import check_compilable
+from ..errors import BeastError, SpaceError, did_you_mean
+from ..compiler.model import (
     FUNCTION_BUILTINS,
     FunctionInfo,
     Space,
-    _FreeNames,
-    _is_plain_constant,
+    FreeNames,
+    is_plain_constant,
 )
 from .builder import SpaceBuilder
 from .restricted import ConditionBuilder, check_values, parse
@@ -397,7 +398,6 @@ class _Resolver:
                 and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             key = node.slice.value
             if key not in self.params:
-                from ..errors import did_you_mean
                 raise SpaceError(f"{self.context}: {node.value.id}[{key!r}]: no tuning parameter "
                                  f"named {key!r}" + did_you_mean(key, self.params), self.where)
             return self.params[key]
@@ -482,8 +482,6 @@ class _Rewrite(ast.NodeTransformer):
 def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, params, arg_map,
                      dict_args, context: str, builder: SpaceBuilder):
     """A compiled function filter for a restriction function with a body (if, assignments...)."""
-    from ..specialize import _check_compilable
-
     assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     for n in assigned & set(dict_args):
         raise SpaceError(f"{context}: {func.__name__}() assigns to '{n}', the dict of parameter values",
@@ -514,7 +512,7 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
     fdef = ast.copy_location(ast.FunctionDef(**fields), node)
     ast.fix_missing_locations(fdef)
 
-    visitor = _FreeNames([])
+    visitor = FreeNames([])
     for stmt in fdef.body:
         visitor.visit(stmt)
     info = FunctionInfo(func, fdef, filename, is_generator=visitor.is_generator)
@@ -533,7 +531,7 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
         if found and value is math:
             env["math"] = math
             continue
-        if found and _is_plain_constant(value):
+        if found and is_plain_constant(value):
             if free in env and env[free] != value:
                 raise SpaceError(f"{context}: the constant '{free}' has different values in "
                                  "different restrictions", f"{filename}:{lineno}")
@@ -546,7 +544,7 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
                          "int/float/bool/str constants, math and the builtins "
                          + ", ".join(sorted(FUNCTION_BUILTINS - {'True', 'False', 'None'})),
                          f"{filename}:{lineno}")
-    _check_compilable(fdef, info)  # the generator's own rules, reported now with file and line
+    check_compilable(fdef, info)  # the generator's own rules, reported now with file and line
     namespace = dict(env)
     exec(compile(ast.Module(body=[fdef], type_ignores=[]), filename, "exec"), namespace)  # noqa: S102 - the user's own function, rewritten
     compiled = namespace[name]

@@ -7,7 +7,7 @@ names the offending sub-expression, the whole expression and where it comes from
 Two evaluators:
 
 * :class:`ConditionBuilder` turns a boolean condition over parameter names into a beastgen
-  expression tree (:mod:`beastgen.language`): literals, parameter names, ``+ - * / // % **``, unary
+  expression tree (:mod:`beastgen.compiler.language`): literals, parameter names, ``+ - * / // % **``, unary
   ``-``/``+``, comparisons (chains become an ``and`` of comparisons sharing the middle operand),
   ``in``/``not in`` a literal list or tuple, ``and``/``or``/``not`` (Python's short-circuit value
   semantics), ``a if c else b`` and ``min``/``max``/``abs``. Nothing is evaluated: the tree goes
@@ -26,7 +26,8 @@ import functools
 import keyword
 import math
 
-from .. import language as L
+from ..compiler.language import nodes as L
+from ..compiler.model import RESERVED_NAMES
 from ..errors import SpaceError, did_you_mean
 
 #: the most elements a Values list (or any intermediate list, range or string) may have
@@ -73,8 +74,6 @@ def _describe(node: ast.AST) -> str:
 
 def check_name(name, where: str | None, what: str = "parameter") -> str:
     """A parameter name must be a plain identifier the generated code can use as a variable."""
-    from ..model import RESERVED_NAMES
-
     if not isinstance(name, str) or not name.isidentifier():
         raise SpaceError(f"{what} name {name!r} is not a Python identifier", where)
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):

@@ -15,16 +15,16 @@ from __future__ import annotations
 import json
 import os
 
-from .. import language as L
+from ..compiler.language import nodes as L
 from ..errors import SpaceError
-from ..model import Space, _display_path
+from ..compiler.model import Space, display_path
 from .builder import SpaceBuilder
 from .restricted import build_condition, evaluate_values
 
 
 def load_t1(path: str | os.PathLike) -> Space:
-    """Read a T1 JSON file into a :class:`beastgen.model.Space` (no Python source is executed)."""
-    path = _display_path(os.fspath(path))
+    """Read a T1 JSON file into a :class:`beastgen.compiler.model.Space` (no Python source is executed)."""
+    path = display_path(os.fspath(path))
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...devices import load_profile
 from ...errors import BeastError
 from .base import Backend, KernelFailure, RunResult
 
 
-def _import_pycuda():
+def import_pycuda():
     try:
         import pycuda.driver as drv
         from pycuda.compiler import SourceModule
@@ -27,7 +28,7 @@ class CUDABackend(Backend):
     language = "cuda"
 
     def __init__(self, index: int = 0):
-        drv, self.SourceModule = _import_pycuda()
+        drv, self.SourceModule = import_pycuda()
         self.drv = drv
         try:
             drv.init()
@@ -38,7 +39,6 @@ class CUDABackend(Backend):
         self._module = None
 
     def device_profile(self):
-        from ...devices import load_profile
         return load_profile("auto")
 
     def compile(self, launch):

@@ -5,8 +5,9 @@ unmeasured (never invented); one whose recorded run failed is reported as a laun
 """
 from __future__ import annotations
 
+from ...devices import match_name
 from ...errors import BeastError
-from ...replay import Replay, load_replay
+from ..recorded import Replay, load_replay
 from .base import Backend, KernelFailure, RunResult
 
 
@@ -20,8 +21,7 @@ class ReplayBackend(Backend):
 
     def device_profile(self):
         """The built-in profile of the GPU the file was measured on (None if none matches)."""
-        from ...devices import _match_name
-        return _match_name(self.replay.device_name)
+        return match_name(self.replay.device_name)
 
     def check_parameters(self, columns: list[str]) -> None:
         missing = [k for k in self.replay.keys if k not in columns]

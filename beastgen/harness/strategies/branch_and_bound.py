@@ -6,6 +6,7 @@ A bound term that a measurement proved wrong (time below bound) can no longer pr
 whose bound is that term's value (their bottleneck) are run even past the proof point."""
 from __future__ import annotations
 
+from ...errors import BeastError
 from .base import Candidate, Strategy, row_config
 
 FIRST_BATCH = 256
@@ -16,7 +17,6 @@ class BranchAndBound(Strategy):
 
     def propose(self, state):
         if not self.plan.bound_terms:
-            from ...errors import BeastError
             raise BeastError(f"branch_and_bound needs bound terms; space "
                              f"'{self.plan.specialized.space.name}' declares none (use --strategy "
                              "exhaustive, random or genetic)")

@@ -14,9 +14,10 @@ import operator
 import os
 import sys
 
-from .errors import SpaceError
+from ...errors import SpaceError
+from .printer import expr_source
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # beastgen/
 
 
 def _caller_origin() -> str | None:
@@ -105,7 +106,6 @@ class Expr:
                          _caller_origin())
 
     def __repr__(self):
-        from .codegen import expr_source
         return self.name if self.name else expr_source(self)
 
 

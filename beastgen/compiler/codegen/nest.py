@@ -1,95 +1,30 @@
-"""Code generation: a :class:`~beastgen.plan.Plan` printed as a readable Python module that Numba
-compiles. Three loop nests share one shape: ``count``, ``count_with_stats`` and ``fill``.
+"""The nest writer: a :class:`~beastgen.compiler.plan.Plan`'s loop nest printed as a Numba function.
+Its modes share one shape: ``count``, ``count_with_stats`` and ``fill``, the ``census`` of split
+nodes, the ``probe`` estimator and, with bounds, ``count_pruned``, ``cut_analysis`` and ``rank``.
 """
 from __future__ import annotations
 
-import ast
 import math
 
-from . import __version__
-from . import language as L
-from .errors import SpaceError
-from .plan import Plan
-from .specialize import Item, infer_type
-from .symbolic import SymbolicContext
+from ...errors import SpaceError
+from ..analysis.symbolic import SymbolicContext
+from ..language import nodes as L
+from ..language.printer import PRECEDENCE, expr_source, wrap
+from ..plan import Plan
+from ..specialize import Item, infer_type
 
-# Python operator precedence (higher binds tighter)
-_PRECEDENCE = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 6, "-": 6, "*": 7, "/": 7, "//": 7,
-               "%": 7, "neg": 8, "**": 9}
-_ATOM = 10
 _NONZERO_SAFE = ("/", "//", "%")
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
 NJIT_GENERATOR = "@numba.njit(error_model='python')"
-_CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
+CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
 _CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes (_lo, _hi)
 
 
 # --------------------------------------------------------------------------------------------------
 # Expressions
 # --------------------------------------------------------------------------------------------------
-def expr_source(node, root: bool = False) -> str:
-    """Python source for a space expression (a language object or specialized IR)."""
-    return _source(node, root)[0]
-
-
-def _literal(value) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"math.{'inf' if value > 0 else 'nan'}" if value == value else "math.nan"
-    return repr(value)
-
-
-def _source(node, root=False) -> tuple[str, int]:
-    if not root and getattr(node, "name", None) is not None:
-        return node.name, _ATOM
-    if isinstance(node, L.Ref):
-        return node.target, _ATOM
-    if isinstance(node, L.Const):
-        shown = getattr(node, "shown", None)
-        if shown:
-            return shown, (_ATOM if shown.isidentifier() else 0)
-        return _literal(node.value), (_ATOM if not (isinstance(node.value, (int, float))
-                                                     and node.value < 0) else _PRECEDENCE["neg"])
-    if isinstance(node, L.DeviceProperty):
-        return f"beast.device.{node.prop}", _ATOM
-    if isinstance(node, L.Setting):
-        return f"setting({node.default!r})", _ATOM
-    if isinstance(node, L.BinOp):
-        p = _PRECEDENCE[node.op]
-        right_assoc = node.op == "**"
-        left = _wrap(node.left, p, strict=right_assoc)
-        right = _wrap(node.right, p, strict=not right_assoc)
-        return f"{left} {node.op} {right}", p
-    if isinstance(node, L.Compare):
-        p = _PRECEDENCE["cmp"]
-        return f"{_wrap(node.left, p, strict=True)} {node.op} {_wrap(node.right, p, strict=True)}", p
-    if isinstance(node, L.UnaryOp):
-        return f"-{_wrap(node.operand, _PRECEDENCE['neg'])}", _PRECEDENCE["neg"]
-    if isinstance(node, L.Not):
-        return f"not {_wrap(node.operand, _PRECEDENCE['not'])}", _PRECEDENCE["not"]
-    if isinstance(node, L.BoolOp):
-        p = _PRECEDENCE[node.op]
-        return f" {node.op} ".join(_wrap(o, p, strict=True) for o in node.operands), p
-    if isinstance(node, L.IfExp):
-        return (f"{_wrap(node.body, 1)} if {_wrap(node.test, 1)} else {_wrap(node.orelse, 0)}", 0)
-    if isinstance(node, L.Call):
-        func = {"ceil": "math.ceil", "floor": "math.floor"}.get(node.func, node.func)
-        return f"{func}({', '.join(expr_source(a) for a in node.args)})", _ATOM
-    if isinstance(node, L.RangeIterator):
-        return f"range({', '.join(expr_source(a) for a in node.children())})", _ATOM
-    if isinstance(node, L.ValuesIterator):
-        return f"values({', '.join(expr_source(a) for a in node.values)})", _ATOM
-    if isinstance(node, (L.FunctionIterator, L.Derived)):
-        return f"{node.func.__name__}()", _ATOM
-    raise TypeError(f"cannot print {type(node).__name__}")
-
-
-def _wrap(node, parent: int, strict: bool = False) -> str:
-    text, p = _source(node)
-    return f"({text})" if p < parent or (strict and p == parent) else text
-
-
-def _risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
+def risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
     """(node, conditional) for every division/modulo/power that may raise, innermost first;
     ``nonzero(divisor)`` says when a divisor is proven never zero (no guard needed)."""
     children = expr.children()
@@ -97,7 +32,7 @@ def _risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
         under = conditional
         if isinstance(expr, L.IfExp) and index > 0 or isinstance(expr, L.BoolOp) and index > 0:
             under = True
-        yield from _risky_nodes(child, nonzero, under)
+        yield from risky_nodes(child, nonzero, under)
     if isinstance(expr, L.BinOp):
         if expr.op in _NONZERO_SAFE and not nonzero(expr.right):
             yield expr, conditional
@@ -107,94 +42,8 @@ def _risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
         yield expr, True  # raises where Python does not give a float
 
 
-# --------------------------------------------------------------------------------------------------
-# The module
-# --------------------------------------------------------------------------------------------------
-def generate_module(plan: Plan) -> str:
-    """The whole generated module, deterministic for a given plan."""
-    spec = plan.specialized
-    space = spec.space
-    out = [f'"""Enumerator for space {space.name!r} generated by beastgen {__version__}: do not edit.',
-           "",
-           f"space:      {space.name} ({space.source_hash}, sha256 of the space file)",
-           f"device:     {spec.device.key} ({spec.device.name}; profile {spec.device.fingerprint()})",
-           f"settings:   {', '.join(f'{k}={v!r}' for k, v in spec.settings.items()) or '(none)'}",
-           f"loop order: {', '.join(plan.order)}",
-           f"key:        {spec.key()}",
-           f"regenerate: {regenerate_command(spec)}",
-           "",
-           "A filter REJECTS a configuration when it is true: each one is tested right after the loop",
-           "that binds the last variable it reads. Derived values are computed at the outermost loop",
-           "where they can be; a division or modulo by zero rejects the configuration (counted).",
-           "A bound term (seconds) is tested like a filter: a subtree is cut when a term computable",
-           "at its level already exceeds the threshold; a term that raises bounds nothing (0).",
-           '"""',
-           "import math", "", "import numba", "import numpy as np", "",
-           "from beastgen.nestlib import float_power, heap_offer", ""]
-    out += _constants_section(plan)
-    out += _helpers_section(plan)
-    out += _stat_labels(plan)
-    symbolic = SymbolicContext(spec.items)
-    out += [f"SPLIT_LEVEL = {split_level(plan)}  # chunks of the work split the nest below this many "
-            "outer levels", ""]
-    modes = ["count", "stats", "fill", "census"]
-    if spec.bound_terms:
-        out += [f"BOUND_TERMS = ({', '.join(map(repr, spec.bound_terms))},)  # a configuration's bound "
-                "is the largest; rank() reports which", ""]
-        modes += ["pruned", "analysis", "rank"]
-    modes += ["probe", "chen"]
-    for mode in modes:
-        out += [""] + (_ChenWriter if mode == "chen" else _NestWriter)(plan, mode, symbolic).write()
-    return "\n".join(out) + "\n"
-
-
-def regenerate_command(spec) -> str:
-    """The ``beastgen generate`` command line that produces this module."""
-    sets = " ".join(f"{k}={v}" for k, v in spec.settings.items())
-    return (f"beastgen generate {spec.space.path} --device {spec.device.key}"
-            + (f" --set {sets}" if sets else ""))
-
-
-def _constants_section(plan: Plan) -> list[str]:
-    spec = plan.specialized
-    lines = ["# -- constants: settings, device properties and constant derived values --"]
-    for name, value in spec.constants.items():
-        if isinstance(value, (int, float, str, bool)) or _is_literal_tuple(value):
-            kind = spec.space.variables[name].kind if name in spec.space.variables else "constant"
-            lines.append(f"{name} = {_literal(value)}  # {kind}")
-    module_constants = {}
-    for item in spec.items.values():
-        if item.function is not None:
-            module_constants.update(item.function.info.constant_refs)
-    for name, value in sorted(module_constants.items()):
-        lines.append(f"{name} = {value!r}  # module constant")
-    for item in spec.items.values():
-        if item.domain and item.domain[0] == "values" and _constant_values(item):
-            values = [p.value for p in item.domain[1:]]
-            if item.value_type in _CASTS:  # one element type: a tuple of (True, 2) cannot be looped
-                values = [_CASTS[item.value_type](v) for v in values]
-            lines.append(f"{item.name}__VALUES = {tuple(values)!r}")
-    return lines + [""]
-
-
-def _is_literal_tuple(value) -> bool:
-    return isinstance(value, tuple) and all(isinstance(v, (int, float, str, bool)) for v in value)
-
-
-def _constant_values(item: Item) -> bool:
+def constant_values(item: Item) -> bool:
     return all(isinstance(p, L.Const) for p in item.domain[1:])
-
-
-def _helpers_section(plan: Plan) -> list[str]:
-    lines = []
-    for item in plan.specialized.items.values():
-        fn = item.function
-        if fn is None:
-            continue
-        lines += [f"# {item.kind} {item.name} ({item.origin}), form: {fn.form}",
-                  NJIT_GENERATOR if fn.form == "generator" else NJIT]
-        lines += ast.unparse(fn.node).splitlines() + ["", ""]
-    return lines
 
 
 def _domain_size(it: Item) -> int:
@@ -235,7 +84,7 @@ def split_level(plan: Plan) -> int:
 
 
 def _constant_domain(level) -> bool:
-    return level.iterator.function is None and _constant_values(level.iterator)
+    return level.iterator.function is None and constant_values(level.iterator)
 
 
 def _solved_below(levels, index: int) -> list:
@@ -254,12 +103,7 @@ def stat_slots(plan: Plan) -> list[Item]:
     return [item for level in plan.levels for item in level.items]
 
 
-def _stat_labels(plan: Plan) -> list[str]:
-    names = ", ".join(repr(item.name) for item in stat_slots(plan))
-    return [f"STAT_SLOTS = ({names},)  # _rejections[i] counts what slot i rejected or raised", ""]
-
-
-class _NestWriter:
+class NestWriter:
     def __init__(self, plan: Plan, mode: str, symbolic: SymbolicContext):
         self.plan, self.mode, self.symbolic = plan, mode, symbolic
         self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
@@ -496,7 +340,7 @@ class _NestWriter:
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
         expr = self._python_powers(expr)
-        risky = list(_risky_nodes(expr, self.symbolic.provably_nonzero))
+        risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
             self.temps += 1
@@ -517,7 +361,7 @@ class _NestWriter:
             if divisor in seen:
                 continue
             seen.add(divisor)
-            self.emit(f"if {_wrap(node.right, _PRECEDENCE['cmp'], strict=True)} == 0:  # would divide by zero")
+            self.emit(f"if {wrap(node.right, PRECEDENCE['cmp'], strict=True)} == 0:  # would divide by zero")
             self.depth += 1
             self.reject(item)
             self.depth -= 1
@@ -635,14 +479,14 @@ class _NestWriter:
 
     def _values_loop(self, it: Item, index: int) -> None:
         kind, *parts = it.domain
-        if _constant_values(it):
+        if constant_values(it):
             if it.value_type == "str":
                 self._open(f"for {it.name}__index in range({len(parts)}):", index)
                 self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
             else:
                 self._open(f"for {it.name} in {it.name}__VALUES:", index)
             return
-        cast = _CASTS.get(it.value_type)
+        cast = CASTS.get(it.value_type)
         texts = []
         for p in parts:
             holder = []
@@ -654,8 +498,8 @@ class _NestWriter:
         """The loop replaced by the only value its equality filter lets through."""
         it, solution = level.iterator, level.solved
         item = solution.filter
-        numerator = _wrap(solution.numerator, _PRECEDENCE["*"])
-        denominator = _wrap(solution.denominator, _PRECEDENCE["*"], strict=True)
+        numerator = wrap(solution.numerator, PRECEDENCE["*"])
+        denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
         self.emit(f"# filter {item.name} ({item.origin}): rejects when {item.source_text}; solved for "
                   f"{it.name} instead of looping")
         self.guarded(item, solution.numerator, lambda _: None)
@@ -704,7 +548,7 @@ class _NestWriter:
         else:
             expr = self._python_powers(item.expr)
             call = expr_source(expr)
-            may_raise = any(True for _ in _risky_nodes(expr, self.symbolic.provably_nonzero))
+            may_raise = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
         if may_raise:
             self.emit("try:")
             self.emit(f"    {item.name} = {call}")
@@ -745,162 +589,3 @@ class _NestWriter:
             self.depth += 1
             self.reject(item)
             self.depth -= 1
-
-
-class _ChenWriter(_NestWriter):
-    """``chen``: Chen's heuristic sampling (P. C. Chen, SIAM J. Comput. 21(2), 1992), as Telamon
-    estimates its space sizes, written level-synchronously over the nest.
-
-    A tree node of depth ``d`` binds the first ``d`` units, a unit being a scanned level and the
-    solved levels right below it (tested inside its scan, as in ``probe``); solved levels above
-    every scanned one bind once per run. Each depth keeps per stratum a representative (its
-    iterator values and its parent's slot at the depth above, so that restoring it walks up its
-    ancestors), a weight and a key. The strata of depth ``d`` are all expanded before any of depth
-    ``d + 1``: an order strictly decreasing along the tree, as Chen requires.
-
-    The stratifier is (depth, ``_h``), with ``_h`` the number of values of the next unit that pass
-    its filters given the child's bindings (a one-step lookahead, Telamon's "remaining choices"
-    for our nest). A child with ``_h == 0`` has no completion and is dropped: exact, it would
-    contribute 0. The key is ``_h`` itself, not a log-bucket of it: on gemm (h100) at equal time
-    the exact key gave 95% intervals of 27-29% of the exact count against 30-38% for
-    ``int(math.log2(_h))`` (20,000 runs: 3.45 s against 3.07 s). Merging fewer strata makes each
-    run cheaper but the representatives stand for less similar subtrees, and the variance grows
-    faster than the cost shrinks. A linear search finds a key's slot: a depth has few strata.
-    """
-
-    #: the stratum key of a child whose next unit lets ``_h`` values through
-    KEY = "_h"
-    #: units the lookahead spans. 2 counts the grandchildren: on gemm, 18 times the work per run
-    #: for 1/100 of the variance (intervals 2.3 times narrower at equal time), but its cost is
-    #: the product of three domain sizes per child, so it is not the default
-    LOOKAHEAD = 1
-
-    def write(self) -> list[str]:
-        levels = self.plan.levels
-        signature, doc = self._HEADERS[self.mode]
-        self.lines = [NJIT, f"def {signature}:", f'    """{doc}"""']
-        prefix = 0
-        while prefix < len(levels) and levels[prefix].solved:
-            prefix += 1
-        units: list[list[int]] = []
-        for index in range(prefix, len(levels)):
-            if levels[index].solved:
-                units[-1].append(index)
-            else:
-                units.append([index])
-        self.emit("np.random.seed(_seed)")
-        self.emit("_live = _runs > 0  # true where it is read: see _ChenWriter.reject")
-        self.emit("_total = 0.0")
-        self.emit("_total_sq = 0.0")
-        self.emit("for _run in range(_runs):")
-        self.depth += 1
-        self.loops += 1
-        self._unit_levels(range(prefix))  # solved levels above every loop: one value, tested once
-        self.emit("_est = 0.0  # this run's estimate: the weights of the leaves reached")
-        if not units:
-            self.emit("_est = 1.0  # nothing to scan: the one configuration passed")
-        self.emit("_w0 = [1.0]  # depth 0: the root, alone in its stratum")
-        for u in range(len(units)):
-            self._expand(units, u)
-        self.emit("_total += _est")
-        self.emit("_total_sq += _est * _est")
-        self.depth = 1
-        self.emit("return _total, _total_sq")
-        return self.lines
-
-    def reject(self, item: Item) -> None:
-        # Numba prunes a branch whose test is constant (a guard such as `if n == 0` on a constant
-        # divisor): a rejection always taken would make the code after it dead, and the lists of
-        # representatives' values, typed by their appends, untypable. Behind `_live` it never is.
-        self.emit("if _live:")
-        self.emit("    continue")
-
-    def _unit_levels(self, indices) -> None:
-        """Loop over (or solve) levels with their items: a rejection continues the innermost loop."""
-        for index in indices:
-            level = self.plan.levels[index]
-            self._loop(level, index)
-            for item in level.body:
-                self._item(item)
-
-    def _value(self, index: int) -> str:
-        it = self.plan.levels[index].iterator
-        return f"{it.name}__index" if it.value_type == "str" else it.name
-
-    def _expand(self, units: list[list[int]], u: int) -> None:
-        """Expand every representative of depth ``u`` over unit ``u``: merge each child that has a
-        completion into its stratum of depth ``u + 1``, or add its weight to the run's estimate at
-        the last unit."""
-        last, nxt = u == len(units) - 1, u + 1
-        names = ", ".join(self.plan.levels[i].iterator.name for i in units[u])
-        self.emit(f"# -- depth {u}: expand each stratum's representative over {names}")
-        if not last:
-            self.emit(f"_w{nxt} = [0.0 for _ in range(0)]  # depth {nxt}: the strata's weights,")
-            self.emit(f"_key{nxt} = [0 for _ in range(0)]  # keys (the stratifier),")
-            self.emit(f"_par{nxt} = [0 for _ in range(0)]  # the representatives' parents at depth {u}")
-            for i in units[u]:
-                self.emit(f"_v{nxt}_{self._value(i)} = []  # and their values")
-        depth, loops = self.depth, self.loops
-        self.emit(f"for _r in range(len(_w{u})):")
-        self.depth += 1
-        self.loops += 1
-        self.emit(f"_wr = _w{u}[_r]")
-        if u:
-            self._restore(units, u)
-        self._unit_levels(units[u])
-        if last:
-            self.emit("_est += _wr  # a leaf")
-            self.depth, self.loops = depth, loops
-            return
-        self.emit("_h = 0  # the lookahead: values of the next unit that pass its filters")
-        inner = self.depth, self.loops
-        self._unit_levels([i for unit in units[nxt:nxt + self.LOOKAHEAD] for i in unit])
-        self.emit("_h += 1")
-        self.depth, self.loops = inner
-        self.emit("if _h == 0:  # no completion: would contribute 0")
-        self.emit("    continue")
-        self.emit(f"_key = {self.KEY}")
-        self.emit("_slot = -1")
-        self.emit(f"for _i in range(len(_key{nxt})):")
-        self.emit(f"    if _key{nxt}[_i] == _key:")
-        self.emit("        _slot = _i")
-        self.emit("        break")
-        self.emit("if _slot < 0:  # a new stratum: this child represents it")
-        self.emit(f"    _key{nxt}.append(_key)")
-        self.emit(f"    _w{nxt}.append(_wr)")
-        self.emit(f"    _par{nxt}.append(_r)")
-        for i in units[u]:
-            self.emit(f"    _v{nxt}_{self._value(i)}.append({self._value(i)})")
-        self.emit("else:  # the stratum grows; the child replaces its representative with probability _wr / W")
-        self.emit(f"    _w{nxt}[_slot] += _wr")
-        self.emit(f"    if np.random.random() * _w{nxt}[_slot] < _wr:")
-        self.emit(f"        _par{nxt}[_slot] = _r")
-        for i in units[u]:
-            self.emit(f"        _v{nxt}_{self._value(i)}[_slot] = {self._value(i)}")
-        self.depth, self.loops = depth, loops
-
-    def _restore(self, units: list[list[int]], u: int) -> None:
-        """Bind the units above depth ``u`` to representative ``_r``'s values, walking up its
-        parents, then recompute those of their derived values that the levels below read (their
-        filters passed already)."""
-        levels = self.plan.levels
-        self.emit("_p = _r")
-        for k in range(u, 0, -1):
-            for i in units[k - 1]:
-                it = levels[i].iterator
-                self.emit(f"{self._value(i)} = _v{k}_{self._value(i)}[_p]")
-                if it.value_type == "str":
-                    self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
-            if k > 1:
-                self.emit(f"_p = _par{k}[_p]")
-        restored = [item for unit in units[:u] for i in unit for item in levels[i].body
-                    if item.kind == "derived"]
-        below = [item for unit in units[u:] for i in unit for item in levels[i].items
-                 if item.kind != "bound"]
-        needed = {dep for item in below for dep in item.deps}
-        for item in reversed(restored):  # a derived value read only by those above is not needed
-            if item.name in needed:
-                needed.update(item.deps)
-        for item in restored:
-            if item.name in needed:
-                self._item(item)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from itertools import product
 
-from . import language as L
-from .errors import SpaceError
-from .specialize import Specialized, infer_type
+from ..language import nodes as L
+from ..language.mapper import Mapper
+from ..language.printer import expr_source
+from ...errors import SpaceError
+from ..specialize import Specialized, infer_type
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not worth computing
@@ -34,7 +36,9 @@ def check_integer_ranges(spec: Specialized) -> None:
             known[item.name] = None
 
 
-class _Analysis:
+class _Analysis(Mapper):
+    """Interval arithmetic over one item's expressions."""
+
     def __init__(self, spec: Specialized, known: dict, item):
         self.spec, self.known, self.item = spec, known, item
 
@@ -51,11 +55,10 @@ class _Analysis:
         """The interval of an integer (or boolean) expression; every integer operation inside is
         checked against the 64-bit range."""
         children = [self.interval(child) for child in expr.children()]
-        value = self._combine(expr, children)
+        value = self(expr, children)
         if (value is not None and isinstance(expr, (L.BinOp, L.UnaryOp))
                 and infer_type(expr, self.spec.items) == "int"
                 and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
-            from .codegen import expr_source
             extreme = value[1] if value[1] > INT64_MAX else value[0]
             size = "far more than" if abs(extreme) >= _HUGE else f"{float(extreme):.3g}, past"
             raise SpaceError(
@@ -64,32 +67,51 @@ class _Analysis:
                 "or compute it in floating point (float(...))", self.item.origin)
         return value
 
-    def _combine(self, expr, children) -> Interval | None:
-        if isinstance(expr, L.Const):
-            v = expr.value
+    # one map_ method per node type: the interval of ``expr`` from those of its ``children``
+    def map_Expr(self, expr, children) -> Interval | None:
+        return None
+
+    def map_Const(self, expr, children):
+        v = expr.value
+        return (int(v), int(v)) if isinstance(v, (bool, int)) else None
+
+    def map_Ref(self, expr, children):
+        if expr.target in self.spec.constants:
+            v = self.spec.constants[expr.target]
             return (int(v), int(v)) if isinstance(v, (bool, int)) else None
-        if isinstance(expr, L.Ref):
-            if expr.target in self.spec.constants:
-                v = self.spec.constants[expr.target]
-                return (int(v), int(v)) if isinstance(v, (bool, int)) else None
-            return self.known.get(expr.target)
-        if isinstance(expr, (L.Compare, L.Not)):
-            return (0, 1)
-        if any(c is None for c in children):
+        return self.known.get(expr.target)
+
+    def map_Compare(self, expr, children):
+        return (0, 1)
+
+    map_Not = map_Compare
+
+    def map_BinOp(self, expr, children):
+        return None if None in children else _binop(expr.op, *children)
+
+    def map_UnaryOp(self, expr, children):
+        if None in children:
             return None
-        if isinstance(expr, L.BinOp):
-            return _binop(expr.op, *children)
-        if isinstance(expr, L.UnaryOp):
-            (lo, hi), = children
-            return (-hi, -lo) if expr.op == "-" else (lo, hi)
-        if isinstance(expr, L.BoolOp):  # `a or b` is one of its operands
-            return min(c[0] for c in children), max(c[1] for c in children)
-        if isinstance(expr, L.IfExp):
-            return min(children[1][0], children[2][0]), max(children[1][1], children[2][1])
-        if isinstance(expr, L.Call) and expr.func in ("min", "max"):
+        (lo, hi), = children
+        return (-hi, -lo) if expr.op == "-" else (lo, hi)
+
+    def map_BoolOp(self, expr, children):  # `a or b` is one of its operands
+        if None in children:
+            return None
+        return min(c[0] for c in children), max(c[1] for c in children)
+
+    def map_IfExp(self, expr, children):
+        if None in children:
+            return None
+        return min(children[1][0], children[2][0]), max(children[1][1], children[2][1])
+
+    def map_Call(self, expr, children):
+        if None in children:
+            return None
+        if expr.func in ("min", "max"):
             pick = min if expr.func == "min" else max
             return pick(c[0] for c in children), pick(c[1] for c in children)
-        if isinstance(expr, L.Call) and expr.func == "abs":
+        if expr.func == "abs":
             (lo, hi), = children
             return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
         return None

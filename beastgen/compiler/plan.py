@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from . import language as L
-from .intervals import check_integer_ranges
+from .language import nodes as L
+from .analysis.intervals import check_integer_ranges
 from .specialize import Item, Specialized, infer_type
-from .symbolic import SymbolicContext
+from .analysis.symbolic import SymbolicContext
 
 
 @dataclass

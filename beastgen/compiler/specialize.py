@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from . import language as L
-from .devices import DeviceProfile, load_profile
-from .errors import SettingError, SpaceError, did_you_mean
+from .language import nodes as L
+from .language.printer import expr_source
+from ..devices import DeviceProfile, load_profile
+from ..errors import SettingError, SpaceError, did_you_mean
 from .model import FUNCTION_BUILTINS, FunctionInfo, Space, Variable, expr_dependencies
 
 _SAFE_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "len": len, "int": int,
@@ -328,7 +329,7 @@ class _Folder:
             self.empty_reason = self.empty_reason or (  # its yields were in branches folded away
                 f"iterator '{var.name}' ({var.origin}) yields nothing for these settings")
             return
-        _check_compilable(node, info)
+        check_compilable(node, info)
         if self._inline_single_return(var, node, params):
             return
         form = _function_form(var.kind, node, info)
@@ -527,7 +528,6 @@ def _named_const(value, name) -> L.Const:
 
 
 def repr_source(expr, root: bool = False) -> str:
-    from .codegen import expr_source
     return expr_source(expr, root=root)
 
 
@@ -690,7 +690,7 @@ def _free_space_names(node: ast.FunctionDef, variables) -> set[str]:
             and n.id in variables and n.id not in assigned}
 
 
-def _check_compilable(node: ast.FunctionDef, info: FunctionInfo) -> None:
+def check_compilable(node: ast.FunctionDef, info: FunctionInfo) -> None:
     for stmt in node.body:
         for sub in ast.walk(stmt):
             if not isinstance(sub, _COMPILABLE_NODES):

@@ -10,7 +10,8 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from .errors import BeastError
+from ..bounds import format_seconds
+from ..errors import BeastError
 
 
 @dataclass
@@ -79,8 +80,6 @@ class BoundCheck:
                 "evaluated": self.evaluated, "proven": self.proven}
 
     def report(self) -> str:
-        from .bounds import format_seconds
-
         lines = [f"replay: {self.replay.path} ({self.replay.kernel_name} on {self.replay.device_name}, "
                  f"{len(self.replay.times):,} measured)",
                  f"space configurations with the replay's parameter values: {self.space_rows:,}; "

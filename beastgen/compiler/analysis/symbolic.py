@@ -3,8 +3,9 @@ then skip testing (e.g. that a divisor can never be zero, so no division guard i
 """
 from __future__ import annotations
 
-from . import language as L
-from .specialize import infer_type
+from ..language import nodes as L
+from ..language.mapper import Mapper
+from ..specialize import infer_type
 
 
 class SymbolicContext:
@@ -50,49 +51,14 @@ class SymbolicContext:
         import sympy  # imported on first use: it costs half a second
 
         try:
-            value = self._translate(node)
+            value = _Translator(self)(node)
         except (TypeError, ValueError, ZeroDivisionError):  # e.g. Min() of an infinity
             return None
         return None if value is not None and value.has(sympy.zoo, sympy.nan) else value
 
-    def _translate(self, node: L.Expr):
-        import sympy
-
-        if isinstance(node, L.Const):
-            value = node.value
-            if isinstance(value, bool) or isinstance(value, int):
-                return sympy.Integer(int(value))
-            return sympy.Float(value) if isinstance(value, float) else None
-        if isinstance(node, L.Ref):
-            return self._variable(node.target)
-        if isinstance(node, L.UnaryOp):
-            operand = self.to_sympy(node.operand)
-            return None if operand is None else -operand
-        if isinstance(node, L.BinOp) and node.op != "**":
-            left, right = self.to_sympy(node.left), self.to_sympy(node.right)
-            if left is None or right is None:
-                return None
-            if node.op == "+":
-                return left + right
-            if node.op == "-":
-                return left - right
-            if node.op == "*":
-                return left * right
-            if node.op == "/":
-                return left / right
-            if node.op == "//":
-                return sympy.floor(left / right)
-            return sympy.Mod(left, right)
-        if isinstance(node, L.Call) and node.func in ("min", "max", "abs", "ceil", "floor"):
-            args = [self.to_sympy(a) for a in node.args]
-            if any(a is None for a in args):
-                return None
-            function = {"min": sympy.Min, "max": sympy.Max, "abs": sympy.Abs,
-                        "ceil": sympy.ceiling, "floor": sympy.floor}[node.func]
-            return function(*args)
-        return None
-
-    def _variable(self, name: str):
+    def variable(self, name: str):
+        """A named item in sympy: an iterator as a symbol with its assumptions, a derived value as its
+        definition, anything else as a plain symbol."""
         import sympy
 
         if name not in self._cache:
@@ -136,3 +102,60 @@ class SymbolicContext:
             elif all(v is not None and v.is_nonnegative for v in values):
                 facts["nonnegative"] = True
         return facts
+
+
+class _Translator(Mapper):
+    """One ``map_`` method per node type: the sympy form, or None where there is none."""
+
+    def __init__(self, context: SymbolicContext):
+        self.context = context
+
+    def map_Expr(self, node):
+        return None
+
+    def map_Const(self, node):
+        import sympy
+
+        value = node.value
+        if isinstance(value, bool) or isinstance(value, int):
+            return sympy.Integer(int(value))
+        return sympy.Float(value) if isinstance(value, float) else None
+
+    def map_Ref(self, node):
+        return self.context.variable(node.target)
+
+    def map_UnaryOp(self, node):
+        operand = self.context.to_sympy(node.operand)
+        return None if operand is None else -operand
+
+    def map_BinOp(self, node):
+        import sympy
+
+        if node.op == "**":
+            return None
+        left, right = self.context.to_sympy(node.left), self.context.to_sympy(node.right)
+        if left is None or right is None:
+            return None
+        if node.op == "+":
+            return left + right
+        if node.op == "-":
+            return left - right
+        if node.op == "*":
+            return left * right
+        if node.op == "/":
+            return left / right
+        if node.op == "//":
+            return sympy.floor(left / right)
+        return sympy.Mod(left, right)
+
+    def map_Call(self, node):
+        import sympy
+
+        if node.func not in ("min", "max", "abs", "ceil", "floor"):
+            return None
+        args = [self.context.to_sympy(a) for a in node.args]
+        if any(a is None for a in args):
+            return None
+        function = {"min": sympy.Min, "max": sympy.Max, "abs": sympy.Abs,
+                    "ceil": sympy.ceiling, "floor": sympy.floor}[node.func]
+        return function(*args)

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import language as L
-from .bounds import Comparison, LevelCuts, Threshold
-from .codegen import generate_module, split_level, stat_slots
-from .errors import BeastError
+from .language import nodes as L
+from ..bounds import Comparison, LevelCuts, Threshold
+from .codegen.module import generate_module
+from .codegen.nest import split_level, stat_slots
+from ..errors import BeastError
+from .model import Space as SpaceModel
 from .plan import Plan, make_plan
 from .specialize import Specialized, infer_type, specialize
 
@@ -483,3 +485,16 @@ def _function_value_dtype(dispatcher) -> np.dtype:
     if isinstance(element, types.Integer):
         return np.dtype(np.int64)
     return np.dtype(np.float64)
+
+
+class Space(SpaceModel):
+    """A loaded space with the compiler at hand (what :func:`beastgen.load` returns)."""
+
+    @classmethod
+    def of(cls, space: SpaceModel) -> Space:
+        return cls(space.name, space.path, space.source, space.variables, space.module_globals)
+
+    def specialize(self, device=None, generated_dir=None, **settings) -> CompiledPlan:
+        """Specialize to one device and settings, plan, generate and compile: a :class:`CompiledPlan`
+        with ``count()``, ``enumerate()``, ``stats()``, ``source``."""
+        return compile_space(self, device=device, settings=settings, generated_dir=generated_dir)

@@ -17,6 +17,8 @@ it on) is recorded as a launch failure. Any other error on a worker (no device, 
 a wrong kernel declaration) stops the search with that error, as it does locally; what was recorded
 stays recorded. The watchdog's child process needs non-daemonic Dask workers
 (``DASK_DISTRIBUTED__WORKER__DAEMON=False``; ``local:N`` sets it).
+
+:func:`tune_on_cluster` is the entry point; the harness knows nothing of Dask.
 """
 from __future__ import annotations
 
@@ -26,7 +28,13 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..devices import load_profile
 from ..errors import BeastError
+from ..harness.kernel import find_kernel
+from ..harness.store import config_key
+from ..harness.strategies import STRATEGIES
+from ..harness.tune import TuneResult, measure, setup_backend, tune
+from ..loading import load
 from .cluster import GPU, Cluster, worker_count
 
 
@@ -53,10 +61,6 @@ class _Context:
     """One worker process's backend and verification data for a recipe."""
 
     def __init__(self, recipe: MeasureRecipe):
-        from ..harness.kernel import find_kernel
-        from ..harness.tune import _setup_backend
-        from ..model import load
-
         space = load(recipe.space_path)
         if space.source_hash != recipe.source_hash:
             raise BeastError(f"the space file differs on Dask worker {os.uname().nodename} from the "
@@ -67,8 +71,8 @@ class _Context:
             raise BeastError(f"Dask worker {os.uname().nodename} runs in a daemonic process, which "
                              "cannot start the watchdog process that runs the kernels: start the GPU "
                              "workers with DASK_DISTRIBUTED__WORKER__DAEMON=False in their environment")
-        _, self.runner, self.language = _setup_backend(recipe.backend, recipe.device, recipe.replay,
-                                                       self.kernel)
+        _, self.runner, self.language = setup_backend(recipe.backend, recipe.device, recipe.replay,
+                                                      self.kernel)
         self.settings = dict(recipe.settings)
         self.source = self.kernel.source_text(self.language) if self.language else ""
         if self.language and hashlib.sha256(self.source.encode()).hexdigest() != recipe.kernel_hash:
@@ -87,23 +91,19 @@ _CONTEXTS: dict = {}  # per worker process: recipe key -> _Context
 
 def _measure_task(recipe: MeasureRecipe, config: dict):
     """(status, time, times, message) of one configuration, measured on this worker."""
-    from ..harness.tune import _measure
-
     context = _CONTEXTS.get(recipe.key())
     if context is None:
         context = _CONTEXTS[recipe.key()] = _Context(recipe)
     # as locally: what goes wrong with the configuration (KernelFailure) is a result; any other
     # error (a wrong kernel declaration, a broken worker) stops the search, never recorded
-    return _measure(context.runner, context.kernel, config, context.settings, recipe.profile,
-                    context.language, context.source, recipe.iterations, context.expected,
-                    context.tolerance)
+    return measure(context.runner, context.kernel, config, context.settings, recipe.profile,
+                   context.language, context.source, recipe.iterations, context.expected,
+                   context.tolerance)
 
 
 def _profile_task(backend: str, device: str | None):
     """The device profile a GPU worker's backend reads from its device (opencl:N, cuda auto)."""
-    from ..harness.tune import _setup_backend
-
-    profile, runner, _ = _setup_backend(backend, device, None, None)
+    profile, runner, _ = setup_backend(backend, device, None, None)
     if hasattr(runner, "close"):
         runner.close()
     return profile
@@ -131,17 +131,14 @@ class TunePool:
         return self.cluster.__exit__(*exc)
 
     def setup_backend(self, kernel):
-        """(profile, runner, language) as ``_setup_backend`` gives them, on the driver: replay reads
-        the file here (for the problem size and the parameters); opencl and cuda read the profile
-        on a GPU worker, and the driver holds no device (runner None)."""
-        from ..harness.tune import _setup_backend
-
+        """(profile, runner, language) as :func:`beastgen.harness.tune.setup_backend` gives them, on
+        the driver: replay reads the file here (for the problem size and the parameters); opencl
+        and cuda read the profile on a GPU worker, and the driver holds no device (runner None)."""
         if self.backend == "replay":
-            return _setup_backend(self.backend, self.device, self.replay, kernel)
+            return setup_backend(self.backend, self.device, self.replay, kernel)
         if self.replay:
             raise BeastError("--replay goes with --backend replay")
         if self.backend == "cuda" and self.device and self.device.strip().lower() != "auto":
-            from ..devices import load_profile
             return load_profile(self.device), None, "cuda"
         future = self.client.submit(_profile_task, self.backend, self.device, resources={GPU: 1},
                                     pure=False)
@@ -165,8 +162,6 @@ class TunePool:
         result, ``resumed(candidate, key)`` one answered from the store; the budget and time limit
         mean what they mean locally (checked before taking a candidate that needs a run)."""
         import distributed
-
-        from ..harness.store import config_key
 
         client = self.client
         inflight: dict = {}  # future -> (candidate, key), in submission order
@@ -241,3 +236,15 @@ def _outcome(future):
     if isinstance(error, BeastError):
         raise BeastError(error.message, error.where)
     raise BeastError(f"a Dask worker failed: {type(error).__name__}: {error}")
+
+
+def tune_on_cluster(space_path: str, scheduler: str, backend: str = "opencl", device=None,
+                    replay: str | None = None, strategy: str = "branch_and_bound",
+                    **options) -> TuneResult:
+    """:func:`beastgen.harness.tune.tune` with every candidate run on a Dask worker holding a GPU
+    (``scheduler``: a Dask scheduler address or ``local:N``)."""
+    if strategy not in STRATEGIES:  # before starting a cluster
+        raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
+    with TunePool(scheduler, backend, device, replay) as pool:
+        return tune(space_path, backend=backend, device=device, replay=replay, strategy=strategy,
+                    pool=pool, **options)

@@ -11,8 +11,8 @@ import os
 import types
 from dataclasses import dataclass, field
 
-from . import language as L
-from .errors import SpaceError, did_you_mean
+from .language import nodes as L
+from ..errors import SpaceError, did_you_mean
 
 #: builtins a space function may call; everything else must be a space name or a constant
 FUNCTION_BUILTINS = frozenset({"range", "min", "max", "abs", "len", "int", "float", "bool", "round",
@@ -61,7 +61,8 @@ class Variable:
 
 
 class Space:
-    """A loaded space: its variables by kind, in declaration order. See :meth:`specialize`."""
+    """A loaded space: its variables by kind, in declaration order (the compiler's input:
+    :class:`beastgen.compiler.runtime.Space` adds ``specialize()``)."""
 
     def __init__(self, name: str, path: str, source: str, variables: dict[str, Variable],
                  module_globals: dict):
@@ -86,12 +87,6 @@ class Space:
     @property
     def bounds(self): return self.of_kind("bound")
 
-    def specialize(self, device=None, generated_dir=None, **settings):
-        """Specialize to one device and settings, plan, generate and compile: returns a
-        :class:`beastgen.runtime.CompiledPlan` with ``count()``, ``enumerate()``, ``stats()``, ``source``."""
-        from .runtime import compile_space
-        return compile_space(self, device=device, settings=settings, generated_dir=generated_dir)
-
     def __repr__(self):
         counts = ", ".join(f"{len(self.of_kind(k))} {k}s" for k in KINDS if self.of_kind(k))
         return f"<Space {self.name!r} from {self.path}: {counts}>"
@@ -99,11 +94,8 @@ class Space:
 
 # --------------------------------------------------------------------------------------------------
 def load(path: str | os.PathLike) -> Space:
-    """Execute a space file and collect its space. Errors name the file and line."""
-    path = _display_path(os.fspath(path))
-    if path.endswith(".json"):
-        from .interop.t1 import load_t1  # T1 JSON: read as data, never executed
-        return load_t1(path)
+    """Execute a Python space file and collect its space. Errors name the file and line."""
+    path = display_path(os.fspath(path))
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
@@ -131,7 +123,7 @@ def load(path: str | os.PathLike) -> Space:
     return _collect(name, path, source, tree, module.__dict__)
 
 
-def _display_path(path: str) -> str:
+def display_path(path: str) -> str:
     """Relative to the working directory when the file is under it (stable generated code)."""
     absolute = os.path.abspath(path)
     relative = os.path.relpath(absolute)
@@ -183,7 +175,7 @@ def _collect(name, path, source, tree, module_globals) -> Space:
         if func is not None:
             var.function = _analyze_function(func, functions, path, module_globals, variables)
 
-    _check_expressions(variables)
+    check_expressions(variables)
     ordered = dict(sorted(variables.items(), key=lambda kv: _line_of(kv[1].origin)))
     return Space(name, path, source, ordered, module_globals)
 
@@ -195,7 +187,7 @@ def _line_of(origin: str | None) -> int:
         return 0
 
 
-def _check_expressions(variables: dict[str, Variable]) -> None:
+def check_expressions(variables: dict[str, Variable]) -> None:
     """Every expression must only refer to named or inline space objects, and ranges be well formed."""
     for var in variables.values():
         expr = var.expr
@@ -240,7 +232,7 @@ def expr_dependencies(expr: L.Expr) -> set[str]:
 # --------------------------------------------------------------------------------------------------
 # Function analysis
 # --------------------------------------------------------------------------------------------------
-class _FreeNames(ast.NodeVisitor):
+class FreeNames(ast.NodeVisitor):
     """Collects the names a function body reads without assigning them itself."""
 
     def __init__(self, params):
@@ -281,7 +273,7 @@ def _analyze_function(func, functions, path, module_globals, variables) -> Funct
     if node.args.args or node.args.vararg or node.args.kwonlyargs or node.args.kwarg:
         raise SpaceError(f"space function '{node.name}' must take no parameters: it reads other "
                          "space names directly", f"{path}:{node.lineno}")
-    visitor = _FreeNames([])
+    visitor = FreeNames([])
     for stmt in node.body:
         visitor.visit(stmt)
     info = FunctionInfo(func, node, path, is_generator=visitor.is_generator,
@@ -302,7 +294,7 @@ def _analyze_function(func, functions, path, module_globals, variables) -> Funct
                 continue  # beast.device.X, collected above
             elif value is math:
                 continue
-            elif _is_plain_constant(value):
+            elif is_plain_constant(value):
                 info.constant_refs[name] = value
             else:
                 raise SpaceError(f"'{name}' in space function '{node.name}' is a "
@@ -321,7 +313,7 @@ def _analyze_function(func, functions, path, module_globals, variables) -> Funct
     return info
 
 
-def _is_plain_constant(value) -> bool:
+def is_plain_constant(value) -> bool:
     if isinstance(value, (int, float, str, bool)):
         return True
     return isinstance(value, tuple) and all(isinstance(v, (int, float, str, bool)) for v in value)

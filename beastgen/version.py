@@ -1,0 +1,2 @@
+"""The version of beastgen (the generated modules record it)."""
+__version__ = "0.1.0"
