@@ -562,9 +562,34 @@ def test_to_t1_of_a_space_file(write_space, tmp_path):
     assert reference_count(again) == reference_count(space, "h100", n=5) > 0
 
 
+def test_to_t1_evaluates_function_iterators_of_settings(write_space, tmp_path):
+    """Function and generator iterators that read no other iterator export their values."""
+    space = beastgen.load(write_space("""
+        import beastgen as beast
+        n = beast.setting(20)
+        x = beast.range(1, 4)
+        @beast.iterator
+        def y():
+            v = 1
+            while v <= n:
+                yield v
+                v *= 2
+        @beast.iterator
+        def z():
+            return range(1, n // 5)
+        too_big = beast.filter(x * y > 16)
+    """, name="function_iterators.py"))
+    document = to_t1(space, str(tmp_path / "fi.json"), settings={"n": 40})
+    parameters = document["ConfigurationSpace"]["TuningParameters"]
+    assert [p["Values"] for p in parameters] == ["list(range(1, 4))", "[1, 2, 4, 8, 16, 32]",
+                                                 "list(range(1, 8))"]
+    again = load_t1(str(tmp_path / "fi.json"))
+    assert reference_count(again) == reference_count(space, n=40) > 0
+
+
 def test_to_t1_refuses_what_t1_cannot_express(write_space, tmp_path):
     cases = {
-        "function iterator": """
+        "function iterator whose values depend on x": """
             import beastgen as beast
             x = beast.range(1, 4)
             @beast.iterator
