@@ -12,7 +12,6 @@ import functools
 import importlib.util
 import itertools
 import os
-import tempfile
 import textwrap
 import warnings
 
@@ -142,7 +141,7 @@ def test_random_restrictions_in_every_form(specs, constraint_kind, tmp_path_fact
     source = ["import functools", "import numpy as np",
               "from constraint import FunctionConstraint, MaxProdConstraint, MinSumConstraint",
               "from test_kernel_tuner_forms import Positional",
-              f"DEFINES = {{str(i): i for i in range(0, 41)}}"]
+              "DEFINES = {str(i): i for i in range(0, 41)}"]
     reads, checks = [], []
     for index, (template, order, divisor, k, m, form) in enumerate(specs):
         names = {"a": order[0], "b": order[1], "c": order[2], "d": divisor}

@@ -54,7 +54,7 @@ import textwrap
 import types
 
 from .. import language as L
-from ..errors import BeastError, SpaceError
+from ..errors import BeastError, SpaceError, did_you_mean
 from ..model import (
     FUNCTION_BUILTINS,
     FunctionInfo,
@@ -62,7 +62,6 @@ from ..model import (
     _FreeNames,
     _is_plain_constant,
 )
-from ..errors import did_you_mean
 from .builder import SpaceBuilder
 from .python_restrictions import KernelTunerSpace, PythonRestriction
 from .restricted import ConditionBuilder, check_values, parse
@@ -246,7 +245,7 @@ class _Converter:
         except BeastError as e:
             return self._in_python(func, binding, e.message, e.where or where)
 
-    def _compile(self, func, node, filename: str, where: str, binding: "_Binding") -> str:
+    def _compile(self, func, node, filename: str, where: str, binding: _Binding) -> str:
         self.origin = where  # errors and generated comments point at the user's code
         body = _single_expression(node)
         resolver = _Resolver(func, self.params, binding, self.context, where)
@@ -261,13 +260,13 @@ class _Converter:
         self.builder.add_function_filter(self.filter_name, compiled, info, where)
         return f"{filename}:{func.__name__}: {ast.unparse(info.node)}"
 
-    def _in_python(self, func, binding: "_Binding", why: str, where: str) -> str:
+    def _in_python(self, func, binding: _Binding, why: str, where: str) -> str:
         """The restriction is called in Python on the candidates of the compiled ones."""
         why = why.removeprefix(f"{self.context}: ")
         self.in_python = PythonRestriction(self.filter_name, func, binding.call, self.context, where, why)
         return f"python: {self.context}: {getattr(func, '__qualname__', repr(func))}"
 
-    def _arguments(self, func, positional, node=None) -> "_Binding":
+    def _arguments(self, func, positional, node=None) -> _Binding:
         """How Kernel Tuner calls ``func``, as a :class:`_Binding` of its arguments to parameters."""
         try:
             signature = inspect.signature(func)
@@ -528,7 +527,7 @@ def constant_value(func, node: ast.expr, local: set):
             env[sub.id] = value
     code = compile(ast.Expression(body=node), f"<{func.__name__}>", "eval")
     try:
-        value = eval(code, dict(func.__globals__), env)  # noqa: S307 - the user's own function's code
+        value = eval(code, dict(func.__globals__), env)
     except Exception:  # noqa: BLE001 - it raises at every call too: left to the caller
         return False, None
     return True, _plain(value)
