@@ -415,36 +415,66 @@ def test_kernel_tuner_callable_forms_and_max_threads():
     assert reference_count(space) == sum(1 for x, y, t in itertools.product(*params.values()) if t <= 4)
 
 
-def test_kernel_tuner_unconvertible_restrictions_are_clear_errors():
+def test_kernel_tuner_wrong_restrictions_are_clear_errors():
     params = {"x": [1, 2], "y": [1, 2]}
-    values = [1, 2]
     for restriction, message in [
         (max, "cannot convert the callable"),
-        (functools.partial(lambda p, k: p["x"] > k, k=1), "cannot convert the callable"),
-        (lambda p: p.get("x") > 1, "calling 'p.get'"),
-        (lambda p: p > 1, "may only be read as p['parameter']"),
-        (lambda p: p["x"] in values, "'in' anything but a literal list"),
-        (lambda p: p["x"] > len(values), "calling 'len'"),
         (lambda p: p["z"] > 1, "no tuning parameter named 'z'"),
-        (lambda *args: args[0] > 1, "takes *args"),
+        (lambda p: p["x"] > UNDEFINED_LIMIT, "undefined name 'UNDEFINED_LIMIT'"),  # noqa: F821
         (lambda a, b, c: a > 1, "cannot tell which parameters"),
+        ((lambda a: a > 1, ["x", "w"]), "'w' is not a tuning parameter"),
         ("x.bit_length() > 1", "calling 'x.bit_length'"),
         ("x.real > 1", "attribute access"),
         ("__import__('os').system('x')", "calling '__import__('os').system'"),
+        ("min() > 1", "min() needs two or more arguments, or one literal list or tuple"),
         (42, "unsupported restriction"),
     ]:
         with pytest.raises(BeastError) as info:
             from_kernel_tuner(params, [restriction])
         assert message in str(info.value), (restriction, str(info.value))
         assert "restrictions[0]" in str(info.value)
+    with pytest.raises(SpaceError) as info:  # the place is named once, not twice
+        from_kernel_tuner(params, ["x +"])
+    assert str(info.value) == "<kernel_tuner>:restrictions[0]: syntax error in 'x +': invalid syntax"
 
-    def uses_a_list(p):
-        total = 0
-        for v in values:
-            total += v
-        return p["x"] < total
-    with pytest.raises(SpaceError, match="'values' in uses_a_list\\(\\) is a list"):
-        from_kernel_tuner(params, [uses_a_list])
+
+class _Positional:
+    """A callable object (no source to convert): Kernel Tuner calls it with every value."""
+
+    def __call__(self, x, y):
+        return x > 1 or y == 2
+
+
+def test_kernel_tuner_uncompilable_callables_run_in_python(gen_dir):
+    """What cannot be compiled is called in Python on the compiled candidates, with a warning."""
+    params = {"x": [1, 2, 3], "y": [1, 2]}
+    values = [1, 2]
+    limits = {"x": 2}
+    expected = {(x, y) for x in params["x"] for y in params["y"] if x > 1 or y == 2}
+    for restriction in [functools.partial(lambda p, k: p["x"] > k or p["y"] == 2, k=1),
+                        lambda p: p.get("x") > 1 or p["y"] == 2,
+                        lambda p: len(p) == 2 and (p["x"] > 1 or p["y"] == 2),
+                        _Positional()]:
+        with pytest.warns(UserWarning, match="evaluated in Python"):
+            space = from_kernel_tuner(params, [restriction, "x < 10"], name="kt_python")
+        assert [r.context for r in space.python_restrictions] == ["restrictions[0]"]
+        plan = space.specialize(generated_dir=gen_dir)
+        assert plan.count() == len(expected) and _rows(plan) == expected
+        assert plan.stats().count == len(expected)
+        assert plan.stats().rejections["restriction_0"] == 6 - len(expected)
+    # constants, lists and dicts the function reads are folded: compiled, no warning
+    for restriction in [lambda p: p["x"] in values or p["y"] == 2,
+                        lambda p: p["x"] >= len(values) or p["y"] == 2,
+                        lambda p: p["x"] >= limits["x"] or p["y"] == 2,
+                        lambda *args: args[0] > 1 or args[-1] == 2]:
+        space = from_kernel_tuner(params, [restriction])
+        assert not hasattr(space, "python_restrictions")
+        assert reference_count(space) == len(expected)
+    # a restriction that raises anything but an arithmetic error is the restriction's bug
+    with pytest.warns(UserWarning, match="evaluated in Python"):
+        space = from_kernel_tuner(params, [lambda p: p > 1], name="kt_python_bug")
+    with pytest.raises(BeastError, match="restrictions\\[0\\] raised TypeError"):
+        space.specialize(generated_dir=gen_dir).count()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -532,9 +562,34 @@ def test_to_t1_of_a_space_file(write_space, tmp_path):
     assert reference_count(again) == reference_count(space, "h100", n=5) > 0
 
 
+def test_to_t1_evaluates_function_iterators_of_settings(write_space, tmp_path):
+    """Function and generator iterators that read no other iterator export their values."""
+    space = beastgen.load(write_space("""
+        import beastgen as beast
+        n = beast.setting(20)
+        x = beast.range(1, 4)
+        @beast.iterator
+        def y():
+            v = 1
+            while v <= n:
+                yield v
+                v *= 2
+        @beast.iterator
+        def z():
+            return range(1, n // 5)
+        too_big = beast.filter(x * y > 16)
+    """, name="function_iterators.py"))
+    document = to_t1(space, str(tmp_path / "fi.json"), settings={"n": 40})
+    parameters = document["ConfigurationSpace"]["TuningParameters"]
+    assert [p["Values"] for p in parameters] == ["list(range(1, 4))", "[1, 2, 4, 8, 16, 32]",
+                                                 "list(range(1, 8))"]
+    again = load_t1(str(tmp_path / "fi.json"))
+    assert reference_count(again) == reference_count(space, n=40) > 0
+
+
 def test_to_t1_refuses_what_t1_cannot_express(write_space, tmp_path):
     cases = {
-        "function iterator": """
+        "function iterator whose values depend on x": """
             import beastgen as beast
             x = beast.range(1, 4)
             @beast.iterator

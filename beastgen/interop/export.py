@@ -61,6 +61,7 @@ def _constant_domain(item) -> list | None:
     if item.function is not None or item.domain is None:
         return None
     kind, *parts = item.domain
+    parts = [p if isinstance(p, L.Expr) else L.Const(p) for p in parts]  # evaluated function iterators
     if not all(isinstance(p, L.Const) for p in parts):
         return None
     values = [p.value for p in parts]
@@ -106,8 +107,11 @@ def to_t1(space, path: str | None = None, device=None, settings: dict | None = N
             raise BeastError(f"cannot export to T1: iterator '{name}' has no values for this device "
                              f"and these settings ({spec.empty_reason})", var.origin)
         if item.function is not None:
-            raise BeastError(f"cannot export to T1: iterator '{name}' is a function iterator; T1 "
-                             "parameters are fixed lists of values", var.origin)
+            deps = ", ".join(item.deps) or "other iterators"
+            raise BeastError(f"cannot export to T1: iterator '{name}' is a function iterator whose "
+                             f"values depend on {deps}; T1 parameters are fixed lists of values "
+                             "(a function iterator of settings and device properties only is "
+                             "exported with its values)", var.origin)
         values_text, values = _t1_values(item, var)
         parameters.append({"Name": name, "Type": _T1_TYPES.get(item.value_type, "int"),
                            "Values": values_text, "Default": values[0]})
@@ -155,6 +159,8 @@ def to_t1(space, path: str | None = None, device=None, settings: dict | None = N
 
 def _t1_values(item, var) -> tuple[str, list]:
     kind, *parts = item.domain
+    # a function iterator of settings and device properties only was evaluated: plain values
+    parts = [p if isinstance(p, L.Expr) else L.Const(p) for p in parts]
     if not all(isinstance(p, L.Const) for p in parts):
         deps = ", ".join(item.deps) or "other variables"
         raise BeastError(f"cannot export to T1: the values of iterator '{item.name}' depend on "

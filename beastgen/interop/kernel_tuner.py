@@ -11,7 +11,10 @@
   ``p["x"]`` reads the parameter ``x``), with keyword arguments named after the parameters
   (``def r(x, y): ...``), or, in a ``(func, ["x", "y"])`` tuple, with the listed parameters as
   positional arguments. Free names of the callable that hold ints, floats, bools or strings (a
-  global ``MAX = 1024``) are read as constants;
+  global ``MAX = 1024``) are read as constants; calls, attributes and subscripts that read only
+  constants (``np.prod([4, 8])``, ``np.dtype("float32").itemsize``, ``defines["TILE"]``) are
+  evaluated once, when the space is built; ``min``/``max``/``sum``/``all``/``any`` may take one
+  literal list or tuple;
 * a **function with a longer body** (``if``, assignments, loops) becomes a function filter that
   runs inside the generated nest (compiled by Numba, with the same rules as a space file's
   ``@beast.filter``: builtins ``range min max abs len int float bool round`` and ``math.*``);
@@ -19,10 +22,19 @@
   ``AllDifferentConstraint``... alone or in a ``(constraint, names)`` tuple) becomes the equivalent
   expression.
 
-Anything else (a builtin, a ``functools.partial``, a callable object, a function whose source
-cannot be read, code the generator cannot compile) is a :class:`BeastError` that says why and
-suggests writing the restriction as a string. Everything is converted when the space is built:
-nothing is ever called back from the enumerator.
+Kernel Tuner calls a function positionally with the values of every parameter in ``tune_params``
+order (``def r(x, y, z)``, ``def r(*args)``, ``def r(x, *rest, **kwargs)``), and a lone function of
+one argument with the dict of values; a lambda's argument names are parameter names (Kernel Tuner
+turns lambdas into strings). Functions whose arguments are some of the parameters by name are
+called with those (Kernel Tuner's ``check_restriction``).
+
+A callable that cannot be compiled (a ``functools.partial``, a callable object, a function whose
+source cannot be read or that uses what the generator cannot compile) is not refused: it is called
+in Python, the way Kernel Tuner calls it, on each configuration that the compiled restrictions let
+through (:mod:`.python_restrictions`; exact, slower, with a warning that says so). A clear mistake
+(an unknown parameter name, an undefined name, arguments that match no calling convention, a
+restriction of an unsupported type) is a :class:`BeastError`. Strings are data and are never
+evaluated in Python.
 
 With ``max_threads``, Kernel Tuner's implicit rule is added as the filter
 ``block_size_over_max_threads``: the product of the block size parameters present
@@ -52,6 +64,7 @@ from ..compiler.model import (
     is_plain_constant,
 )
 from .builder import SpaceBuilder
+from .python_restrictions import KernelTunerSpace, PythonRestriction
 from .restricted import ConditionBuilder, check_values, parse
 
 DEFAULT_BLOCK_SIZE_NAMES = ("block_size_x", "block_size_y", "block_size_z")
@@ -87,10 +100,13 @@ def from_kernel_tuner(tune_params: dict, restrictions=None, max_threads=None, bl
         restrictions = []
     if not isinstance(restrictions, (list, tuple)):
         restrictions = [restrictions]  # as Kernel Tuner does (a lone callable gets the dict of values)
+    python_restrictions: list[PythonRestriction] = []
     for index, restriction in enumerate(restrictions):
         origin = f"{PATH}:restrictions[{index}]"
-        converted = _Converter(restriction, index, origin, params, builder).convert()
-        described["restrictions"].append(converted)
+        converter = _Converter(restriction, index, origin, params, builder)
+        described["restrictions"].append(converter.convert())
+        if converter.in_python is not None:
+            python_restrictions.append(converter.in_python)
 
     if max_threads is not None:
         names = [n for n in (block_size_names or DEFAULT_BLOCK_SIZE_NAMES) if n in params]
@@ -104,7 +120,10 @@ def from_kernel_tuner(tune_params: dict, restrictions=None, max_threads=None, bl
                 node.origin = origin
             builder.add_filter(rejects, origin, "block_size_over_max_threads")
     builder.source = json.dumps(described, sort_keys=True, default=repr)
-    return builder.build()
+    space = builder.build()
+    if python_restrictions:
+        space = KernelTunerSpace(space, python_restrictions, described["tune_params"])
+    return space
 
 
 def _unnamed(expr):
@@ -123,6 +142,7 @@ class _Converter:
         self.params, self.builder = params, builder
         self.filter_name = builder.fresh_name(f"restriction_{index}")
         self.context = f"restrictions[{index}]"
+        self.in_python: PythonRestriction | None = None  # set when it is evaluated in Python
 
     def convert(self) -> str:
         r = self.restriction
@@ -132,7 +152,8 @@ class _Converter:
             target, names = r[0], list(r[1])
             for n in names:
                 if n not in self.params:
-                    raise SpaceError(f"{self.context}: {n!r} is not a tuning parameter", self.origin)
+                    raise RestrictionError(f"{self.context}: {n!r} is not a tuning parameter"
+                                           + did_you_mean(str(n), self.params), self.origin)
             if isinstance(target, str):
                 return self._string(target)
             if _is_constraint(target):
@@ -143,14 +164,15 @@ class _Converter:
             return self._constraint(r, list(self.params))
         elif callable(r):
             return self._callable(r)
-        raise BeastError(f"{self.context}: unsupported restriction {r!r} of type {type(r).__name__} "
+        raise RestrictionError(f"{self.context}: unsupported restriction {r!r} of type {type(r).__name__} "
                          "(give a string, a lambda or function, a python-constraint Constraint, or a "
                          "(function, [parameter names]) tuple)", self.origin)
 
     # -- strings and constraints -----------------------------------------------------------------
     def _string(self, text: str) -> str:
-        node = parse(text, self.context, self.origin)
-        expr = ConditionBuilder(text, self.context, self.origin, self.params.get, self.params).build(node)
+        # the origin (<kernel_tuner>:restrictions[i]) already names the restriction
+        node = parse(text, "", self.origin)
+        expr = ConditionBuilder(text, "", self.origin, self.params.get, self.params).build(node)
         self._add(expr)
         return text
 
@@ -203,53 +225,139 @@ class _Converter:
 
     # -- callables -------------------------------------------------------------------------------
     def _callable(self, func, positional: list[str] | None = None) -> str:
+        node = filename = None
         if not isinstance(func, types.FunctionType):
-            raise BeastError(f"{self.context}: cannot convert the callable {func!r} (a "
-                             f"{type(func).__name__}); beastgen converts lambdas and Python functions "
-                             "from their source; " + _HINT, self.origin)
-        node, filename = _function_node(func, self.context, self.origin)
+            problem = (f"it is a {type(func).__name__}, not a Python function with source", self.origin)
+        else:
+            try:
+                node, filename = _function_node(func, self.context, self.origin)
+            except RestrictionError:
+                raise
+            except BeastError as e:
+                problem = (e.message, e.where or self.origin)
+        binding = self._arguments(func, positional, node)
+        if node is None:
+            return self._in_python(func, binding, *problem)
         where = f"{filename}:{node.lineno}"
+        try:
+            return self._compile(func, node, filename, where, binding)
+        except RestrictionError:
+            raise
+        except BeastError as e:
+            return self._in_python(func, binding, e.message, e.where or where)
+
+    def _compile(self, func, node, filename: str, where: str, binding: _Binding) -> str:
         self.origin = where  # errors and generated comments point at the user's code
-        arg_map, dict_args = self._arguments(func, node, positional, where)
         body = _single_expression(node)
+        resolver = _Resolver(func, self.params, binding, self.context, where)
         if body is not None:
-            resolver = _Resolver(func, self.params, arg_map, dict_args, self.context, where)
             text = ast.unparse(body)  # re-parsed, so that errors quote the expression itself
             builder = ConditionBuilder(text, self.context, where, resolver.name, self.params,
-                                       resolve_subscript=resolver.subscript)
+                                       resolve_subscript=resolver.subscript, constant=resolver.constant)
             self._add(builder.build(parse(text, self.context, where)))
             return f"{filename}:{func.__name__}: {text}"
-        info, compiled = _function_filter(func, node, filename, self.filter_name, self.params, arg_map,
-                                          dict_args, self.context, self.builder)
+        info, compiled = _function_filter(func, node, filename, self.filter_name, self.params, binding,
+                                          self.context, self.builder)
         self.builder.add_function_filter(self.filter_name, compiled, info, where)
         return f"{filename}:{func.__name__}: {ast.unparse(info.node)}"
 
-    def _arguments(self, func, node, positional, where):
-        """(arg name -> parameter name, names of dict arguments) following Kernel Tuner's calls."""
-        args = node.args
-        names = [a.arg for a in args.posonlyargs + args.args]
-        if args.vararg is not None:
-            raise BeastError(f"{self.context}: restriction {func.__name__}() takes *{args.vararg.arg}; "
-                             "name its parameters instead; " + _HINT, where)
-        kwarg = [args.kwarg.arg] if args.kwarg is not None else []
-        keyword_only = [a.arg for a in args.kwonlyargs]
+    def _in_python(self, func, binding: _Binding, why: str, where: str) -> str:
+        """The restriction is called in Python on the candidates of the compiled ones."""
+        why = why.removeprefix(f"{self.context}: ")
+        self.in_python = PythonRestriction(self.filter_name, func, binding.call, self.context, where, why)
+        return f"python: {self.context}: {getattr(func, '__qualname__', repr(func))}"
+
+    def _arguments(self, func, positional, node=None) -> _Binding:
+        """How Kernel Tuner calls ``func``, as a :class:`_Binding` of its arguments to parameters."""
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError):
+            raise RestrictionError(f"{self.context}: cannot convert the callable {func!r} (a "
+                                   f"{type(func).__name__}): its arguments cannot be read; "
+                                   + _HINT, self.origin) from None
+        kinds = inspect.Parameter
+        names = [a.name for a in signature.parameters.values()
+                 if a.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
+        vararg = next((a.name for a in signature.parameters.values() if a.kind == kinds.VAR_POSITIONAL), None)
+        kwarg = next((a.name for a in signature.parameters.values() if a.kind == kinds.VAR_KEYWORD), None)
+        keyword_only = [a.name for a in signature.parameters.values()
+                        if a.kind == kinds.KEYWORD_ONLY and a.default is kinds.empty]
+        params = list(self.params)
+        label = getattr(func, "__name__", type(func).__name__)
         if positional is not None:  # (func, [names]): called with those parameters, in that order
-            if len(names) != len(positional) or keyword_only:
-                raise BeastError(f"{self.context}: {func.__name__}() takes {len(names)} positional "
-                                 f"arguments but the restriction lists {len(positional)} parameters "
-                                 f"{positional}", where)
-            return dict(zip(names, positional)), set(kwarg)
-        if len(names) == 1 and not keyword_only and not kwarg and (
-                names[0] not in self.params or _subscripted_only(node, names[0])):
-            return {}, {names[0]}  # lambda p: p["x"] ...: the dict of parameter values
-        if all(n in self.params for n in names + keyword_only):  # keyword arguments by name
-            return {n: n for n in names + keyword_only}, set(kwarg)
-        if len(names) == len(self.params) and not keyword_only and not kwarg:
-            return dict(zip(names, self.params)), set()  # every parameter, positionally
-        raise BeastError(f"{self.context}: cannot tell which parameters {func.__name__}"
-                         f"({', '.join(names + keyword_only)}) receives: give it one argument "
-                         "(the dict of values, read as p['name']), arguments named after the "
-                         "parameters, or a (function, [parameter names]) tuple", where)
+            if keyword_only or (len(names) > len(positional) if vararg else len(names) != len(positional)):
+                raise RestrictionError(f"{self.context}: {label}() takes {len(names)} positional "
+                                       f"arguments but the restriction lists {len(positional)} "
+                                       f"parameters {positional}", self.origin)
+            return _Binding.positional(names, vararg, positional)
+        if len(names) == 1 and not (vararg or kwarg or keyword_only) and (
+                names[0] not in self.params or node is not None and _subscripted_only(node, names[0])):
+            return _Binding(dict_args={names[0]}, call="dict")  # the dict of parameter values
+        if isinstance(node, ast.Lambda) and not vararg and all(n in self.params for n in names + keyword_only):
+            return _Binding.keyword(names + keyword_only, kwarg, params)  # a lambda: names are parameters
+        if not keyword_only and (len(names) == len(params) or vararg and len(names) <= len(params)):
+            return _Binding.positional(names, vararg, params)  # Kernel Tuner's FunctionConstraint
+        if not vararg and all(n in self.params for n in names + keyword_only):
+            return _Binding.keyword(names + keyword_only, kwarg, params)  # check_restriction(**params)
+        raise RestrictionError(f"{self.context}: cannot tell which parameters {label}"
+                               f"({', '.join(names + keyword_only)}) receives: Kernel Tuner passes "
+                               f"all {len(params)} parameters positionally; give it one argument "
+                               "(the dict of values, read as p['name']), arguments named after the "
+                               "parameters, or a (function, [parameter names]) tuple", self.origin)
+
+
+class RestrictionError(SpaceError):
+    """A restriction that is wrong, not merely uncompilable: it is reported, never run in Python."""
+
+
+class _Binding:
+    """How a restriction function receives the parameter values: ``arg_map`` (argument ->
+    parameter), ``dict_args`` (arguments holding the dict of values), ``star`` (``*args`` name and
+    the parameters it holds), and ``call(values)``, the call Kernel Tuner makes."""
+
+    def __init__(self, arg_map=None, dict_args=(), star=None, call="dict", order=()):
+        self.arg_map, self.dict_args, self.star = dict(arg_map or {}), set(dict_args), star
+        self.mode, self.order = call, list(order)
+
+    @classmethod
+    def positional(cls, names, vararg, params):
+        star = (vararg, list(params[len(names):])) if vararg else None
+        return cls(dict(zip(names, params)), star=star, call="positional", order=params)
+
+    def parameter(self, node: ast.Subscript, params, context: str, where: str) -> str | None:
+        """The parameter ``p["x"]`` (dict argument) or ``args[i]`` (``*args``) reads, or None."""
+        index = node.slice
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) \
+                and isinstance(index.operand, ast.Constant) and type(index.operand.value) is int:
+            index = ast.Constant(-index.operand.value)  # args[-1]
+        if not isinstance(node.value, ast.Name) or not isinstance(index, ast.Constant):
+            return None
+        owner, key = node.value.id, index.value
+        if owner in self.dict_args and isinstance(key, str):
+            if key not in params:
+                raise RestrictionError(f"{context}: {owner}[{key!r}]: no tuning parameter named "
+                                       f"{key!r}" + did_you_mean(key, params), where)
+            return key
+        if self.star and owner == self.star[0] and type(key) is int:
+            held = self.star[1]
+            if not -len(held) <= key < len(held):
+                raise RestrictionError(f"{context}: {owner}[{key}]: *{owner} holds {len(held)} "
+                                       f"parameters {held}", where)
+            return held[key]
+        return None
+
+    @classmethod
+    def keyword(cls, names, kwarg, params):
+        passed = list(params) if kwarg else list(names)  # **kwargs takes the other parameters
+        return cls({n: n for n in names}, dict_args={kwarg} if kwarg else (), call="keyword",
+                   order=passed)
+
+    def call(self, func, values: dict):
+        if self.mode == "dict":
+            return func(dict(values))
+        if self.mode == "positional":
+            return func(*[values[p] for p in self.order])
+        return func(**{p: values[p] for p in self.order})
 
 
 def _all(tests: list) -> L.Expr:
@@ -313,7 +421,8 @@ def _function_node(func, context: str, origin: str):
                          "or " + _HINT, f"{filename}:{code.co_firstlineno}")
     node = candidates[0]
     if isinstance(node, ast.AsyncFunctionDef):
-        raise BeastError(f"{context}: {func.__name__} is an async function", f"{filename}:{node.lineno}")
+        raise RestrictionError(f"{context}: {func.__name__} is an async function",
+                               f"{filename}:{node.lineno}")
     return node, filename
 
 
@@ -372,18 +481,19 @@ def _subscripted_only(node, arg: str) -> bool:
 
 
 class _Resolver:
-    """Names and ``p["x"]`` subscripts of a converted callable."""
+    """Names, ``p["x"]`` / ``args[i]`` subscripts and constant sub-expressions of a converted callable."""
 
-    def __init__(self, func, params, arg_map, dict_args, context, where):
-        self.func, self.params, self.arg_map, self.dict_args = func, params, arg_map, dict_args
+    def __init__(self, func, params, binding: _Binding, context, where):
+        self.func, self.params, self.binding = func, params, binding
         self.context, self.where = context, where
+        self.own = set(binding.arg_map) | binding.dict_args | ({binding.star[0]} if binding.star else set())
 
     def name(self, name: str):
-        if name in self.arg_map:
-            return self.params[self.arg_map[name]]
-        if name in self.dict_args:
-            raise SpaceError(f"{self.context}: '{name}' (the dict of parameter values) may only be "
-                             f"read as {name}['parameter']", self.where)
+        if name in self.binding.arg_map:
+            return self.params[self.binding.arg_map[name]]
+        if name in self.own:
+            raise SpaceError(f"{self.context}: '{name}' (the parameter values) may only be read as "
+                             f"{name}[...]", self.where)
         found, value = free_value(self.func, name)
         if found and isinstance(value, (bool, int, float, str)):
             return L.Const(value)
@@ -391,17 +501,37 @@ class _Resolver:
             raise SpaceError(f"{self.context}: '{name}' is a {type(value).__name__}; a converted "
                              "restriction may only read its parameters and int/float/bool/str "
                              "constants", self.where)
-        return None
+        raise RestrictionError(f"{self.context}: undefined name '{name}'"
+                               + did_you_mean(name, self.params), self.where)
 
     def subscript(self, node: ast.Subscript):
-        if isinstance(node.value, ast.Name) and node.value.id in self.dict_args \
-                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-            key = node.slice.value
-            if key not in self.params:
-                raise SpaceError(f"{self.context}: {node.value.id}[{key!r}]: no tuning parameter "
-                                 f"named {key!r}" + did_you_mean(key, self.params), self.where)
-            return self.params[key]
-        return None
+        param = self.binding.parameter(node, self.params, self.context, self.where)
+        return None if param is None else self.params[param]
+
+    def constant(self, node: ast.expr):
+        """(True, value) when ``node`` reads only constants of the function (evaluated now)."""
+        return constant_value(self.func, node, self.own)
+
+
+def constant_value(func, node: ast.expr, local: set):
+    """(True, value) of a sub-expression of ``func`` that reads none of ``local`` and only free
+    names holding values (``np.prod([4, 8])``, ``defines["X"]``), evaluated once with the
+    function's own globals and closure, as Kernel Tuner would at each call; else (False, None)."""
+    env = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Lambda, ast.comprehension, ast.NamedExpr)):
+            return False, None  # a name of its own
+        if isinstance(sub, ast.Name):
+            found, value = free_value(func, sub.id)
+            if sub.id in local or not found:
+                return False, None
+            env[sub.id] = value
+    code = compile(ast.Expression(body=node), f"<{func.__name__}>", "eval")
+    try:
+        value = eval(code, dict(func.__globals__), env)
+    except Exception:  # noqa: BLE001 - it raises at every call too: left to the caller
+        return False, None
+    return True, _plain(value)
 
 
 def _plain(value):
@@ -438,31 +568,48 @@ class _Rewrite(ast.NodeTransformer):
     or, when the function assigns to it (or a local has a parameter's name), to a fresh local.
     """
 
-    def __init__(self, params, renames, dict_args, context, filename):
-        self.params, self.renames, self.dict_args = params, renames, dict_args
-        self.context, self.filename = context, filename
+    def __init__(self, func, params, renames, binding: _Binding, local: set, context, filename):
+        self.func, self.params, self.renames, self.binding = func, params, renames, binding
+        self.local, self.context, self.filename = local, context, filename
+        self.own = binding.dict_args | ({binding.star[0]} if binding.star else set())
 
     def fail(self, node, why):
         raise SpaceError(f"{self.context}: {why}", f"{self.filename}:{getattr(node, 'lineno', '?')}")
 
+    def _folded(self, node):
+        """A constant for a sub-expression reading only the function's constants, else None."""
+        if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
+            return None
+        found, value = constant_value(self.func, node, self.local)
+        if found and isinstance(value, (list, tuple)):
+            value = tuple(_plain(v) for v in value)
+        if found and is_plain_constant(value):
+            return ast.copy_location(ast.Constant(value), node)
+        return None
+
     def visit_Subscript(self, node):
-        if isinstance(node.value, ast.Name) and node.value.id in self.dict_args:
-            if not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
-                self.fail(node, f"{node.value.id}[...] must be indexed with a parameter name string")
-            key = node.slice.value
-            if key not in self.params:
-                self.fail(node, f"{node.value.id}[{key!r}]: no tuning parameter named {key!r}")
+        where = f"{self.filename}:{getattr(node, 'lineno', '?')}"
+        key = self.binding.parameter(node, self.params, self.context, where)
+        if key is not None:
             if not isinstance(node.ctx, ast.Load):
-                self.fail(node, f"assigning to {node.value.id}[{key!r}]")
-            return ast.copy_location(ast.Name(key, ast.Load()), node)
-        return self.generic_visit(node)
+                self.fail(node, f"assigning to {ast.unparse(node)}")
+            return ast.copy_location(ast.Name(key, ast.Load()), node)  # the parameter itself
+        return self._folded(node) or self.generic_visit(node)
+
+    def visit_Call(self, node):
+        return self._folded(node) or self.generic_visit(node)
+
+    visit_Attribute = visit_Call
 
     def visit_Name(self, node):
-        if node.id in self.dict_args:
-            self.fail(node, f"'{node.id}' (the dict of parameter values) may only be read as "
-                            f"{node.id}['parameter']")
+        if node.id in self.own:
+            self.fail(node, f"'{node.id}' (the parameter values) may only be read as {node.id}[...]")
         if node.id in self.renames:
             return ast.copy_location(ast.Name(self.renames[node.id], node.ctx), node)
+        if node.id not in self.local and node.id not in FUNCTION_BUILTINS:
+            found, value = free_value(self.func, node.id)
+            if found and isinstance(value, list):  # a global list of constants: read as a tuple
+                return self._folded(node) or node
         return node
 
     def visit_Return(self, node):
@@ -479,12 +626,14 @@ class _Rewrite(ast.NodeTransformer):
     visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
 
 
-def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, params, arg_map,
-                     dict_args, context: str, builder: SpaceBuilder):
+def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, params,
+                     binding: _Binding, context: str, builder: SpaceBuilder):
     """A compiled function filter for a restriction function with a body (if, assignments...)."""
+    arg_map, dict_args = binding.arg_map, binding.dict_args
+    own = set(dict_args) | ({binding.star[0]} if binding.star else set())
     assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    for n in assigned & set(dict_args):
-        raise SpaceError(f"{context}: {func.__name__}() assigns to '{n}', the dict of parameter values",
+    for n in assigned & own:
+        raise SpaceError(f"{context}: {func.__name__}() assigns to '{n}', the parameter values",
                          f"{filename}:{node.lineno}")
     used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(params) | set(arg_map)
     renames, prologue = {}, []
@@ -499,7 +648,8 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
                                                          ast.Name(arg_map[local], ast.Load())), node))
     for arg, param in arg_map.items():
         renames.setdefault(arg, param)
-    rewrite = _Rewrite(params, renames, dict_args, context, filename)
+    local = assigned | own | set(arg_map) | set(params)
+    rewrite = _Rewrite(func, params, renames, binding, local, context, filename)
     body = prologue + [rewrite.visit(stmt) for stmt in node.body]
     last = body[-1] if body else None
     if not isinstance(last, ast.Return):
@@ -517,7 +667,8 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
         visitor.visit(stmt)
     info = FunctionInfo(func, fdef, filename, is_generator=visitor.is_generator)
     if visitor.is_generator:
-        raise SpaceError(f"{context}: a restriction cannot be a generator", f"{filename}:{node.lineno}")
+        raise RestrictionError(f"{context}: a restriction cannot be a generator",
+                               f"{filename}:{node.lineno}")
     env = builder.module_globals
     for free, lineno in visitor.loads.items():
         if free in visitor.assigned:
@@ -538,8 +689,10 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
             env[free] = value
             info.constant_refs[free] = value
             continue
-        what = f"a {type(value).__name__}" if found else "undefined"
-        raise SpaceError(f"{context}: '{free}' in {func.__name__}() is {what}; a restriction "
+        if not found:
+            raise RestrictionError(f"{context}: undefined name '{free}' in {func.__name__}()"
+                                   + did_you_mean(free, params), f"{filename}:{lineno}")
+        raise SpaceError(f"{context}: '{free}' in {func.__name__}() is a {type(value).__name__}; a restriction "
                          "function compiled into the enumerator may only read its parameters, "
                          "int/float/bool/str constants, math and the builtins "
                          + ", ".join(sorted(FUNCTION_BUILTINS - {'True', 'False', 'None'})),

@@ -10,8 +10,9 @@ Two evaluators:
   expression tree (:mod:`beastgen.compiler.language`): literals, parameter names, ``+ - * / // % **``, unary
   ``-``/``+``, comparisons (chains become an ``and`` of comparisons sharing the middle operand),
   ``in``/``not in`` a literal list or tuple, ``and``/``or``/``not`` (Python's short-circuit value
-  semantics), ``a if c else b`` and ``min``/``max``/``abs``. Nothing is evaluated: the tree goes
-  through the same specialize/plan/codegen pipeline as a space file's expressions.
+  semantics), ``a if c else b``, ``min``/``max``/``abs``, and ``min``/``max``/``sum``/``all``/``any``
+  over one literal list or tuple (``min([a, b])``). Nothing is evaluated: the tree goes through the
+  same specialize/plan/codegen pipeline as a space file's expressions.
 * :func:`evaluate_values` evaluates a T1 ``Values`` string to a concrete list: the condition
   constructs plus list and tuple literals, ``range``, ``list``, list comprehensions and generator
   expressions over them (with ``if`` clauses), subscripts and slices (``[::-1]``) and concatenation.
@@ -56,7 +57,7 @@ _NODE_WORDS = {
     ast.FormattedValue: "an f-string",
 }
 #: calls a condition may make (beastgen expression calls with Python's semantics)
-CONDITION_CALLS = ("min", "max", "abs")
+CONDITION_CALLS = ("min", "max", "abs", "sum", "all", "any")
 #: calls a Values expression may make
 VALUE_CALLS = ("range", "list", "min", "max", "abs")
 
@@ -87,19 +88,24 @@ def check_name(name, where: str | None, what: str = "parameter") -> str:
     return name
 
 
+def _prefix(context: str) -> str:
+    """``context: `` for messages, or nothing when ``where`` already names the place."""
+    return f"{context}: " if context else ""
+
+
 def parse(text, context: str, where: str | None) -> ast.expr:
-    """Parse one expression; errors name ``context`` (e.g. ``Conditions[3]``) and ``where``."""
+    """Parse one expression; errors name ``context`` (e.g. ``Conditions[3]``; may be empty) and ``where``."""
     if not isinstance(text, str):
-        raise SpaceError(f"{context}: expected an expression string, got {type(text).__name__} "
+        raise SpaceError(f"{_prefix(context)}expected an expression string, got {type(text).__name__} "
                          f"{text!r}", where)
     if len(text) > MAX_TEXT:
-        raise SpaceError(f"{context}: the expression is longer than {MAX_TEXT:,} characters", where)
+        raise SpaceError(f"{_prefix(context)}the expression is longer than {MAX_TEXT:,} characters", where)
     try:
         return ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
-        raise SpaceError(f"{context}: syntax error in {text!r}: {e.msg}", where) from None
+        raise SpaceError(f"{_prefix(context)}syntax error in {text!r}: {e.msg}", where) from None
     except (RecursionError, MemoryError, ValueError) as e:
-        raise SpaceError(f"{context}: cannot parse {text[:80]!r}: {type(e).__name__}", where) from None
+        raise SpaceError(f"{_prefix(context)}cannot parse {text[:80]!r}: {type(e).__name__}", where) from None
 
 
 class _Walker:
@@ -116,7 +122,7 @@ class _Walker:
             except Exception:  # noqa: BLE001 - only for the message
                 segment = None
         at = f" ({segment})" if segment and segment != self.text.strip() else ""
-        raise SpaceError(f"{self.context}: {why}{at} in {self.text.strip()!r}", self.where)
+        raise SpaceError(f"{_prefix(self.context)}{why}{at} in {self.text.strip()!r}", self.where)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -163,18 +169,22 @@ class ConditionBuilder(_Walker):
 
     ``resolve_name(name)`` returns the expression a free name stands for (a parameter's iterator,
     or a constant) or None when it is unknown; ``resolve_subscript(node)`` may map a subscript such
-    as ``p["x"]`` (Kernel Tuner's dict argument) to an expression, or return None.
+    as ``p["x"]`` (Kernel Tuner's dict argument) to an expression, or return None;
+    ``constant(node)`` may give the value of a call, attribute or subscript that only reads
+    constants (``np.prod([4, 8])`` in a Kernel Tuner function) as ``(True, value)``, else
+    ``(False, None)``.
     """
 
     def __init__(self, text: str, context: str, where: str | None, resolve_name,
-                 names_for_hints=(), resolve_subscript=None, allowed_hint: str = ""):
+                 names_for_hints=(), resolve_subscript=None, allowed_hint: str = "", constant=None):
         super().__init__(text, context, where)
         self.resolve_name = resolve_name
         self.resolve_subscript = resolve_subscript
+        self.constant = constant
         self.names_for_hints = names_for_hints
         self.allowed_hint = allowed_hint or (
             "a condition may use numbers, strings, True/False, parameter names, + - * / // % **, "
-            "comparisons, and/or/not, 'a if c else b' and min/max/abs")
+            "comparisons, and/or/not, 'a if c else b' and min/max/abs/sum/all/any")
 
     def build(self, node: ast.AST) -> L.Expr:
         try:
@@ -189,6 +199,10 @@ class ConditionBuilder(_Walker):
         self.fail(node, f"{what or _describe(node)} is not allowed ({self.allowed_hint})")
 
     def _build(self, node: ast.AST) -> L.Expr:
+        if self.constant is not None and isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+            found, value = self.constant(node)
+            if found and isinstance(value, (bool, int, float, str)):
+                return L.Const(value)
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, (bool, int, float, str)):
@@ -239,15 +253,51 @@ class ConditionBuilder(_Walker):
                 self._reject(node, f"calling {_callee(func)}")
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 self._reject(node, "keyword or star arguments")
-            if not node.args or (func.id == "abs" and len(node.args) != 1) or (
-                    func.id in ("min", "max") and len(node.args) < 2):
-                self.fail(node, f"{func.id}() needs {'one argument' if func.id == 'abs' else 'two or more arguments'}")
-            return L.Call(func.id, [self._build(a) for a in node.args])
+            if func.id in ("min", "max") and len(node.args) >= 2:
+                return L.Call(func.id, [self._build(a) for a in node.args])
+            if func.id == "abs" and len(node.args) == 1:
+                return L.Call("abs", [self._build(node.args[0])])
+            items = self._sequence(node.args[0]) if len(node.args) == 1 else None
+            if func.id == "abs" or items is None:
+                self.fail(node, f"{func.id}() needs " + (
+                    "one argument" if func.id == "abs" else
+                    "two or more arguments, or one literal list or tuple" if func.id in ("min", "max")
+                    else "one literal list or tuple"))
+            return self._over(node, func.id, items)
         if isinstance(node, ast.Subscript) and self.resolve_subscript is not None:
             expr = self.resolve_subscript(node)
             if expr is not None:
                 return expr
         self._reject(node)
+
+    def _sequence(self, node: ast.AST) -> list[L.Expr] | None:
+        """The elements of a literal list/tuple (or of a constant sequence), or None."""
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                self._reject(node, "star-unpacking")
+            return [self._build(e) for e in node.elts]
+        if self.constant is not None and isinstance(node, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)):
+            found, value = self.constant(node)
+            if found and isinstance(value, (list, tuple, range, set, frozenset)) and len(value) <= MAX_VALUES \
+                    and all(isinstance(v, (bool, int, float, str)) for v in value):
+                return [L.Const(v) for v in value]
+        return None
+
+    def _over(self, node, func: str, items: list[L.Expr]) -> L.Expr:
+        """``func(items)`` for min/max/sum/all/any over a literal sequence, with Python's values."""
+        if func in ("min", "max"):
+            if not items:
+                self.fail(node, f"{func}() of an empty sequence")
+            return items[0] if len(items) == 1 else L.Call(func, items)
+        if func == "sum":
+            total = L.Const(0)
+            for item in items:
+                total = L.BinOp("+", total, item)
+            return total
+        if not items:
+            return L.Const(func == "all")
+        test = items[0] if len(items) == 1 else L.BoolOp("and" if func == "all" else "or", items)
+        return L.IfExp(test, L.Const(True), L.Const(False))  # all/any return a bool, not an operand
 
     def _compare(self, node: ast.Compare) -> L.Expr:
         operands = [self._build(node.left)]
@@ -255,9 +305,9 @@ class ConditionBuilder(_Walker):
         for op, comparator in zip(node.ops, node.comparators):
             left = operands[-1]
             if isinstance(op, (ast.In, ast.NotIn)):
-                if not isinstance(comparator, (ast.List, ast.Tuple, ast.Set)):
+                elements = self._sequence(comparator)
+                if elements is None:
                     self._reject(comparator, "'in' anything but a literal list or tuple")
-                elements = [self._build(e) for e in comparator.elts]
                 member = (L.BoolOp("or", [L.Compare("==", left, e) for e in elements])
                           if len(elements) > 1 else
                           L.Compare("==", left, elements[0]) if elements else L.Const(False))
