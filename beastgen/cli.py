@@ -123,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(branch and bound on the lower bounds, or a baseline strategy)")
     _add_space_args(p, device=False)
     p.add_argument("--device", "-d", default=None,
-                   help="opencl: opencl:N (default opencl:0, its profile read from the device); cuda: a "
+                   help="opencl: opencl:N (default opencl:0, its profile read from the device) or a profile "
+                        "written by `beastgen calibrate` (run on the device it names); cuda: a "
                         "profile or auto (default); replay: a profile (default: the file's GPU)")
     p.add_argument("--backend", "-b", default="opencl", choices=["opencl", "cuda", "replay"])
     p.add_argument("--replay", default=None, metavar="FILE.json[.gz]",

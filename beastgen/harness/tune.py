@@ -124,8 +124,12 @@ def _setup_backend(backend: str, device, replay_path, kernel):
     if backend == "opencl":
         from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
         from .isolate import Isolated
-        index = parse_device(device)
-        profile = opencl_profile(get_device(index), index)
+        if device and str(device).lower().endswith(".toml"):  # a calibrated profile (beastgen calibrate)
+            profile = load_profile(device)
+            index = parse_device(str(profile.properties.get("calibrated_device", "opencl:0")))
+        else:
+            index = parse_device(device)
+            profile = opencl_profile(get_device(index), index)
         return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
     if backend == "cuda":
         from .backends.cuda import CUDABackend, _import_pycuda
