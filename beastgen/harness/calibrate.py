@@ -99,10 +99,6 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    def properties(self) -> dict:
-        return {**self.base.properties, **{k: f.value for k, f in self.fields.items()},
-                "calibrated_device": self.target}
-
     def toml(self) -> str:
         """The profile as TOML, every calibrated number with its source in a comment."""
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -243,6 +239,7 @@ class CUDARunner:
         self.arch = f"sm_{major}{minor}"
 
     def build(self, defines: dict, fp64: bool = False):
+        """The module of all kernels (fma_f64 included: ``fp64`` changes nothing in CUDA)."""
         header = "".join(f"#define {k} {v}\n" for k, v in defines.items())
         try:
             return self.SourceModule(header + CUDA_SOURCE, no_extern_c=True, arch=self.arch)
