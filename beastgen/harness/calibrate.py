@@ -42,11 +42,11 @@ RATE_MARGIN = 1.25
 #: the measured launch overhead (a time) is multiplied by this before it is written
 TIME_MARGIN = 0.8
 #: repetitions of each throughput benchmark (the fastest is kept)
-REPETITIONS = 10
+REPETITIONS = 20
 #: repetitions of the empty kernel
 LAUNCH_REPETITIONS = 300
 #: seconds one repetition of a throughput benchmark is sized to take
-TARGET_SECONDS = 0.01
+TARGET_SECONDS = 0.002
 #: local-memory strides measured (in 4-byte words); 1 is conflict-free, 32 a 32-way conflict
 STRIDES = (1, 2, 4, 32)
 #: the shared-memory bank model the wavefront rate is calibrated against (NVIDIA since Maxwell)
@@ -398,7 +398,7 @@ class Calibrator:
         self._step("DRAM bandwidth")
         vector = 4 * runner.vw32  # bytes per element of the kernels' floatv
         chunk = 8 * self.groups * self.group
-        nbytes = min(max(8 * llc_bytes, 256 << 20), runner.max_alloc, runner.memory // 4)
+        nbytes = min(max(4 * llc_bytes, 64 << 20), runner.max_alloc, runner.memory // 4)
         n = nbytes // vector // chunk * chunk
         mib = n * vector / 2**20
         source = runner.buffer(np.ones(n * runner.vw32, np.float32))
