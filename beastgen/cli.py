@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(branch and bound on the lower bounds, or a baseline strategy)")
     _add_space_args(p, device=False)
     p.add_argument("--device", "-d", default=None,
-                   help="opencl: opencl:N (default opencl:0, its profile read from the device); cuda: a "
+                   help="opencl: opencl:N (default opencl:0, its profile read from the device) or a profile "
+                        "written by `beastgen calibrate` (run on the device it names); cuda: a "
                         "profile or auto (default); replay: a profile (default: the file's GPU)")
     p.add_argument("--backend", "-b", default="opencl", choices=["opencl", "cuda", "replay"])
     p.add_argument("--replay", default=None, metavar="FILE.json[.gz]",
@@ -177,6 +178,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", "-n", type=int, default=20, help="configurations to compile (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random sample")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+
+    p = sub.add_parser("calibrate", help="measure a device with microbenchmarks (clock, FMA rate, DRAM and "
+                                         "L2 bandwidth, local-memory wavefronts, launch overhead) and "
+                                         "write a device profile for --device FILE.toml")
+    p.add_argument("--device", "-d", required=True, help="opencl:N or cuda:N")
+    p.add_argument("-o", "--output", default=None, metavar="FILE.toml",
+                   help="where the profile goes (default: calibrated-opencl0.toml for opencl:0)")
+    p.add_argument("--repetitions", "-r", type=int, default=None, metavar="N",
+                   help="runs of each microbenchmark, the fastest kept (default 10)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     sub.add_parser("devices", help="list the built-in device profiles")
     return parser
@@ -543,7 +554,27 @@ def cmd_nvcc_check(args) -> int:
     return 0
 
 
-COMMANDS = {"show": cmd_show, "export": cmd_export, "generate": cmd_generate, "count": cmd_count,
+def cmd_calibrate(args) -> int:
+    from .harness.calibrate import REPETITIONS, calibrate, parse_target, write_profile
+
+    api, index = parse_target(args.device)
+    output = args.output or f"calibrated-{api}{index}.toml"
+    if not output.lower().endswith(".toml"):
+        raise BeastError(f"the profile must be a .toml file (--device takes it by that extension), "
+                         f"not {output!r}")
+    if args.repetitions is not None and args.repetitions < 1:
+        raise BeastError("--repetitions must be at least 1")
+    calibration = calibrate(args.device, repetitions=args.repetitions or REPETITIONS,
+                            progress=not args.no_progress)
+    profile = write_profile(calibration, output)
+    print(f"calibrated {calibration.name} ({args.device}) in {calibration.seconds:.1f} s:")
+    for key, entry in calibration.fields.items():
+        print(f"  {key} = {entry.value:.6g}")
+    print(f"wrote {output}: use it with --device {output} (profile '{profile.key}')")
+    return 0
+
+
+COMMANDS = {"show": cmd_show, "calibrate": cmd_calibrate, "export": cmd_export, "generate": cmd_generate, "count": cmd_count,
             "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
             "compare": cmd_compare, "check-bounds": cmd_check_bounds, "tune": cmd_tune,
             "estimate": cmd_estimate, "nvcc-check": cmd_nvcc_check}

@@ -127,8 +127,12 @@ def setup_backend(backend: str, device, replay_path, kernel):
     if replay_path:
         raise BeastError("--replay goes with --backend replay")
     if backend == "opencl":
-        index = parse_device(device)
-        profile = opencl_profile(get_device(index), index)
+        if device and str(device).lower().endswith(".toml"):  # a calibrated profile (beastgen calibrate)
+            profile = load_profile(device)
+            index = parse_device(str(profile.properties.get("calibrated_device", "opencl:0")))
+        else:
+            index = parse_device(device)
+            profile = opencl_profile(get_device(index), index)
         return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
     if backend == "cuda":
         import_pycuda()
