@@ -12,9 +12,10 @@ from .language import (  # noqa: E402
 )
 from .model import Space, load  # noqa: E402
 from .harness.kernel import kernel  # noqa: E402
+from . import bound_terms  # noqa: E402
 
 __all__ = [
     "BeastError", "DeviceError", "SettingError", "SpaceError", "Space", "load",
     "setting", "device", "range", "values", "iterator", "derived", "filter", "bound", "where",
-    "min", "max", "kernel", "__version__",
+    "min", "max", "kernel", "bound_terms", "__version__",
 ]
