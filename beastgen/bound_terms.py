@@ -104,46 +104,62 @@ def _banks(banks, bank_bytes):
             L.device.smem_bank_bytes if bank_bytes is None else bank_bytes)
 
 
-def min_wavefronts(distinct_bytes, banks=None, bank_bytes=None):
-    """Wavefronts of any warp-level access to ``distinct_bytes`` distinct bytes of shared memory: a
-    wavefront reads at most one word from each bank (``smem_banks`` of ``smem_bank_bytes``)."""
-    banks, bank_bytes = _banks(banks, bank_bytes)
-    return ceil_div(distinct_bytes, banks * bank_bytes)
-
-
 def warp_wavefronts(lanes, stride_bytes, run_bytes, banks=None, bank_bytes=None):
     """Shared-memory wavefronts of one warp-level access: ``lanes`` distinct lane positions
-    i = 0..lanes-1 each read the run of ``run_bytes`` bytes at ``i * stride_bytes`` (lanes at the
-    same position read the same bytes: a broadcast).
+    i = 0..lanes-1 each read the run of ``run_bytes`` contiguous bytes at ``i * stride_bytes``
+    (lanes at the same position read the same bytes: a broadcast).
 
-    The fact: a wavefront reads at most one word of each bank, so an access needs at least as many
-    wavefronts as the busiest bank has distinct words requested. Counted over the UNION of the
-    lanes' runs, whatever instructions the compiler splits the run into (every instruction writes
-    the same program values in every lane, so it reads one run; the union of its pieces needs no
-    more wavefronts than the pieces). Closed form (exact where the simulator is, see the tests):
+    The facts: a wavefront reads at most one word of each bank; an instruction reads at most
+    MAX_ACCESS_BYTES per lane, and (SIMT) the same program values, so the same piece of the run, in
+    every lane. Whatever pieces the compiler cuts the run into, the access needs at least
 
-    - runs that touch or overlap (run >= stride): one contiguous range of (lanes-1)*stride + run
-      bytes, ceil(words / banks) wavefronts;
-    - runs with gaps, in whole bank words s (stride) and r (run), g = gcd(s, banks): lanes hit the
-      same start bank every banks/g positions, so the busiest bank holds ceil(lanes*g/banks) words
-      (exact when r <= g), and never fewer than ceil(lanes*r/banks);
-    - otherwise (a stride or run that is not whole bank words): the distinct bytes' minimum.
+    - the busiest bank's distinct words over the union of the lanes' runs (the pieces together
+      need no fewer wavefronts than their union), and
+    - ``fused_loads(run)`` pieces, each needing at least what a one-word piece needs (a longer piece
+      reads a superset of words).
+
+    Both have closed forms for this pattern, in whole bank words s (stride) and r (piece or run),
+    g = gcd(s, banks): lanes meet the same start bank every banks/g positions, so the busiest bank
+    holds ceil(lanes*g/banks) words when r <= g (never fewer than ceil(lanes*r/banks)); runs that
+    touch or overlap (r >= s) form one contiguous range, ceil(words / banks). A stride or run that
+    is not whole bank words falls back to the distinct bytes' minimum. The tests check this equal to
+    :func:`simulate_wavefronts` on every pattern of the shipped spaces (and never above it).
     """
     banks, bank_bytes = _banks(banks, bank_bytes)
+    union = _strided_union(lanes, stride_bytes, run_bytes, banks, bank_bytes)
+    pieces = fused_loads(run_bytes) * _strided_union(lanes, stride_bytes, bank_bytes, banks, bank_bytes)
+    return _max(union, pieces)
+
+
+def _strided_union(lanes, stride_bytes, run_bytes, banks, bank_bytes):
+    """Busiest bank's distinct words when lanes i < ``lanes`` read ``run_bytes`` at i * stride."""
     contiguous = ceil_div(ceil_div((lanes - 1) * stride_bytes + run_bytes, bank_bytes), banks)
     s, r = stride_bytes // bank_bytes, run_bytes // bank_bytes
     whole_words = _and(stride_bytes % bank_bytes == 0, run_bytes % bank_bytes == 0)
     gaps = _where(whole_words,
                   _max(ceil_div(lanes * _pow2_gcd(s, banks), banks), ceil_div(lanes * r, banks)),
-                  min_wavefronts(lanes * run_bytes, banks, bank_bytes))
+                  ceil_div(lanes * run_bytes, banks * bank_bytes))  # distinct bytes' minimum
     return _where(run_bytes >= stride_bytes, contiguous, gaps)
 
 
+def line_wavefronts(lanes, run_bytes):
+    """Wavefronts of any warp-level access of ``lanes`` lanes reading (or writing) ``run_bytes``
+    distinct contiguous bytes each, whatever its bank pattern: a global load through L1 or a
+    shared-memory access not modelled by :func:`warp_wavefronts`. Each of its
+    ``fused_loads(run)`` instructions needs at least one wavefront, and a wavefront moves at most
+    one line of ``smem_banks x smem_bank_bytes`` bytes (128 B)."""
+    line_bytes = L.device.smem_banks * L.device.smem_bank_bytes
+    return _max(ceil_div(lanes * run_bytes, line_bytes), fused_loads(run_bytes))
+
+
 def simulate_wavefronts(lane_runs, banks: int = 32, bank_bytes: int = 4) -> int:
-    """Shared-memory wavefronts of a warp-level access, lane by lane: ``lane_runs[lane]`` lists the
-    runs ``(start_byte, length)`` the lane reads, in program order (run j of every lane is the same
-    program value). Runs contiguous in every lane are merged (the compiler may fuse them); then
-    each run j needs the busiest bank's distinct words over all lanes, and the access their sum."""
+    """Shared-memory wavefronts of a warp-level access, lane by lane, at the best any compiler can
+    do: ``lane_runs[lane]`` lists the runs ``(start_byte, length)`` the lane reads, in program
+    order (run j of every lane is the same program value, of the same length). Runs contiguous in
+    every lane are merged (a compiler may fuse them). Each run is then cut into pieces of at most
+    MAX_ACCESS_BYTES (whole words, the same piece in every lane: one instruction); a piece needs
+    the busiest bank's distinct words over all lanes; the cut with the fewest wavefronts is found
+    by dynamic programming, and the access needs the sum over its runs."""
     groups = [[run] for run in zip(*lane_runs)] if lane_runs else []  # groups[j][0][lane] = run j
     merged = True
     while merged:
@@ -160,13 +176,30 @@ def simulate_wavefronts(lane_runs, banks: int = 32, bank_bytes: int = 4) -> int:
                 break
     total = 0
     for group in groups:
-        words = {address // bank_bytes for lanes in group for start, length in lanes
-                 for address in range(start, start + length)}
-        per_bank: dict[int, int] = {}
-        for word in words:
-            per_bank[word % banks] = per_bank.get(word % banks, 0) + 1
-        total += max(per_bank.values(), default=0)
+        runs = _group_runs(group)
+        length = runs[0][1]
+        if any(n != length for _, n in runs):
+            raise ValueError("run j must have the same length in every lane")
+        best = [0] + [None] * length  # best[o]: fewest wavefronts for the run's first o bytes
+        for end in range(1, length + 1):
+            for size in range(bank_bytes, MAX_ACCESS_BYTES + 1, bank_bytes):
+                if size <= end and best[end - size] is not None:
+                    cost = best[end - size] + _busiest_bank(
+                        [(start + end - size, size) for start, _ in runs], banks, bank_bytes)
+                    best[end] = cost if best[end] is None else min(best[end], cost)
+        if best[length] is None:  # a run shorter than a bank word
+            best[length] = _busiest_bank(runs, banks, bank_bytes)
+        total += best[length]
     return total
+
+
+def _busiest_bank(runs, banks: int, bank_bytes: int) -> int:
+    """The most distinct bank words that the byte ranges ``runs`` request from one bank."""
+    words = {address // bank_bytes for start, length in runs for address in range(start, start + length)}
+    per_bank: dict[int, int] = {}
+    for word in words:
+        per_bank[word % banks] = per_bank.get(word % banks, 0) + 1
+    return max(per_bank.values(), default=0)
 
 
 def _group_runs(group):

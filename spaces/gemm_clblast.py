@@ -139,16 +139,16 @@ instructions_per_tile = (KWG * (MWI * NWI + bt.fused_loads(run_a, runs_a) + bt.f
                          + SA * 2 * bt.fused_loads(copy_run_a, copy_runs_a)
                          + SB * 2 * bt.fused_loads(copy_run_b, copy_runs_b)
                          + beast.where((SA == 1) | (SB == 1), 2, 0))
-# wavefronts per K tile: local-memory loads always; global loads (SA=0 / SB=0, and the copies'
-# loads) only where they share the data path (one 128-byte line per wavefront at most)
-wavefronts_a = KWG * runs_a * bt.warp_wavefronts(lanes_a, run_a, run_a)
-wavefronts_b = KWG * runs_b * bt.warp_wavefronts(lanes_b, run_b, run_b)
-copy_wavefronts_a = copy_runs_a * bt.min_wavefronts(32 * copy_run_a)
-copy_wavefronts_b = copy_runs_b * bt.min_wavefronts(32 * copy_run_b)
-wavefronts_per_tile = (beast.where((SA == 1) | l1_is_shared_memory, wavefronts_a, 0)
-                       + beast.where((SB == 1) | l1_is_shared_memory, wavefronts_b, 0)
-                       + SA * copy_wavefronts_a * beast.where(l1_is_shared_memory, 2, 1)
-                       + SB * copy_wavefronts_b * beast.where(l1_is_shared_memory, 2, 1))
+# wavefronts per K tile: local-memory loads (bank model); global loads (SA=0 / SB=0, the copies'
+# loads) and the copies' stores at one 128-byte line per wavefront, at least one per instruction;
+# global loads count only where they share the data path with local memory
+wavefronts_a = KWG * runs_a * beast.where(SA == 1, bt.warp_wavefronts(lanes_a, run_a, run_a),
+                                          beast.where(l1_is_shared_memory, bt.line_wavefronts(lanes_a, run_a), 0))
+wavefronts_b = KWG * runs_b * beast.where(SB == 1, bt.warp_wavefronts(lanes_b, run_b, run_b),
+                                          beast.where(l1_is_shared_memory, bt.line_wavefronts(lanes_b, run_b), 0))
+copy_wavefronts_a = copy_runs_a * bt.line_wavefronts(32, copy_run_a) * beast.where(l1_is_shared_memory, 2, 1)
+copy_wavefronts_b = copy_runs_b * bt.line_wavefronts(32, copy_run_b) * beast.where(l1_is_shared_memory, 2, 1)
+wavefronts_per_tile = wavefronts_a + wavefronts_b + SA * copy_wavefronts_a + SB * copy_wavefronts_b
 
 HOW = "counts from CLBlast's Xgemm source (fused minimum); profile rates at max_clock_mhz"
 # FMA pipe: the busiest SM's work-groups do MWG*NWG*K FMAs each

@@ -131,7 +131,7 @@ def test_space_without_bounds_says_so(write_space):
         plan.rank(3)
 
 
-def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, capsys):
+def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, tmp_path, capsys):
     from beastgen.replay import check_bounds, load_replay
 
     replay = load_replay(REPLAY)
@@ -140,14 +140,25 @@ def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, c
                                        "spaces", "gemm_clblast.py"))
     plan = space.specialize(device="titanrtx", generated_dir=generated_dir)
     check = check_bounds(plan, replay)
-    assert check.violations == []
+    assert check.violations == []  # against the mean time of each configuration
+    assert check.fastest_violations == []  # and against its fastest repetition
+    assert all(replay.fastest[key] <= replay.times[key] for key in replay.times)
+    assert sum(check.dominates.values()) == check.matched
+    assert set(check.dominates) == {"fma_time", "issue_time", "lsu_time", "wave_time", "dram_time",
+                                    "launch_time"}
+    assert 1 < check.ratio_quantiles["min"] <= check.ratio_quantiles["p5"] <= check.ratio_quantiles["median"]
+    assert check.below_best < check.matched  # the bound proves some configurations not worth running
     assert check.matched == check.space_rows == 17_956 - check.not_in_space
     assert check.not_in_space == 484  # the T1 space excludes MWG=NWG=128 with 8x8 threads; the replay has them
     assert check.best_time == pytest.approx(11.466e-3, rel=1e-4)
     assert 0 < check.evaluated <= check.matched
+    plot = tmp_path / "terms.png"
     assert main(["check-bounds", space.path, "--device", "titanrtx", "--replay", REPLAY,
-                 "--generated-dir", generated_dir]) == 0
-    assert "no bound exceeds its measured time" in capsys.readouterr().out
+                 "--generated-dir", generated_dir, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "no bound exceeds its measured time" in out and "no bound exceeds its fastest repetition" in out
+    assert "lsu_time: dominates" in out and "real/bound: min" in out
+    assert plot.stat().st_size > 10_000
 
 
 def test_replay_file_errors(tmp_path):
