@@ -370,7 +370,7 @@ def cmd_check_bounds(args) -> int:
     check = check_bounds(plan, replay)
     print(check.report())
     if args.plot:
-        plot_terms(term_samples(plan, replay), args.plot,
+        plot_terms(replay, term_samples(plan, replay), args.plot,
                    f"{plan.specialized.space.name} on {replay.device_name}: bound terms against measured times")
         print(f"wrote {args.plot}")
     if args.json:

@@ -204,8 +204,8 @@ def term_sources(plan) -> dict:
     return {term: getattr(variables[term].obj, "source", None) for term in plan.bound_terms}
 
 
-def term_samples(plan, replay: Replay) -> list[tuple[float, dict]]:
-    """(measured time, {term: value}) for every measured configuration of the space, each term
+def term_samples(plan, replay: Replay) -> list[tuple[tuple, dict]]:
+    """(replay key, {term: value}) for every measured configuration of the space, each term
     evaluated on its own (by the reference evaluator)."""
     from .reference import ReferenceEnumerator
 
@@ -215,12 +215,11 @@ def term_samples(plan, replay: Replay) -> list[tuple[float, dict]]:
     for row in plan.rank(plan.count()):
         key = tuple(row[k].item() for k in replay.keys)
         if key in replay.times:
-            samples.append((replay.times[key],
-                            reference.term_values({name: row[name].item() for name in plan.columns})))
+            samples.append((key, reference.term_values({name: row[name].item() for name in plan.columns})))
     return samples
 
 
-def plot_terms(samples: list[tuple[float, dict]], path: str, title: str) -> None:
+def plot_terms(replay: Replay, samples: list[tuple[tuple, dict]], path: str, title: str) -> None:
     """One panel per bound term: measured time against the term's value, with the y = x line (a
     point above it, bound over real, is a violation)."""
     try:
@@ -233,7 +232,7 @@ def plot_terms(samples: list[tuple[float, dict]], path: str, title: str) -> None
     columns = min(3, max(1, len(terms)))
     rows = max(1, math.ceil(len(terms) / columns))
     fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 4 * rows), squeeze=False)
-    real = [time for time, _ in samples]
+    real = [replay.times[key] for key, _ in samples]
     for ax, term in zip(axes.flat, terms):
         values = [values[term] for _, values in samples]
         ax.scatter(real, values, s=3, alpha=0.4)
