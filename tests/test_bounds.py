@@ -100,15 +100,22 @@ def test_parse_threshold():
 
 def test_gemm_model_terms_and_rank(gemm_h100):
     spec = gemm_h100.specialized
-    assert set(spec.bound_terms) >= {"compute_time", "dram_time", "tiling_time", "sm_load_time", "wave_time"}
+    assert set(spec.bound_terms) == {"compute_time", "fma_time", "issue_time", "lsu_time", "wave_time",
+                                     "dram_time", "launch_time"}
     assert spec.constants["compute_time"] == pytest.approx(2 * 4096 ** 3 / 66.90816e12)
     top = gemm_h100.rank(3)
     assert len(top) == 3 and np.all(np.diff(top["bound"]) >= 0)
     assert top["bound"][0] >= spec.constants["compute_time"]
-    # tiling and wave terms are hoisted to the loops that bind their last dependency
+    # the terms are hoisted to the loops that bind their last dependency
     levels = {item.name: gemm_h100.plan.level_of(item.name) for item in gemm_h100.plan.bounds}
-    assert levels["tiling_time"] == gemm_h100.plan.order.index("blk_n")
-    assert levels["wave_time"] == gemm_h100.plan.order.index("blk_k")
+    assert levels["fma_time"] == gemm_h100.plan.order.index("blk_n")
+    assert levels["issue_time"] == levels["lsu_time"] == levels["wave_time"] == gemm_h100.plan.order.index("blk_k")
+
+
+def test_flagship_bound_prunes_at_1_5x(gemm_h100):
+    comparison = gemm_h100.compare(parse_threshold("1.5x"))
+    assert comparison.exhaustive == 459_316
+    assert comparison.bound_pruned == comparison.bound_pruned_innermost < 0.5 * comparison.exhaustive
 
 
 def test_compare_cli_prints_table_json_and_plot(gemm_space, generated_dir, tmp_path, capsys):
