@@ -5,6 +5,7 @@ A space file does ``import beastgen as beast`` and declares settings, iterators,
 filters. A filter REJECTS a configuration when it is true.
 """
 from .errors import BeastError, DeviceError, SettingError, SpaceError
+from .compiler.language import bound_terms
 from .compiler.language.nodes import (
     bound, derived, device, filter, iterator, max, min, range, setting, values, where,
 )
@@ -16,5 +17,5 @@ from .version import __version__
 __all__ = [
     "BeastError", "DeviceError", "SettingError", "SpaceError", "Space", "load",
     "setting", "device", "range", "values", "iterator", "derived", "filter", "bound", "where",
-    "min", "max", "kernel", "__version__",
+    "min", "max", "kernel", "bound_terms", "__version__",
 ]

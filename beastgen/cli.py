@@ -139,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_space_args(p)
     p.add_argument("--replay", required=True, metavar="FILE.json[.gz]", help="Kernel Tuner cache file")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    p.add_argument("--plot", default=None, metavar="PNG", help="draw measured time against each bound term")
 
     p = sub.add_parser("tune", help="benchmark configurations on a device and search for the fastest "
                                     "(branch and bound on the lower bounds, or a baseline strategy)")
@@ -393,13 +394,17 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check_bounds(args) -> int:
-    from .harness.recorded import check_bounds, load_replay
+    from .harness.recorded import check_bounds, load_replay, plot_terms, term_samples
 
     replay = load_replay(args.replay)
     _, plan = _compile(args)
     print(_describe_target(plan))
     check = check_bounds(plan, replay)
     print(check.report())
+    if args.plot:
+        plot_terms(replay, term_samples(plan, replay), args.plot,
+                   f"{plan.specialized.space.name} on {replay.device_name}: bound terms against measured times")
+        print(f"wrote {args.plot}")
     if args.json:
         print(json.dumps(check.as_dict()))
     return 1 if check.violations else 0

@@ -32,6 +32,9 @@ PERFORMANCE_PROPERTIES = (
     "max_clock_mhz", "peak_flops_fp32", "peak_flops_fp64", "peak_flops_fp16",
     "peak_flops_tensor_fp16", "peak_flops_tensor_tf32", "dram_bandwidth", "l2_size",
     "fp32_lanes_per_sm", "fp64_lanes_per_sm",
+    # the per-instruction bound terms (beastgen.compiler.language.bound_terms)
+    "issue_slots_per_sm_per_clock", "warp_issue_per_clock", "smem_banks", "smem_bank_bytes",
+    "lsu_wavefronts_per_sm_per_clock", "l2_bandwidth", "launch_overhead",
 )
 KNOWN_PROPERTIES = frozenset(REQUIRED_PROPERTIES + PERFORMANCE_PROPERTIES)
 
@@ -228,7 +231,8 @@ def _detect() -> DeviceProfile:
             props["max_clock_mhz"] = clock_mhz
     else:  # performance limits of the same GPU model, peaks scaled to this device's SM count
         scale = props["sm_count"] / ref.properties["sm_count"]
-        perf = {p: ref.properties[p] * scale if p.startswith("peak_") else ref.properties[p]
+        perf = {p: ref.properties[p] * scale if p.startswith("peak_") or p == "l2_bandwidth"
+                else ref.properties[p]
                 for p in PERFORMANCE_PROPERTIES}
         perf["max_clock_mhz"] = max(perf["max_clock_mhz"], clock_mhz)
         props = {**perf, **props}

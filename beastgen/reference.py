@@ -58,6 +58,17 @@ class ReferenceEnumerator:
                 best, name = value, term
         return best, name
 
+    def term_values(self, config: dict) -> dict:
+        """{bound term: its value} for a valid configuration (0.0 for a term that raises)."""
+        env: dict = {}
+        out = {}
+        for term in self.bound_terms:
+            try:
+                out[term] = float(self._value(term, config, env))
+            except _Raised:
+                out[term] = 0.0
+        return out
+
     def derived_values(self, config: dict, names=None) -> dict:
         """{name: value} of the space's derived values (or only ``names``) for one configuration
         ({iterator: value}); a value whose computation raises is None."""

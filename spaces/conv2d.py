@@ -147,29 +147,43 @@ short_reduction = beast.filter(CRS < 2 * blk_crs * split_block * split_grid)
 # a pixel tile that is mostly padding for this problem
 wasted_pixels = beast.filter(padded_npq > 2 * NPQ)
 
-# -- lower-bound model (seconds; each term must NEVER exceed the real run time) ------------------
-clock_hz = beast.device.max_clock_mhz * 1e6       # the highest clock the GPU can run at
-LOAD_BYTES_PER_CLOCK_PER_SM = 256                  # L1 (128 B/clk) and texture path combined, at most
+# -- lower-bound model (seconds; each term must NEVER exceed the real time) ------------------
+# The space names no kernel source, so counts are what ANY kernel with these tiles must do, at the
+# most favourable layout: every multiply-add (FMA instructions: one per FMA, two half-precision FMAs
+# per packed instruction), and per reduction step each thread's thr_pix + thr_k operands read from
+# shared memory in the fewest 16-byte loads (bound_terms.fused_loads), each needing one wavefront.
+bt = beast.bound_terms
 
 @beast.derived
 def peak_fma_flops():                             # the kernel uses FMA units, never tensor cores
     return {'h': beast.device.peak_flops_fp16, 's': beast.device.peak_flops_fp32,
             'd': beast.device.peak_flops_fp64}[precision]
 
+fmas_per_instruction = beast.where(precision == 'h', 2, 1)   # HFMA2 packs two half FMAs
+blocks_on_busiest_sm = bt.busiest_sm_blocks(blocks)
+steps = CRS // (split_grid * split_block)          # reduction steps of each thread (at least)
+warps = threads // 32
+instructions_per_step = (bt.ceil_div(thr_pix * thr_k, fmas_per_instruction)
+                         + bt.fused_loads(thr_pix * elem_bytes) + bt.fused_loads(thr_k * elem_bytes))
+wavefronts_per_step = bt.fused_loads(thr_pix * elem_bytes) + bt.fused_loads(thr_k * elem_bytes)
+HOW = "counts any kernel with these tiles does (fused minimum); profile rates at max_clock_mhz"
+
 # compute: the padded implicit GEMM (every tile computed in full) at no more than the FMA peak
-compute_time = beast.bound(2 * padded_npq * padded_k * CRS / peak_fma_flops)
+compute_time = beast.bound(2 * padded_npq * padded_k * CRS / peak_fma_flops, source="flop count, FMA peak")
 
 # compulsory DRAM traffic: input, filters and output each cross DRAM at least once, except what a
 # previous run left in L2
-dram_time = beast.bound(beast.max(0, (N * C * H * W + K * CRS + N * K * P * Q) * elem_bytes
-                                  - beast.device.l2_size) / beast.device.dram_bandwidth)
+dram_time = beast.bound(bt.dram_time((N * C * H * W + K * CRS + N * K * P * Q) * elem_bytes),
+                        source="compulsory traffic")
 
-# tiling traffic: each tile's block(s) gather its blk_pix x CRS input slice and blk_k x CRS filter
-# slice; no SM takes in more than LOAD_BYTES_PER_CLOCK_PER_SM bytes per clock
-tiling_time = beast.bound(tiles * (blk_pix + blk_k) * CRS * elem_bytes
-                          / (sm_count * LOAD_BYTES_PER_CLOCK_PER_SM * clock_hz))
-
-# SM load: the busiest SM runs at least ceil(blocks / sm_count) blocks, each 2*blk_pix*blk_k*CRS/split_grid
+# FMA pipe: the busiest SM runs at least ceil(blocks / sm_count) blocks, each 2*blk_pix*blk_k*CRS/split_grid
 # flops, at its share of the peak
-sm_load_time = beast.bound((blocks + sm_count - 1) // sm_count * 2 * blk_pix * blk_k * CRS
-                           / split_grid / (peak_fma_flops / sm_count))
+fma_time = beast.bound(1.0 * blocks_on_busiest_sm * 2 * blk_pix * blk_k * CRS / split_grid
+                       / (peak_fma_flops / sm_count), source="flop count, FMA peak per SM")
+
+# issue slots and shared-memory wavefronts of the busiest SM's warps
+issue_time = beast.bound(bt.issue_time(1.0 * blocks_on_busiest_sm * warps * steps * instructions_per_step),
+                         source=HOW)
+lsu_time = beast.bound(bt.lsu_time(1.0 * blocks_on_busiest_sm * warps * steps * wavefronts_per_step),
+                       source=HOW)
+launch_time = beast.bound(bt.launch_time(), source="profile launch_overhead")

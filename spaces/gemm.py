@@ -101,9 +101,7 @@ M = beast.setting(4096)
 N = beast.setting(4096)
 K = beast.setting(4096)
 
-sm_count = beast.device.sm_count
-clock_hz = beast.device.max_clock_mhz * 1e6       # the highest clock the GPU can run at
-LOAD_BYTES_PER_CLOCK_PER_SM = 256                  # L1 (128 B/clk) and texture path combined, at most
+bt = beast.bound_terms
 
 @beast.derived
 def fmas_per_element():                           # a complex multiply-add is 4 real FMAs
@@ -114,37 +112,65 @@ def peak_fma_flops():                             # this kernel uses FMA units, 
     return beast.device.peak_flops_fp64 if precision in ('d', 'z') else beast.device.peak_flops_fp32
 
 @beast.derived
-def warp_issue_per_clock():                       # Kepler can dual-issue; later GPUs issue one
-    return 2 if float(beast.device.compute_capability) < 5 else 1
+def fma_lanes_per_sm():
+    return beast.device.fp64_lanes_per_sm if precision in ('d', 'z') else beast.device.fp32_lanes_per_sm
 
-blocks = ((M + blk_m - 1) // blk_m) * ((N + blk_n - 1) // blk_n)
+@beast.derived
+def l1_is_shared_memory():
+    """Volta and later: shared memory and L1-hit global loads are one unit with one data path."""
+    return float(beast.device.compute_capability) >= 7.0
+
+blocks = bt.ceil_div(M, blk_m) * bt.ceil_div(N, blk_n)
+blocks_on_busiest_sm = bt.busiest_sm_blocks(blocks)
+k_tiles = bt.ceil_div(K, blk_k)
+warps = threads // 32
 # resident blocks per SM from the exact limits only (threads, shared memory, block slots): the register
 # estimate above may exceed the compiler's real use, and fewer resident blocks would not be a valid bound
-resident_blocks = beast.min(max_blocks_per_sm, max_threads_per_sm // threads, shared_mem_per_sm // smem)
+resident_blocks = bt.resident_blocks(threads, smem)
 
+# Counts per thread and K tile, read from spaces/kernels/gemm.cl, each a minimum no compiler beats:
+# each step kk reads rA[i] = sA[kk*blk_m + tx + i*dim_m] and rB[j] = sB[(ty + j*dim_n)*blk_k + kk],
+# then does thr_m*thr_n multiply-adds (one FMA instruction per real FMA). Over the tile a thread's A
+# values are separate elements (dim_m > 1) or one contiguous run (dim_m = 1); its B values are
+# thr_n runs of blk_k elements (contiguous across kk: a compiler may fuse them), one run when
+# dim_n = 1. The copy moves blk_m*blk_k/threads elements of A and blk_k*blk_n/threads of B per
+# thread (global load, shared store, 16 bytes at most each) between two barriers.
+a_run = beast.where(dim_m == 1, thr_m * blk_k, 1) * elem_bytes
+a_runs = beast.where(dim_m == 1, 1, thr_m * blk_k)
+b_run = beast.where(dim_n == 1, thr_n, 1) * blk_k * elem_bytes
+b_runs = beast.where(dim_n == 1, 1, thr_n)
+a_lanes = beast.where(dim_m == 1, 1, beast.min(32, dim_m))     # distinct tx in a warp (at least)
+b_lanes = beast.where(dim_n == 1, 1, bt.ceil_div(32, dim_m))   # distinct ty in a warp (at least)
+copy_a = blk_m * blk_k // threads * elem_bytes                 # bytes per thread and tile
+copy_b = blk_k * blk_n // threads * elem_bytes
+instructions_per_tile = (fmas_per_element * thr_m * thr_n * blk_k
+                         + bt.fused_loads(a_run, a_runs) + bt.fused_loads(b_run, b_runs)
+                         + 2 * (bt.fused_loads(copy_a) + bt.fused_loads(copy_b)) + 2)
+# shared-memory wavefronts per warp and tile: the reads (bank model), the copy's stores, and the
+# copy's global loads where they share the data path
+wavefronts_per_tile = (a_runs * bt.warp_wavefronts(a_lanes, a_run, a_run)
+                       + b_runs * bt.warp_wavefronts(b_lanes, b_run, b_run)
+                       + (bt.line_wavefronts(32, copy_a) + bt.line_wavefronts(32, copy_b))
+                       * beast.where(l1_is_shared_memory, 2, 1))
+
+HOW = "counts from spaces/kernels/gemm.cl (fused minimum); profile rates at max_clock_mhz"
 # compute: every one of the 2*M*N*K (x4 complex) flops is executed, never faster than the FMA peak
-compute_time = beast.bound(2 * fmas_per_element * M * N * K / peak_fma_flops)
-
+compute_time = beast.bound(2 * fmas_per_element * M * N * K / peak_fma_flops, source="flop count, FMA peak")
+# FMA pipe: the busiest SM's blocks each do blk_m*blk_n*K multiply-adds
+fma_time = beast.bound(bt.fma_time(1.0 * blocks_on_busiest_sm * fmas_per_element * blk_m * blk_n * K,
+                                   fma_lanes_per_sm), source=HOW)
+# issue slots and shared-memory wavefronts of the busiest SM's warps
+issue_time = beast.bound(bt.issue_time(1.0 * blocks_on_busiest_sm * warps * k_tiles * instructions_per_tile),
+                         source=HOW)
+lsu_time = beast.bound(bt.lsu_time(1.0 * blocks_on_busiest_sm * warps * k_tiles * wavefronts_per_tile),
+                       source=HOW)
+# waves: at most resident_blocks at once, each at least one warp's instructions long
+wave_time = beast.bound(bt.wave_time(blocks, resident_blocks, 1.0 * k_tiles * instructions_per_tile),
+                        source=HOW + "; occupancy from threads and shared memory (registers unknown)")
 # compulsory DRAM traffic: A and B read and C written at least once; only what exceeds the L2 can
-# have stayed on chip from a previous run, and DRAM never moves more than its peak bandwidth
-dram_time = beast.bound(beast.max(0, (M * K + K * N + M * N) * elem_bytes - beast.device.l2_size)
-                        / beast.device.dram_bandwidth)
-
-# tiling traffic: each of the `blocks` blocks loads its blk_m x K panel of A and K x blk_n panel of B
-# into shared memory; no SM takes in more than LOAD_BYTES_PER_CLOCK_PER_SM bytes per clock
-tiling_time = beast.bound(blocks * (blk_m + blk_n) * K * elem_bytes
-                          / (sm_count * LOAD_BYTES_PER_CLOCK_PER_SM * clock_hz))
-
-# SM load: the busiest SM executes at least ceil(blocks / sm_count) whole blocks' FMAs, never faster
-# than its share of the FMA peak
-sm_load_time = beast.bound((blocks + sm_count - 1) // sm_count * 2 * fmas_per_element * blk_m * blk_n * K
-                           / (peak_fma_flops / sm_count))
-
-# wave quantization: the busiest SM runs at least ceil(blocks / sm_count) blocks, at most
-# resident_blocks at a time; each block lasts at least its threads' FMA count (thr_m*thr_n*K each,
-# issued at most warp_issue_per_clock per clock)
-wave_time = beast.bound(((blocks + sm_count - 1) // sm_count + resident_blocks - 1) // resident_blocks
-                        * fmas_per_element * thr_m * thr_n * K / (warp_issue_per_clock * clock_hz))
+# have stayed on chip from a previous run
+dram_time = beast.bound(bt.dram_time((M * K + K * N + M * N) * elem_bytes), source="compulsory traffic")
+launch_time = beast.bound(bt.launch_time(), source="profile launch_overhead")
 
 # -- the kernel these configurations tune (beastgen tune spaces/gemm.py --backend opencl) ----------
 # spaces/kernels/gemm.cl handles any M, N, K (edges are guarded), in precisions s, d, c and z

@@ -84,45 +84,85 @@ def excluded_128x128_with_8x8_threads():
     return MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
 
 # -- lower-bound model of the Xgemm kernel (seconds; each term must NEVER exceed the real time) ---
-# C[M x N] = A[M x K] B[K x N] in single precision; a work-group of MDIMC x NDIMC threads computes an
-# MWG x NWG tile of C, stepping through K by KWG, with A (B) staged in local memory when SA (SB).
-# The problem size is a setting; the Kernel Tuner replay data (shared/replay/) is 4096^3.
+# C[M x N] = A[M x K] B[K x N] in single precision. Xgemm (GEMMK=0, KREG=1), read from CLBlast's
+# xgemm_part1..3.opencl: a work-group of MDIMC x NDIMC threads computes an MWG x NWG tile of C; for
+# each K tile of KWG (K/KWG times): if SA (SB), the work-group copies A's MWG x KWG (B's KWG x NWG)
+# tile from global to local memory, reshaped to MDIMA x KDIMA (NDIMB x KDIMB) threads
+# (GlobalToLocalA/B), between two barriers; then for each of the KWG steps k, every thread loads its
+# MWI = MWG/MDIMC values of A and NWI = NWG/NDIMC of B (LocalToPrivate when SA/SB, else
+# GlobalToPrivate), as MWI/VWM vectors of VWM (NWI/VWN of VWN), and does MWI * NWI FMAs.
+# STRM=0: a thread's MWI values are contiguous (vector index _mi + id0*(MWI/VWM)); STRM=1: its
+# vectors are MDIMC vectors apart (id0 + _mi*MDIMC). B likewise with id1, NDIMC, VWN, STRN.
+# Threads are numbered x first, so a warp holds min(32, MDIMC) values of id0 and 32/MDIMC of id1.
+# Counts are per warp and K tile, for the busiest SM; every one is a minimum no compiler beats:
+# one FFMA per FMA (no NVIDIA GPU up to Hopper has a packed FP32 FMA), loads fused to the widest
+# (bound_terms.fused_loads), wavefronts over the union of a warp's lanes (bound_terms.warp_wavefronts).
 M = beast.setting(4096)
 N = beast.setting(4096)
 K = beast.setting(4096)
 ELEM_BYTES = 4
-LOAD_BYTES_PER_CLOCK_PER_SM = 256          # L1 (128 B/clk) and texture path combined, at most
+bt = beast.bound_terms
 
-sm_count = beast.device.sm_count
-clock_hz = beast.device.max_clock_mhz * 1e6  # the highest clock the GPU can run at
-peak_flops = beast.device.peak_flops_fp32    # Xgemm uses FMA units, never tensor cores
 threads = MDIMC * NDIMC
-work_groups = ((M + MWG - 1) // MWG) * ((N + NWG - 1) // NWG)
+warps = threads // 32
+work_groups = bt.ceil_div(M, MWG) * bt.ceil_div(N, NWG)
+blocks_on_busiest_sm = bt.busiest_sm_blocks(work_groups)
+k_tiles = bt.ceil_div(K, KWG)
+MWI = MWG // MDIMC
+NWI = NWG // NDIMC
 local_mem = (SA * MWG + SB * NWG) * KWG * ELEM_BYTES
-# resident work-groups per SM from the exact limits (threads, local memory, block slots); registers
-# are unknown here and could only lower it, which keeps every term below valid
-resident = beast.min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads,
-                     beast.where(local_mem > 0, beast.device.shared_mem_per_sm // beast.max(local_mem, 1),
-                                 beast.device.max_blocks_per_sm))
+resident = bt.resident_blocks(threads, local_mem)   # registers unknown here: left out (only raises it)
 
-# compute: all 2*M*N*K flops, never faster than the FP32 FMA peak
-compute_time = beast.bound(2 * M * N * K / peak_flops)
+# a thread's A values per step k: STRM=0 one run of MWI values, STRM=1 MWI/VWM runs of VWM; the lanes
+# of a warp read min(32, MDIMC) of them side by side (B: 32/MDIMC, at least one)
+run_a = beast.where(STRM == 0, MWI, VWM) * ELEM_BYTES
+runs_a = beast.where(STRM == 0, 1, MWI // VWM)
+run_b = beast.where(STRN == 0, NWI, VWN) * ELEM_BYTES
+runs_b = beast.where(STRN == 0, 1, NWI // VWN)
+lanes_a = beast.min(32, MDIMC)
+lanes_b = beast.max(1, 32 // MDIMC)
+# the copies to local memory: a thread moves KWA rows of MWA = MWG/MDIMA values of A (STRM=0: one
+# run per row; STRM=1: MWA/VWM runs of VWM), KWA = KWG / (threads / MDIMA); B likewise
+copy_run_a = beast.where(STRM == 0, MWG // MDIMA, VWM) * ELEM_BYTES
+copy_runs_a = KWG // (threads // MDIMA) * beast.where(STRM == 0, 1, MWG // MDIMA // VWM)
+copy_run_b = beast.where(STRN == 0, NWG // NDIMB, VWN) * ELEM_BYTES
+copy_runs_b = KWG // (threads // NDIMB) * beast.where(STRN == 0, 1, NWG // NDIMB // VWN)
 
+@beast.derived
+def l1_is_shared_memory():
+    """Volta and later: shared memory and L1-hit global loads are one unit with one data path."""
+    return float(beast.device.compute_capability) >= 7.0
+
+# warp instructions per K tile: FMAs, the fused minimum of loads (and of the copies' loads and
+# stores), and the two barriers around the copies
+instructions_per_tile = (KWG * (MWI * NWI + bt.fused_loads(run_a, runs_a) + bt.fused_loads(run_b, runs_b))
+                         + SA * 2 * bt.fused_loads(copy_run_a, copy_runs_a)
+                         + SB * 2 * bt.fused_loads(copy_run_b, copy_runs_b)
+                         + beast.where((SA == 1) | (SB == 1), 2, 0))
+# wavefronts per K tile: local-memory loads (bank model); global loads (SA=0 / SB=0, the copies'
+# loads) and the copies' stores at one 128-byte line per wavefront, at least one per instruction;
+# global loads count only where they share the data path with local memory
+wavefronts_a = KWG * runs_a * beast.where(SA == 1, bt.warp_wavefronts(lanes_a, run_a, run_a),
+                                          beast.where(l1_is_shared_memory, bt.line_wavefronts(lanes_a, run_a), 0))
+wavefronts_b = KWG * runs_b * beast.where(SB == 1, bt.warp_wavefronts(lanes_b, run_b, run_b),
+                                          beast.where(l1_is_shared_memory, bt.line_wavefronts(lanes_b, run_b), 0))
+copy_wavefronts_a = copy_runs_a * bt.line_wavefronts(32, copy_run_a) * beast.where(l1_is_shared_memory, 2, 1)
+copy_wavefronts_b = copy_runs_b * bt.line_wavefronts(32, copy_run_b) * beast.where(l1_is_shared_memory, 2, 1)
+wavefronts_per_tile = wavefronts_a + wavefronts_b + SA * copy_wavefronts_a + SB * copy_wavefronts_b
+
+HOW = "counts from CLBlast's Xgemm source (fused minimum); profile rates at max_clock_mhz"
+# FMA pipe: the busiest SM's work-groups do MWG*NWG*K FMAs each
+fma_time = beast.bound(bt.fma_time(blocks_on_busiest_sm * MWG * NWG * K), source=HOW)
+# issue slots: every warp of those work-groups issues its instructions
+issue_time = beast.bound(bt.issue_time(blocks_on_busiest_sm * warps * k_tiles * instructions_per_tile),
+                         source=HOW)
+# shared-memory / L1 wavefronts of the busiest SM
+lsu_time = beast.bound(bt.lsu_time(blocks_on_busiest_sm * warps * k_tiles * wavefronts_per_tile),
+                       source=HOW)
+# waves: at most `resident` work-groups at once (threads, local memory), each at least one warp's
+# instructions long
+wave_time = beast.bound(bt.wave_time(work_groups, resident, k_tiles * instructions_per_tile),
+                        source=HOW + "; occupancy from threads and local memory (registers unknown)")
 # compulsory DRAM traffic: A, B read and C written once, except what a previous run left in L2
-dram_time = beast.bound(beast.max(0, (M * K + K * N + M * N) * ELEM_BYTES - beast.device.l2_size)
-                        / beast.device.dram_bandwidth)
-
-# tiling traffic: each work-group reads its MWG x K panel of A and K x NWG panel of B at least once;
-# no SM takes in more than LOAD_BYTES_PER_CLOCK_PER_SM bytes per clock
-tiling_time = beast.bound(work_groups * (MWG + NWG) * K * ELEM_BYTES
-                          / (sm_count * LOAD_BYTES_PER_CLOCK_PER_SM * clock_hz))
-
-# SM load: the busiest SM runs at least ceil(work_groups / sm_count) whole work-groups' flops at its
-# share of the peak
-sm_load_time = beast.bound((work_groups + sm_count - 1) // sm_count * 2 * MWG * NWG * K
-                           / (peak_flops / sm_count))
-
-# wave quantization: the busiest SM runs those work-groups at most `resident` at a time, and each
-# lasts at least its threads' (MWG/MDIMC)*(NWG/NDIMC)*K FMAs, one instruction per clock per warp
-wave_time = beast.bound(((work_groups + sm_count - 1) // sm_count + resident - 1) // resident
-                        * (MWG // MDIMC) * (NWG // NDIMC) * K / clock_hz)
+dram_time = beast.bound(bt.dram_time((M * K + K * N + M * N) * ELEM_BYTES), source="compulsory traffic")
+launch_time = beast.bound(bt.launch_time(), source="profile launch_overhead")

@@ -100,15 +100,22 @@ def test_parse_threshold():
 
 def test_gemm_model_terms_and_rank(gemm_h100):
     spec = gemm_h100.specialized
-    assert set(spec.bound_terms) >= {"compute_time", "dram_time", "tiling_time", "sm_load_time", "wave_time"}
+    assert set(spec.bound_terms) == {"compute_time", "fma_time", "issue_time", "lsu_time", "wave_time",
+                                     "dram_time", "launch_time"}
     assert spec.constants["compute_time"] == pytest.approx(2 * 4096 ** 3 / 66.90816e12)
     top = gemm_h100.rank(3)
     assert len(top) == 3 and np.all(np.diff(top["bound"]) >= 0)
     assert top["bound"][0] >= spec.constants["compute_time"]
-    # tiling and wave terms are hoisted to the loops that bind their last dependency
+    # the terms are hoisted to the loops that bind their last dependency
     levels = {item.name: gemm_h100.plan.level_of(item.name) for item in gemm_h100.plan.bounds}
-    assert levels["tiling_time"] == gemm_h100.plan.order.index("blk_n")
-    assert levels["wave_time"] == gemm_h100.plan.order.index("blk_k")
+    assert levels["fma_time"] == gemm_h100.plan.order.index("blk_n")
+    assert levels["issue_time"] == levels["lsu_time"] == levels["wave_time"] == gemm_h100.plan.order.index("blk_k")
+
+
+def test_flagship_bound_prunes_at_1_5x(gemm_h100):
+    comparison = gemm_h100.compare(parse_threshold("1.5x"))
+    assert comparison.exhaustive == 459_316
+    assert comparison.bound_pruned == comparison.bound_pruned_innermost < 0.5 * comparison.exhaustive
 
 
 def test_compare_cli_prints_table_json_and_plot(gemm_space, generated_dir, tmp_path, capsys):
@@ -131,7 +138,7 @@ def test_space_without_bounds_says_so(write_space):
         plan.rank(3)
 
 
-def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, capsys):
+def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, tmp_path, capsys):
     from beastgen.harness.recorded import check_bounds, load_replay
 
     replay = load_replay(REPLAY)
@@ -140,14 +147,25 @@ def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, c
                                        "spaces", "gemm_clblast.py"))
     plan = space.specialize(device="titanrtx", generated_dir=generated_dir)
     check = check_bounds(plan, replay)
-    assert check.violations == []
+    assert check.violations == []  # against the mean time of each configuration
+    assert check.fastest_violations == []  # and against its fastest repetition
+    assert all(replay.fastest[key] <= replay.times[key] for key in replay.times)
+    assert sum(check.dominates.values()) == check.matched
+    assert set(check.dominates) == {"fma_time", "issue_time", "lsu_time", "wave_time", "dram_time",
+                                    "launch_time"}
+    assert 1 < check.ratio_quantiles["min"] <= check.ratio_quantiles["p5"] <= check.ratio_quantiles["median"]
+    assert check.below_best < check.matched  # the bound proves some configurations not worth running
     assert check.matched == check.space_rows == 17_956 - check.not_in_space
     assert check.not_in_space == 484  # the T1 space excludes MWG=NWG=128 with 8x8 threads; the replay has them
     assert check.best_time == pytest.approx(11.466e-3, rel=1e-4)
     assert 0 < check.evaluated <= check.matched
+    plot = tmp_path / "terms.png"
     assert main(["check-bounds", space.path, "--device", "titanrtx", "--replay", REPLAY,
-                 "--generated-dir", generated_dir]) == 0
-    assert "no bound exceeds its measured time" in capsys.readouterr().out
+                 "--generated-dir", generated_dir, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "no bound exceeds its measured time" in out and "no bound exceeds its fastest repetition" in out
+    assert "lsu_time: dominates" in out and "real/bound: min" in out
+    assert plot.stat().st_size > 10_000
 
 
 def test_replay_file_errors(tmp_path):

@@ -98,8 +98,9 @@ def test_replay_finds_the_measured_optimum(tmp_path, capsys):
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert abs(record["best_time_ms"] - 11.466) < 0.001
     assert record["proven"] and record["bound_violations"] == []
-    # the bound model is weak here: every measured configuration valid in the space is run
-    assert record["evaluated"] == 17472 and record["unmeasured"] == 116928 - 17472
+    # branch and bound runs exactly the configurations whose bound is below the best time (measured:
+    # 16,806 of 17,472, 96.2%; not in the replay: 93,533 of 99,456); the rest are proven slower
+    assert record["evaluated"] == 16_806 and record["unmeasured"] == 93_533
     assert record["exhaustive"] == 116928 and record["failures"] == {}
 
 

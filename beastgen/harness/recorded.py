@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..bounds import format_seconds
 from ..errors import BeastError
+from ..reference import ReferenceEnumerator
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Replay:
     keys: list[str]
     times: dict[tuple, float]
     failed: dict[tuple, str] = field(default_factory=dict)  # configurations whose run failed
+    fastest: dict[tuple, float] = field(default_factory=dict)  # fastest repetition (``times``)
 
     def best(self) -> tuple[tuple, float]:
         key = min(self.times, key=self.times.get)
@@ -45,16 +47,19 @@ def load_replay(path: str) -> Replay:
         if required not in data:
             raise BeastError(f"replay file has no '{required}': not a Kernel Tuner cache file", path)
     keys = list(data["tune_params_keys"])
-    times, failed = {}, {}
+    times, failed, fastest = {}, {}, {}
     for record in data["cache"].values():
         key = tuple(record[k] for k in keys)
         value = record.get("time")
         if isinstance(value, (int, float)) and math.isfinite(value):
             times[key] = value / 1000.0  # Kernel Tuner records milliseconds
+            repetitions = [r for r in record.get("times") or []
+                           if isinstance(r, (int, float)) and math.isfinite(r)]
+            fastest[key] = min(repetitions, default=value) / 1000.0
         else:
             failed[key] = str(value)
     return Replay(path, data.get("device_name", "?"), data.get("kernel_name", "?"),
-                  data.get("problem_size", []), keys, times, failed)
+                  data.get("problem_size", []), keys, times, failed, fastest)
 
 
 @dataclass
@@ -70,6 +75,11 @@ class BoundCheck:
     best_bound: float
     evaluated: int  # runs branch-and-bound needs before the next bound proves the best
     proven: bool
+    fastest_violations: list[dict] = field(default_factory=list)  # bound above the fastest repetition
+    below_best: int = 0  # measured configurations whose bound is below the best time: B&B must run them
+    ratio_quantiles: dict = field(default_factory=dict)  # real/bound: min, 5th percentile, median
+    dominates: dict = field(default_factory=dict)  # term -> measured configurations it dominates
+    sources: dict = field(default_factory=dict)  # term -> where its counts and rates come from
 
     def as_dict(self) -> dict:
         return {"replay": self.replay.path, "device_name": self.replay.device_name,
@@ -77,7 +87,12 @@ class BoundCheck:
                 "unmeasured": self.unmeasured, "not_in_space": self.not_in_space,
                 "violations": self.violations, "best_time_seconds": self.best_time,
                 "best_config": self.best_config, "best_bound_seconds": self.best_bound,
-                "evaluated": self.evaluated, "proven": self.proven}
+                "evaluated": self.evaluated, "proven": self.proven,
+                "fastest_repetition_violations": self.fastest_violations,
+                "below_best": self.below_best,
+                "fraction_branch_and_bound_runs": self.below_best / self.matched if self.matched else 0.0,
+                "real_over_bound": self.ratio_quantiles, "dominates": self.dominates,
+                "sources": self.sources}
 
     def report(self) -> str:
         lines = [f"replay: {self.replay.path} ({self.replay.kernel_name} on {self.replay.device_name}, "
@@ -93,6 +108,22 @@ class BoundCheck:
                              f"{format_seconds(v['time_seconds'])} ({v['bottleneck']}): {v['config']}")
         else:
             lines.append("no bound exceeds its measured time")
+        if self.fastest_violations:
+            lines.append(f"BOUND VIOLATIONS against the fastest repetition: {len(self.fastest_violations):,}")
+            for v in self.fastest_violations[:10]:
+                lines.append(f"  bound {format_seconds(v['bound_seconds'])} > fastest "
+                             f"{format_seconds(v['time_seconds'])} ({v['bottleneck']}): {v['config']}")
+        else:
+            lines.append("no bound exceeds its fastest repetition")
+        if self.ratio_quantiles:
+            q = self.ratio_quantiles
+            lines.append(f"real/bound: min {q['min']:.3f}, 5th percentile {q['p5']:.3f}, median {q['median']:.3f}")
+        lines.append(f"bound below the best measured time (branch and bound must run them): "
+                     f"{self.below_best:,} of {self.matched:,} "
+                     f"({self.below_best / self.matched if self.matched else 0:.1%})")
+        for term, count in self.dominates.items():
+            source = f"  [{self.sources[term]}]" if self.sources.get(term) else ""
+            lines.append(f"  {term}: dominates {count:,}{source}")
         share = self.evaluated / self.matched if self.matched else 0.0
         lines.append(f"best measured: {format_seconds(self.best_time)} (bound "
                      f"{format_seconds(self.best_bound)}): {self.best_config}")
@@ -139,8 +170,79 @@ def check_bounds(plan, replay: Replay) -> BoundCheck:
         if time < best:
             best, best_key = time, key
     best_bound = next(b for b, _, key in rows if key == best_key) if best_key else math.inf
+    measured = [(bound, bottleneck, key) for bound, bottleneck, key in rows if key in replay.times]
+    fastest_violations = [
+        {"config": dict(zip(replay.keys, key)), "bound_seconds": bound,
+         "time_seconds": replay.fastest.get(key, replay.times[key]), "bottleneck": bottleneck}
+        for bound, bottleneck, key in measured if bound > replay.fastest.get(key, replay.times[key])]
+    ratios = sorted(replay.times[key] / bound for bound, _, key in measured if bound > 0)
+    quantiles = ({"min": ratios[0], "p5": _quantile(ratios, 0.05), "median": _quantile(ratios, 0.5)}
+                 if ratios else {})
+    dominates = {term: 0 for term in plan.bound_terms}
+    for _, bottleneck, _ in measured:
+        dominates[bottleneck] += 1
+    best_time = min((replay.times[key] for _, _, key in measured), default=math.inf)
     return BoundCheck(replay, len(rows), len(matched_keys), len(rows) - len(matched_keys),
                       len(set(replay.times) - matched_keys), violations, best,
                       dict(zip(replay.keys, best_key)) if best_key else {}, best_bound, evaluated,
-                      proven)
+                      proven, fastest_violations,
+                      sum(1 for bound, _, _ in measured if bound < best_time), quantiles, dominates,
+                      term_sources(plan))
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) of sorted values."""
+    position = q * (len(sorted_values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def term_sources(plan) -> dict:
+    """{bound term: the ``source`` its space declared (``beast.bound(..., source=...)``) or None}."""
+    variables = plan.specialized.space.variables
+    return {term: getattr(variables[term].obj, "source", None) for term in plan.bound_terms}
+
+
+def term_samples(plan, replay: Replay) -> list[tuple[tuple, dict]]:
+    """(replay key, {term: value}) for every measured configuration of the space, each term
+    evaluated on its own (by the reference evaluator)."""
+    spec = plan.specialized
+    reference = ReferenceEnumerator(spec.space, spec.device, spec.settings)
+    samples = []
+    for row in plan.rank(plan.count()):
+        key = tuple(row[k].item() for k in replay.keys)
+        if key in replay.times:
+            samples.append((key, reference.term_values({name: row[name].item() for name in plan.columns})))
+    return samples
+
+
+def plot_terms(replay: Replay, samples: list[tuple[tuple, dict]], path: str, title: str) -> None:
+    """One panel per bound term: measured time against the term's value, with the y = x line (a
+    point above it, bound over real, is a violation)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]'") from None
+    terms = list(samples[0][1]) if samples else []
+    columns = min(3, max(1, len(terms)))
+    rows = max(1, math.ceil(len(terms) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 4 * rows), squeeze=False)
+    real = [replay.times[key] for key, _ in samples]
+    for ax, term in zip(axes.flat, terms):
+        values = [values[term] for _, values in samples]
+        ax.scatter(real, values, s=3, alpha=0.4)
+        top = max(real + values)
+        ax.plot([0, top], [0, top], color="black", linewidth=0.8)
+        ax.set_title(term)
+        ax.set_xlabel("measured time (s)")
+        ax.set_ylabel("bound term (s)")
+    for ax in list(axes.flat)[len(terms):]:
+        ax.set_visible(False)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 

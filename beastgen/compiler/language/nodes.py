@@ -324,6 +324,7 @@ class Bound(Filter):
     """A lower-bound term (seconds) on the kernel's run time; it must never exceed the real time."""
 
     what = "bound"
+    source: str | None = None  # where its counts and rates come from, for reports
 
 
 def _function_origin(func) -> str:
@@ -367,12 +368,15 @@ def filter(condition) -> Filter:  # noqa: A001 - BEAST's name
     return Filter(condition, _caller_origin())
 
 
-def bound(term) -> Bound:
+def bound(term, source: str | None = None) -> Bound:
     """A lower bound (in seconds) on the run time of every configuration it applies to.
 
     Use as ``name = beast.bound(expression)`` or as a decorator on a function returning seconds.
+    ``source`` says where its counts and rates come from (shown by ``check-bounds``).
     """
-    return Bound(term, _caller_origin())
+    term = Bound(term, _caller_origin())
+    term.source = source
+    return term
 
 
 def where(test, body, orelse) -> IfExp:

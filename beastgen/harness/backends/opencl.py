@@ -19,6 +19,11 @@ CPU_FMA_PIPES = 2
 #: an upper limit on any CPU's DRAM bandwidth (bytes/s): above 2 sockets x 12 channels of DDR5-6400
 #: (2 x 614 GB/s) and above HBM2e CPUs' (Xeon Max: ~1 TB/s); OpenCL does not report bandwidth
 CPU_DRAM_BANDWIDTH_LIMIT = 2.0e12
+#: the rates of the per-instruction bound terms on a device OpenCL does not describe (a CPU, a
+#: non-NVIDIA GPU): instructions issued and 128-byte wavefronts per compute unit per clock far above
+#: any core's or compute unit's (x86 cores retire at most 8 micro-ops per clock), so that these terms
+#: stay below the truth; `beastgen calibrate` measures real ones
+UNDESCRIBED_RATE_PER_CLOCK = 64
 
 
 def _import_cl():
@@ -146,6 +151,13 @@ def opencl_profile(device, index: int) -> DeviceProfile:
         "l2_size": int(device.global_mem_cache_size),
         "fp32_lanes_per_sm": lanes32,
         "fp64_lanes_per_sm": lanes64,
+        "issue_slots_per_sm_per_clock": UNDESCRIBED_RATE_PER_CLOCK,
+        "warp_issue_per_clock": UNDESCRIBED_RATE_PER_CLOCK,
+        "smem_banks": 32,
+        "smem_bank_bytes": 4,
+        "lsu_wavefronts_per_sm_per_clock": UNDESCRIBED_RATE_PER_CLOCK,
+        "l2_bandwidth": units * clock * 1e6 * 128 * UNDESCRIBED_RATE_PER_CLOCK,
+        "launch_overhead": 0.0,  # a lower bound on any kernel's time; calibrate measures it
     }
     name = f"{device.name.strip()} ({device.platform.name.strip()})"
     return DeviceProfile(f"opencl{index}", name, props, f"OpenCL device {index}")
