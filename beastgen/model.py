@@ -322,9 +322,10 @@ def _analyze_function(func, functions, path, module_globals, variables) -> Funct
 
 
 def _is_plain_constant(value) -> bool:
-    if isinstance(value, (int, float, str, bool)):
-        return True
-    return isinstance(value, tuple) and all(isinstance(v, (int, float, str, bool)) for v in value)
+    """An int, float, str or bool (exactly: a subclass could print itself as any source), or a
+    tuple of them."""
+    plain = (int, float, str, bool)
+    return type(value) in plain or (type(value) is tuple and all(type(v) in plain for v in value))
 
 
 def _function_where(func) -> str:

@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
 import os
@@ -33,8 +34,17 @@ _DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dty
 def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
     """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
     directory = generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
-    device = re.sub(r"[^A-Za-z0-9_]", "_", spec.device.key)
-    return os.path.join(directory, f"{spec.space.name}__{device}__{spec.settings_hash()}.py")
+    return os.path.join(directory, f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
+                                   f"{spec.settings_hash()}.py")
+
+
+def file_name_part(text: str) -> str:
+    """``text`` as a plain file name part (letters, digits, ``_``; never a path): other characters
+    become ``_``, and then a short hash of the text keeps different texts apart."""
+    plain = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    if plain == text:
+        return text
+    return f"{plain[:40]}_{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def write_if_changed(path: str, source: str) -> bool:
