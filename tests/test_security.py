@@ -186,3 +186,133 @@ def test_name_subclass_with_custom_repr_is_not_a_constant(tmp_path):
     with pytest.raises(beastgen.errors.SpaceError) as e:
         compile_space(beastgen.load(str(path)), "h100", {}, generated_dir=str(tmp_path / "gen")).count()
     assert "LIMIT" in str(e.value)
+
+
+# -- Ctrl-C, long counts, output files ---------------------------------------------------------------
+BIG_SPACE = """\
+import beastgen as beast
+a = beast.range(0, 10000)
+b = beast.range(0, 10000)
+c = beast.range(0, 10000)
+odd = beast.filter((a + b * c) % 7 == 3)
+"""
+
+
+@pytest.fixture(scope="module")
+def big_space(tmp_path_factory):
+    """A 1e12-point space compiled once (Numba's cache), so children start in about a second."""
+    directory = tmp_path_factory.mktemp("big")
+    path = directory / "big.py"
+    path.write_text(BIG_SPACE)
+    plan = compile_space(beastgen.load(str(path)), "h100", {}, generated_dir=str(directory / "gen"))
+    plan.count(chunk=(0, 1))
+    plan.estimate(samples=2, method="knuth")
+    plan.estimate(samples=2)
+    plan.enumerate(chunk=(0, 0))
+    return directory
+
+
+def _interrupt(directory, args, wait_for, timeout=60):
+    """Run ``python -m beastgen ARGS`` in ``directory``, send SIGINT once stderr or stdout shows
+    ``wait_for`` (plus half a second), and return (exit status, seconds it took to exit, output)."""
+    import signal
+    import sys
+    import time
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-m", "beastgen", *args, "--generated-dir", "gen"],
+                             cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    output = ""
+    deadline = time.monotonic() + timeout
+    while wait_for not in output:
+        line = child.stdout.readline()
+        assert line and time.monotonic() < deadline, output
+        output += line
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    rest, _ = child.communicate(timeout=10)
+    return child.returncode, time.monotonic() - sent, output + rest
+
+
+def test_ctrl_c_stops_a_long_count_within_a_second_after_warning(big_space):
+    status, seconds, output = _interrupt(big_space, ["count", "big.py"], "will take about")
+    assert status == 130 and seconds < 1.5, output
+    assert "beastgen estimate big.py" in output and "Traceback" not in output
+    assert output.rstrip().endswith("beastgen: interrupted (Ctrl-C)")
+
+
+@pytest.mark.parametrize("method", ["chen", "knuth"])
+def test_ctrl_c_stops_an_estimate(big_space, method):
+    status, seconds, output = _interrupt(
+        big_space, ["estimate", "big.py", "--method", method, "--samples", "1000000000"], "settings:")
+    assert status == 130 and seconds < 1.5, output
+
+
+def test_ctrl_c_during_enumerate_leaves_no_output(big_space):
+    status, seconds, output = _interrupt(big_space, ["enumerate", "big.py", "-o", "out.csv"],
+                                         "settings:")
+    assert status == 130 and seconds < 1.5, output
+    assert not [p for p in os.listdir(big_space) if p.startswith((".out", "out"))]
+
+
+SMALL_STRINGS = """\
+import beastgen as beast
+s = beast.values("a,b", 'say "hi"', "line\\nbreak", "plain")
+n = beast.range(1, 3)
+"""
+
+
+def test_enumerate_csv_quotes_values(tmp_path):
+    import csv
+    from beastgen.cli import main
+
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    assert main(["enumerate", "s.py", "-o", "out.csv", "--generated-dir", "gen"]) == 0
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["s", "n"]
+    assert sorted(r[0] for r in rows[1:]) == sorted(["a,b", 'say "hi"', "line\nbreak", "plain"] * 2)
+    assert [p for p in os.listdir(tmp_path) if p.endswith(".partial")] == []
+
+
+@pytest.mark.parametrize("output, message", [
+    ("s.py/out.csv", "a part of its directory is a file"),
+    ("gen", "unknown output format"),
+    ("out.txt", "unknown output format"),
+    ("dir.csv", "the output is a directory"),
+])
+def test_enumerate_bad_output_path_fails_before_the_work(tmp_path, capsys, output, message):
+    from beastgen.cli import main
+
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    (tmp_path / "dir.csv").mkdir()
+    (tmp_path / "gen").mkdir()
+    assert main(["enumerate", "s.py", "-o", output, "--generated-dir", "gen"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and output in err
+    assert os.listdir(tmp_path / "gen") == []  # nothing was generated: the check came first
+
+
+def test_enumerate_into_read_only_directory(tmp_path, capsys):
+    from beastgen.cli import main
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    (tmp_path / "ro").mkdir(mode=0o500)
+    assert main(["enumerate", "s.py", "-o", "ro/out.csv", "--generated-dir", "gen"]) == 2
+    assert "cannot write the output there: Permission denied" in capsys.readouterr().err
+
+
+def test_failed_write_leaves_no_file(tmp_path):
+    from beastgen.errors import BeastError
+    from beastgen.output import AtomicOutput
+
+    target = tmp_path / "out.csv"
+    with pytest.raises(BeastError, match="No space left on device"):
+        with AtomicOutput(str(target)) as temporary:
+            open(temporary, "w").write("half")
+            raise OSError(28, "No space left on device")
+    assert os.listdir(tmp_path) == []

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 from .. import language as L
 from ..codegen import _risky_nodes, expr_source
 from ..errors import BeastError
+from ..output import AtomicOutput
 from ..specialize import specialize
 from ..symbolic import SymbolicContext
 
@@ -242,8 +242,6 @@ class _Inliner:
 
 
 def _write_json(path: str, document: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    with AtomicOutput(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1)
         f.write("\n")
