@@ -351,6 +351,8 @@ def cmd_estimate(args) -> int:
 def cmd_rank(args) -> int:
     from .table import format_table
 
+    if args.top < 1:
+        raise BeastError(f"--top must be at least 1, got {args.top}")
     _, plan = _compile(args)
     print(_describe_target(plan))
     threshold = math.inf

@@ -109,6 +109,8 @@ def load(path: str | os.PathLike) -> Space:
             source = f.read()
     except OSError as e:
         raise SpaceError(f"cannot read space file: {e.strerror}", path) from None
+    except UnicodeDecodeError as e:
+        raise SpaceError(f"not a UTF-8 text file (byte {e.start})", path) from None
     try:
         code = compile(source, path, "exec")
         tree = ast.parse(source, path)

@@ -316,3 +316,23 @@ def test_failed_write_leaves_no_file(tmp_path):
             open(temporary, "w").write("half")
             raise OSError(28, "No space left on device")
     assert os.listdir(tmp_path) == []
+
+
+# -- low: bad files and arguments -------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["s.py", "s.json"])
+def test_non_utf8_file_is_one_error(tmp_path, capsys, name):
+    from beastgen.cli import main
+
+    (tmp_path / name).write_bytes(b"x = 1\n\xff\xfe\n")
+    assert main(["count", name]) == 2
+    err = capsys.readouterr().err
+    assert err == f"beastgen: error: {name}: not a UTF-8 text file (byte 6)\n"
+
+
+@pytest.mark.parametrize("top", ["0", "-3"])
+def test_rank_top_must_be_positive(tmp_path, capsys, top):
+    from beastgen.cli import main
+
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    assert main(["rank", "s.py", "--top", top]) == 2
+    assert f"--top must be at least 1, got {top}" in capsys.readouterr().err

@@ -293,6 +293,10 @@ def _tune(space_path, backend, device, settings, replay, budget, time_limit, res
             runner.close()
         store.close()
     result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
+    if result.proven and result.unmeasured:  # neither measured nor cut: no proof, whatever the bounds
+        result.proven = False
+        result.stopped = (f"best among the measured: {result.unmeasured:,} configurations the bounds "
+                          "did not cut are missing from the replay file")
     if result.proven:
         result.stopped = "proven"
     result.seconds = time.perf_counter() - start

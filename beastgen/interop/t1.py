@@ -30,6 +30,8 @@ def load_t1(path: str | os.PathLike) -> Space:
             source = f.read()
     except OSError as e:
         raise SpaceError(f"cannot read T1 space file: {e.strerror}", path) from None
+    except UnicodeDecodeError as e:
+        raise SpaceError(f"not a UTF-8 text file (byte {e.start})", path) from None
     try:
         document = json.loads(source)
     except json.JSONDecodeError as e:
