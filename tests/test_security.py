@@ -336,3 +336,29 @@ def test_rank_top_must_be_positive(tmp_path, capsys, top):
     (tmp_path / "s.py").write_text(SMALL_STRINGS)
     assert main(["rank", "s.py", "--top", top]) == 2
     assert f"--top must be at least 1, got {top}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("condition", ["9 ** 9 ** 9 > x", "x < 2 ** 5000"])
+def test_huge_constant_folding_is_refused(tmp_path, capsys, condition):
+    import time
+    from beastgen.cli import main
+
+    (tmp_path / "t.json").write_text(json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "x", "Values": "[1, 2, 3]"}],
+        "Conditions": [{"Expression": condition}]}}))
+    start = time.monotonic()
+    assert main(["count", "t.json"]) == 2
+    assert time.monotonic() - start < 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "t.json:Conditions[0]" in err
+    assert "limit of constant folding" in err or "is too large" in err
+
+
+def test_huge_power_of_settings_is_refused(tmp_path, capsys):
+    from beastgen.cli import main
+
+    (tmp_path / "s.py").write_text("import beastgen as beast\ne = beast.setting(9)\n"
+                                   "x = beast.range(1, 4)\nbig = beast.filter(x > e ** e ** e)\n")
+    assert main(["count", "s.py"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s.py:4" in err and "limit of constant folding" in err
