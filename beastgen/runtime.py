@@ -22,6 +22,7 @@ from .errors import BeastError
 from .interrupt import call_interruptibly, wait_interruptibly
 from .plan import Plan, make_plan
 from .specialize import Specialized, infer_type, specialize
+from .trust import check_generated_directory
 
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
@@ -133,7 +134,13 @@ class CompiledPlan:
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
         if self.path:
-            write_if_changed(self.path, self.source)
+            check_generated_directory(os.path.dirname(self.path))
+            try:
+                write_if_changed(self.path, self.source)
+            except OSError as e:
+                raise BeastError(f"cannot write the generated enumerator: {e.strerror or e}; choose "
+                                 f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
+                                 self.path) from None
         return self.path
 
     @property

@@ -362,3 +362,38 @@ def test_huge_power_of_settings_is_refused(tmp_path, capsys):
     assert main(["count", "s.py"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "s.py:4" in err and "limit of constant folding" in err
+
+
+def test_read_only_generated_directory_is_one_error(tmp_path, capsys):
+    from beastgen.cli import main
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    (tmp_path / "gen").mkdir(mode=0o500)
+    assert main(["count", "s.py", "--generated-dir", "gen"]) == 2
+    err = capsys.readouterr().err
+    assert "beastgen: error: gen/" in err and "cannot write the generated enumerator" in err
+
+
+def test_world_writable_generated_directory_is_refused(tmp_path, capsys):
+    from beastgen.cli import main
+
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    (tmp_path / "gen").mkdir()
+    os.chmod(tmp_path / "gen", 0o777)
+    assert main(["count", "s.py", "--generated-dir", "gen"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("beastgen: error: gen: everyone may write into")
+    os.chmod(tmp_path / "gen", 0o1777)  # sticky, like /tmp: files there cannot be replaced
+    assert main(["count", "s.py", "--generated-dir", "gen"]) == 0
+
+
+def test_unreachable_tls_scheduler_is_one_error():
+    pytest.importorskip("distributed")
+    from beastgen.distributed import Cluster
+    from beastgen.errors import BeastError
+
+    with pytest.raises(BeastError, match="cannot reach the Dask scheduler at 'tls://127.0.0.1:9'"):
+        with Cluster("tls://127.0.0.1:9", timeout=2):
+            pass
