@@ -397,3 +397,28 @@ def test_unreachable_tls_scheduler_is_one_error():
     with pytest.raises(BeastError, match="cannot reach the Dask scheduler at 'tls://127.0.0.1:9'"):
         with Cluster("tls://127.0.0.1:9", timeout=2):
             pass
+
+
+def test_foreign_or_damaged_results_store_is_one_error(tmp_path):
+    import sqlite3
+    from beastgen.errors import BeastError
+    from beastgen.harness.store import Store
+
+    foreign = tmp_path / "foreign.db"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE results (id INTEGER, name TEXT)")
+    db.commit()
+    db.close()
+    with pytest.raises(BeastError, match="not a beastgen results store"):
+        Store(str(foreign))
+    damaged = tmp_path / "damaged.db"
+    Store(str(damaged)).close()
+    data = bytearray(damaged.read_bytes())
+    data[100:len(data)] = b"\xff" * (len(data) - 100)
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(BeastError, match="results store"):
+        Store(str(damaged))
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(BeastError, match="cannot open the results store"):
+        Store(str(garbage))

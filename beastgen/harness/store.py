@@ -26,6 +26,10 @@ CREATE TABLE IF NOT EXISTS results (
 """
 
 
+_RESULT_COLUMNS = ["run", "config_key", "config", "status", "time", "times", "bound", "bottleneck",
+                   "message", "recorded"]
+
+
 def config_key(config: dict) -> str:
     return json.dumps({k: _plain(v) for k, v in config.items()}, sort_keys=True)
 
@@ -42,8 +46,16 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
+            columns = [row[1] for row in self.db.execute("PRAGMA table_info(results)")]
+            check = self.db.execute("PRAGMA quick_check").fetchone()[0]
         except sqlite3.Error as e:
             raise BeastError(f"cannot open the results store: {e}", path) from None
+        if columns != _RESULT_COLUMNS:
+            raise BeastError("not a beastgen results store (its 'results' table has other columns); "
+                             "give another file with --results", path)
+        if check != "ok":
+            raise BeastError(f"the results store is damaged ({check}); give another file with "
+                             "--results", path)
 
     def open_run(self, run: str, **description) -> None:
         self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
