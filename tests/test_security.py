@@ -422,3 +422,38 @@ def test_foreign_or_damaged_results_store_is_one_error(tmp_path):
     garbage.write_bytes(b"not a database at all" * 100)
     with pytest.raises(BeastError, match="cannot open the results store"):
         Store(str(garbage))
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"a":' * 100000 + "1" + "}" * 100000, "nested too deeply"),
+    (json.dumps({"ConfigurationSpace": {"TuningParameters": [{"Name": "x", "Values": "[1, 2]"}],
+                                        "Conditions": ["(" * 20000 + "x" + ")" * 20000 + " > 1"]}}),
+     "Conditions[0]"),
+    (json.dumps({"ConfigurationSpace": {"TuningParameters": [{"Name": "x", "Values": "[" + "9" * 5000 + "]"}]}}),
+     "TuningParameters[0]"),
+])
+def test_hostile_t1_files_are_one_error(tmp_path, capsys, text, message):
+    from beastgen.cli import main
+
+    (tmp_path / "t.json").write_text(text)
+    assert main(["count", "t.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("beastgen: error: t.json") and message in err
+
+
+def test_deep_replay_file_is_one_error(tmp_path):
+    from beastgen.errors import BeastError
+    from beastgen.replay import load_replay
+
+    (tmp_path / "r.json").write_text('{"a":' * 100000 + "1" + "}" * 100000)
+    with pytest.raises(BeastError, match="nested too deeply"):
+        load_replay(str(tmp_path / "r.json"))
+
+
+def test_huge_integer_literal_in_space_file_is_one_error(tmp_path, capsys):
+    from beastgen.cli import main
+
+    (tmp_path / "s.py").write_text(f"import beastgen as beast\nx = beast.values({'9' * 5000})\n")
+    assert main(["count", "s.py"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s.py:2" in err

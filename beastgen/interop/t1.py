@@ -36,6 +36,8 @@ def load_t1(path: str | os.PathLike) -> Space:
         document = json.loads(source)
     except json.JSONDecodeError as e:
         raise SpaceError(f"not valid JSON: {e.msg} (column {e.colno})", f"{path}:{e.lineno}") from None
+    except RecursionError:
+        raise SpaceError("the JSON is nested too deeply to be a T1 space", path) from None
     return t1_space(document, path, source)
 
 
