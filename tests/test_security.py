@@ -457,3 +457,48 @@ def test_huge_integer_literal_in_space_file_is_one_error(tmp_path, capsys):
     assert main(["count", "s.py"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "s.py:2" in err
+
+
+def _children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_tune_worker_dies_with_its_parent(tmp_path):
+    """kill -9 of the driver while its worker hangs: the worker goes too (no orphan spinning)."""
+    import signal
+    import sys
+    import time
+
+    script = ("import functools, time\n"
+              "from beastgen.harness.isolate import Isolated\n"
+              "Isolated(functools.partial(time.sleep, 1000))._start()\n")  # the worker hangs
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    driver = subprocess.Popen([sys.executable, "-c", script], env=env)
+    deadline = time.monotonic() + 30
+    workers = []
+    while not workers and time.monotonic() < deadline:
+        time.sleep(0.2)
+        workers = [w for c in _children(driver.pid) for w in [c, *_children(c)]]
+    time.sleep(2)  # the spawned worker is running Python (the hang) by now
+    workers = [w for c in _children(driver.pid) for w in [c, *_children(c)]]
+    assert workers
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{w}") and
+                                              open(f"/proc/{w}/stat").read().split()[2] != "Z"
+                                              for w in workers):
+        time.sleep(0.1)
+    alive = [w for w in workers if os.path.exists(f"/proc/{w}")
+             and open(f"/proc/{w}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert alive == []
