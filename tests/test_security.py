@@ -502,3 +502,24 @@ def test_tune_worker_dies_with_its_parent(tmp_path):
     alive = [w for w in workers if os.path.exists(f"/proc/{w}")
              and open(f"/proc/{w}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
     assert alive == []
+
+
+def test_second_process_on_one_results_store_is_refused(tmp_path):
+    import sys
+    from beastgen.errors import BeastError
+    from beastgen.harness.store import Store
+
+    path = str(tmp_path / "run.db")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                               "from beastgen.harness.store import Store\n"
+                               f"s = Store({path!r}); print('open', flush=True); time.sleep(30)"],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(BeastError, match=r"in use by another beastgen tune \(pid \d+\)"):
+            Store(path)
+    finally:
+        holder.kill()
+        holder.wait()
+    Store(path).close()  # free again once the first is gone (kill -9 included)
