@@ -13,6 +13,7 @@ import time
 from . import __version__
 from .bounds import format_seconds, parse_threshold
 from .errors import BeastError
+from .output import AtomicOutput, write_csv
 
 
 def _settings(pairs: list[list[str]] | None) -> dict:
@@ -202,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"beastgen: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("beastgen: interrupted", file=sys.stderr)
-        return 130
+        print("beastgen: interrupted (Ctrl-C)", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)  # now: compiled work may still run in a thread that cannot be stopped
 
 
 # --------------------------------------------------------------------------------------------------
@@ -273,12 +276,40 @@ def cmd_count(args) -> int:
                 "total_seconds": total}))
         return 0
     stats = plan.stats() if args.stats else None
-    count = stats.count if stats else plan.count(jobs=_jobs(args))
+    count = stats.count if stats else plan.count(jobs=_jobs(args), progress=_LongCountWarning(args))
     seconds = stats.seconds if stats else plan.last_seconds
     total = time.perf_counter() - start
     print(f"{count:,} valid configurations (enumeration {seconds:.3f} s, total {total:.2f} s)")
     _report_count(args, plan, count, stats, {"seconds": seconds, "total_seconds": total})
     return 0
+
+
+class _LongCountWarning:
+    """Progress of a count: once it has run half a second, if the rest will take over a minute
+    (extrapolated from the share done), say how long and how to get an estimate instead."""
+
+    LIMIT_SECONDS = 60.0
+
+    def __init__(self, args):
+        self.args, self.warned = args, False
+
+    def __call__(self, done: float, seconds: float) -> None:
+        if self.warned or seconds < 0.5 or done >= 1.0:
+            return
+        total = seconds / max(done, 1e-12)
+        if total > self.LIMIT_SECONDS:
+            self.warned = True
+            print(f"beastgen: this count will take about {_duration(total)} (extrapolated from "
+                  f"the {done:.2%} of it done in {seconds:.1f} s); `beastgen estimate "
+                  f"{self.args.space}` (with the same --device and --set) estimates it in seconds; "
+                  "Ctrl-C stops", file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:.0f} seconds"
 
 
 def _report_count(args, plan, count: int, stats, record: dict) -> None:
@@ -353,6 +384,8 @@ def cmd_estimate(args) -> int:
 def cmd_rank(args) -> int:
     from .table import format_table
 
+    if args.top < 1:
+        raise BeastError(f"--top must be at least 1, got {args.top}")
     _, plan = _compile(args)
     print(_describe_target(plan))
     threshold = math.inf
@@ -475,24 +508,28 @@ def cmd_enumerate(args) -> int:
     extension = os.path.splitext(output)[1].lower()
     if extension not in (".csv", ".parquet", ".npy"):
         raise BeastError(f"unknown output format '{extension}': use .csv, .parquet or .npy", output)
-    print(_describe_target(plan))
-    configs = plan.enumerate(jobs=_jobs(args))
-    seconds = plan.last_seconds
-    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    if extension == ".npy":
-        np.save(output, configs)
-    elif extension == ".csv":
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(",".join(configs.dtype.names) + "\n")
-            for row in configs.tolist():
-                f.write(",".join(map(str, row)) + "\n")
-    else:
+    if extension == ".parquet":
         try:
             import pandas as pd
             import pyarrow  # noqa: F401
         except ImportError:
             raise BeastError("writing .parquet needs pandas and pyarrow: pip install 'beastgen[data]'") from None
-        pd.DataFrame(configs).to_parquet(output, index=False)
+    target = AtomicOutput(output)  # the path is checked before the work
+    try:
+        print(_describe_target(plan))
+        configs = plan.enumerate(jobs=_jobs(args))
+    except BaseException:
+        target.discard()
+        raise
+    seconds = plan.last_seconds
+    with target as temporary:
+        if extension == ".npy":
+            with open(temporary, "wb") as f:
+                np.save(f, configs)
+        elif extension == ".csv":
+            write_csv(temporary, configs.dtype.names, configs.tolist())
+        else:
+            pd.DataFrame(configs).to_parquet(temporary, index=False)
     print(f"wrote {len(configs):,} configurations to {output} (enumeration {seconds:.3f} s)")
     return 0
 

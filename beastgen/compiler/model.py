@@ -101,6 +101,8 @@ def load(path: str | os.PathLike) -> Space:
             source = f.read()
     except OSError as e:
         raise SpaceError(f"cannot read space file: {e.strerror}", path) from None
+    except UnicodeDecodeError as e:
+        raise SpaceError(f"not a UTF-8 text file (byte {e.start})", path) from None
     try:
         code = compile(source, path, "exec")
         tree = ast.parse(source, path)
@@ -314,9 +316,10 @@ def _analyze_function(func, functions, path, module_globals, variables) -> Funct
 
 
 def is_plain_constant(value) -> bool:
-    if isinstance(value, (int, float, str, bool)):
-        return True
-    return isinstance(value, tuple) and all(isinstance(v, (int, float, str, bool)) for v in value)
+    """An int, float, str or bool (exactly: a subclass could print itself as any source), or a
+    tuple of them."""
+    plain = (int, float, str, bool)
+    return type(value) in plain or (type(value) is tuple and all(type(v) in plain for v in value))
 
 
 def _function_where(func) -> str:

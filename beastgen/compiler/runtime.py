@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
 import os
@@ -20,8 +21,10 @@ from .codegen.module import generate_module
 from .codegen.nest import split_level, stat_slots
 from ..errors import BeastError
 from .model import Space as SpaceModel
+from ..interrupt import call_interruptibly, wait_interruptibly
 from .plan import Plan, make_plan
 from .specialize import Specialized, infer_type, specialize
+from ..trust import check_generated_directory
 
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
@@ -35,8 +38,17 @@ _DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dty
 def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
     """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
     directory = generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
-    device = re.sub(r"[^A-Za-z0-9_]", "_", spec.device.key)
-    return os.path.join(directory, f"{spec.space.name}__{device}__{spec.settings_hash()}.py")
+    return os.path.join(directory, f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
+                                   f"{spec.settings_hash()}.py")
+
+
+def file_name_part(text: str) -> str:
+    """``text`` as a plain file name part (letters, digits, ``_``; never a path): other characters
+    become ``_``, and then a short hash of the text keeps different texts apart."""
+    plain = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    if plain == text:
+        return text
+    return f"{plain[:40]}_{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def write_if_changed(path: str, source: str) -> bool:
@@ -124,7 +136,13 @@ class CompiledPlan:
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
         if self.path:
-            write_if_changed(self.path, self.source)
+            check_generated_directory(os.path.dirname(self.path))
+            try:
+                write_if_changed(self.path, self.source)
+            except OSError as e:
+                raise BeastError(f"cannot write the generated enumerator: {e.strerror or e}; choose "
+                                 f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
+                                 self.path) from None
         return self.path
 
     @property
@@ -151,7 +169,7 @@ class CompiledPlan:
     def _run(self, function_name: str, *args):
         function = self._compiled(function_name, *args)
         start = time.perf_counter()
-        result = function(*args)
+        result = call_interruptibly(function, *args)
         self.last_seconds = time.perf_counter() - start
         return result
 
@@ -181,18 +199,23 @@ class CompiledPlan:
 
     # -- running ---------------------------------------------------------------------------------
     def count(self, threshold: float | None = None, chunk: tuple[int, int] | None = None,
-              jobs: int = 1) -> int:
+              jobs: int = 1, progress=None) -> int:
         """Number of valid configurations; with a threshold (seconds), only those whose bound is at
         most the threshold (bound-pruned; the threshold is a run-time argument: nothing recompiles).
         With ``chunk=(lo, hi)``, only below the split nodes lo <= i < hi (see :meth:`split_census`);
-        with ``jobs`` > 1, in balanced chunks on that many threads."""
+        with ``jobs`` > 1, in balanced chunks on that many threads. ``progress(done, seconds)`` is
+        called after each chunk of a whole count with the share of the work done (0 to 1)."""
         if self.plan is None:
             return 0
         if threshold is None:
             jobs = jobs if chunk is None else 1
             self._compile_chunking(jobs)
             start = time.perf_counter()
-            counts = self._in_threads(jobs, [("count", *c) for c in self._chunks(jobs, chunk)])
+            if jobs <= 1 and chunk is None:
+                counts = self._count_in_growing_chunks(progress, start)
+            else:
+                counts = self._in_threads(jobs, [("count", *c) for c in self._chunks(jobs, chunk)],
+                                          progress, start)
             self.last_seconds = time.perf_counter() - start  # the census included
             return sum(counts)
         if chunk is not None:
@@ -329,17 +352,42 @@ class CompiledPlan:
         census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
         return balanced_chunks(census.iterations, _CHUNKS_PER_JOB * jobs)
 
-    def _in_threads(self, jobs: int, calls: list[tuple]) -> list[int]:
+    def _count_in_growing_chunks(self, progress, start: float) -> list[int]:
+        """A whole count on one thread, in chunks of 1, 2, 4... split nodes: ``progress`` hears
+        the share of split nodes done after each (Ctrl-C is heard during each: see _run)."""
+        nodes = self.split_node_count()
+        counts, lo, size = [], 0, 1
+        while lo < max(nodes, 1):
+            hi = lo + size if lo + size < nodes else _WHOLE[1]
+            counts.append(int(self._run("count", lo, hi)))
+            lo, size = hi, 2 * size
+            if progress is not None:
+                progress(min(lo / max(nodes, 1), 1.0), time.perf_counter() - start)
+        return counts
+
+    def _in_threads(self, jobs: int, calls: list[tuple], progress=None, start=None) -> list[int]:
         """Run generated functions (name, *args) on ``jobs`` threads (they release the GIL); their
-        integer results in order. Compiles first, then times the runs alone (``last_seconds``)."""
+        integer results in order. Compiles first, then times the runs alone (``last_seconds``).
+        Ctrl-C is heard while they run; ``progress(done, seconds)`` hears the share of calls done."""
         functions = [self._compiled(name, *args) for name, *args in calls]
-        start = time.perf_counter()
+        start = time.perf_counter() if start is None else start
         if jobs <= 1 or len(calls) <= 1:
-            results = [f(*args) for f, (_, *args) in zip(functions, calls)]
+            results = [call_interruptibly(f, *args) for f, (_, *args) in zip(functions, calls)]
         else:
             from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(jobs) as pool:
-                results = list(pool.map(lambda fc: fc[0](*fc[1][1:]), zip(functions, calls)))
+            pool = ThreadPoolExecutor(jobs)
+            futures = [pool.submit(f, *args) for f, (_, *args) in zip(functions, calls)]
+            finished = []
+
+            def on_done(_future):
+                finished.append(_future)
+                if progress is not None:
+                    progress(len(finished) / len(futures), time.perf_counter() - start)
+            try:
+                wait_interruptibly(futures, on_done)
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+            results = [f.result() for f in futures]
         self.last_seconds = time.perf_counter() - start
         return [int(r) for r in results]
 

@@ -459,6 +459,7 @@ class _Folder:
             left, right = self.fold(node.left), self.fold(node.right)
             new = type(node)(node.op, left, right)
             if isinstance(left, L.Const) and isinstance(right, L.Const):
+                _check_folded_size(node, left.value, right.value)
                 ops = L.BINARY_OPS if isinstance(node, L.BinOp) else L.COMPARE_OPS
                 return self._compute(new, lambda: ops[node.op](left.value, right.value))
             return new
@@ -508,6 +509,26 @@ class _Folder:
         const = L.Const(value)
         const.shown = repr_source(new)
         return const
+
+
+#: the largest integer constant folding computes (bits): 9 ** 9 ** 9 would take minutes and memory,
+#: and past 4,300 digits Python cannot even print the result into the generated module
+MAX_FOLDED_INT_BITS = 4096
+
+
+def _check_folded_size(node, left, right) -> None:
+    """Refuse to fold ``left op right`` when the exact integer result is past the size limit."""
+    if not all(type(v) in (int, bool) for v in (left, right)):
+        return
+    if node.op == "**" and right > 0 and abs(left) > 1:
+        bits = (abs(left).bit_length() - 1) * right  # at least the result's bits
+    elif node.op == "*":
+        bits = abs(left).bit_length() + abs(right).bit_length() - 1
+    else:
+        return
+    if bits > MAX_FOLDED_INT_BITS:
+        raise SpaceError(f"{repr_source(node)} is an integer of more than {MAX_FOLDED_INT_BITS:,} bits "
+                         "(the limit of constant folding); use smaller numbers or floats", node.origin)
 
 
 def function_globals(space: Space, profile: DeviceProfile) -> dict:

@@ -2,7 +2,12 @@
 crashes the driver) kills only the worker, which is restarted for the next configuration."""
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
+import threading
 import time
 import traceback
 
@@ -13,7 +18,29 @@ from .backends.base import KernelFailure, RunResult
 COMPILE_TIMEOUT = 300.0
 
 
-def _worker(conn, factory) -> None:
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when ``parent_pid`` dies (``kill -9`` of ``tune`` included), even while a
+    kernel hangs: Linux sends SIGKILL on the parent's death (``PR_SET_PDEATHSIG``); elsewhere, and
+    in case the parent died before that was set, a thread watches for the parent going away."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="beastgen-parent-watch", daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker(conn, factory, parent_pid: int) -> None:
+    die_with_parent(parent_pid)
     try:
         backend = factory()
     except BaseException as e:  # noqa: BLE001 - report why the device cannot be opened
@@ -64,7 +91,8 @@ class Isolated:
 
     def _start(self) -> None:
         parent, child = self.context.Pipe()
-        self.process = self.context.Process(target=_worker, args=(child, self.factory), daemon=True)
+        self.process = self.context.Process(target=_worker, args=(child, self.factory, os.getpid()),
+                                            daemon=True)
         self.process.start()
         child.close()
         self.conn = parent

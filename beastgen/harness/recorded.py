@@ -41,8 +41,10 @@ def load_replay(path: str) -> Replay:
             data = json.load(f)
     except OSError as e:
         raise BeastError(f"cannot read replay file: {e.strerror or e}", path) from None
-    except (json.JSONDecodeError, EOFError, gzip.BadGzipFile) as e:
+    except (json.JSONDecodeError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as e:
         raise BeastError(f"replay file is not a Kernel Tuner cache file (JSON): {e}", path) from None
+    except RecursionError:
+        raise BeastError("replay file is nested too deeply to be a Kernel Tuner cache file", path) from None
     for required in ("tune_params_keys", "cache"):
         if required not in data:
             raise BeastError(f"replay file has no '{required}': not a Kernel Tuner cache file", path)

@@ -1,13 +1,15 @@
 """SQLite results store: one row per (run, configuration), written as each result arrives.
 
-WAL mode and one transaction per row keep the file consistent when two runs write to it at once
-(a second writer waits for the first: ``busy_timeout``); a row that is already there is never
-overwritten (``INSERT OR IGNORE``), so resuming a run skips what it measured before.
+WAL mode and one transaction per row keep the file consistent; a row that is already there is never
+overwritten (``INSERT OR IGNORE``), so resuming a run skips what it measured before. One process
+at a time holds a store (``PATH.lock``): a second ``tune`` on it is refused with a clear message.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
 import sqlite3
 import time
 
@@ -26,6 +28,33 @@ CREATE TABLE IF NOT EXISTS results (
 """
 
 
+_RESULT_COLUMNS = ["run", "config_key", "config", "status", "time", "times", "bound", "bottleneck",
+                   "message", "recorded"]
+
+
+def _lock_exclusively(path: str):
+    """Hold ``PATH.lock`` for as long as the store is open: a second ``tune`` on the same results
+    store would measure everything the first one does, so it is refused with a clear message."""
+    lock_path = f"{path}.lock"
+    try:
+        handle = open(lock_path, "a+", encoding="utf-8")
+    except OSError as e:
+        raise BeastError(f"cannot open the results store's lock file: {e.strerror}", lock_path) from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise BeastError(f"the results store is in use by another beastgen tune ({holder}); wait "
+                         "for it to finish, or give another file with --results", path) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
 def config_key(config: dict) -> str:
     return json.dumps({k: _plain(v) for k, v in config.items()}, sort_keys=True)
 
@@ -37,13 +66,30 @@ def _plain(value):
 class Store:
     def __init__(self, path: str):
         self.path = path
+        self._lock = _lock_exclusively(path)
+        try:
+            self._open()
+        except BeastError:
+            self._lock.close()
+            raise
+
+    def _open(self) -> None:
+        path = self.path
         try:
             self.db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
+            columns = [row[1] for row in self.db.execute("PRAGMA table_info(results)")]
+            check = self.db.execute("PRAGMA quick_check").fetchone()[0]
         except sqlite3.Error as e:
             raise BeastError(f"cannot open the results store: {e}", path) from None
+        if columns != _RESULT_COLUMNS:
+            raise BeastError("not a beastgen results store (its 'results' table has other columns); "
+                             "give another file with --results", path)
+        if check != "ok":
+            raise BeastError(f"the results store is damaged ({check}); give another file with "
+                             "--results", path)
 
     def open_run(self, run: str, **description) -> None:
         self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -74,3 +120,4 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        self._lock.close()  # releases the lock

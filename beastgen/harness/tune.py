@@ -281,6 +281,10 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
             runner.close()
         store.close()
     result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
+    if result.proven and result.unmeasured:  # neither measured nor cut: no proof, whatever the bounds
+        result.proven = False
+        result.stopped = (f"best among the measured: {result.unmeasured:,} configurations the bounds "
+                          "did not cut are missing from the replay file")
     if result.proven:
         result.stopped = "proven"
     result.seconds = time.perf_counter() - start

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 from ..compiler.language import nodes as L
 from ..compiler.codegen.nest import risky_nodes
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
+from ..output import AtomicOutput
 from ..compiler.specialize import specialize
 from ..compiler.analysis.symbolic import SymbolicContext
 
@@ -249,8 +249,6 @@ class _Inliner:
 
 
 def _write_json(path: str, document: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    with AtomicOutput(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1)
         f.write("\n")

@@ -30,10 +30,14 @@ def load_t1(path: str | os.PathLike) -> Space:
             source = f.read()
     except OSError as e:
         raise SpaceError(f"cannot read T1 space file: {e.strerror}", path) from None
+    except UnicodeDecodeError as e:
+        raise SpaceError(f"not a UTF-8 text file (byte {e.start})", path) from None
     try:
         document = json.loads(source)
     except json.JSONDecodeError as e:
         raise SpaceError(f"not valid JSON: {e.msg} (column {e.colno})", f"{path}:{e.lineno}") from None
+    except RecursionError:
+        raise SpaceError("the JSON is nested too deeply to be a T1 space", path) from None
     return t1_space(document, path, source)
 
 

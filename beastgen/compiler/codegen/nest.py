@@ -11,6 +11,7 @@ from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..plan import Plan
+from ...quoting import comment_text
 from ..specialize import Item, infer_type
 
 _NONZERO_SAFE = ("/", "//", "%")
@@ -435,7 +436,8 @@ class NestWriter:
     # -- a loop ----------------------------------------------------------------------------------
     def _loop(self, level, index: int) -> None:
         it = level.iterator
-        self.emit(f"# loop {index}: iterator {it.name} ({it.origin}): {it.source_text}")
+        self.emit(f"# loop {index}: iterator {it.name} ({comment_text(it.origin)}): "
+                  f"{comment_text(it.source_text)}")
         if it.function is not None and it.function.form != "range":
             fn = it.function
             if fn.form == "generator" and not fn.may_raise:
@@ -500,7 +502,8 @@ class NestWriter:
         item = solution.filter
         numerator = wrap(solution.numerator, PRECEDENCE["*"])
         denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
-        self.emit(f"# filter {item.name} ({item.origin}): rejects when {item.source_text}; solved for "
+        self.emit(f"# filter {item.name} ({comment_text(item.origin)}): rejects when "
+                  f"{comment_text(item.source_text)}; solved for "
                   f"{it.name} instead of looping")
         self.guarded(item, solution.numerator, lambda _: None)
         self.guarded(item, solution.denominator, lambda _: None)
@@ -541,7 +544,7 @@ class NestWriter:
 
     # -- a derived value, filter or bound --------------------------------------------------------
     def _bound(self, item: Item) -> None:
-        self.emit(f"# bound {item.name} ({item.origin}): {item.source_text}")
+        self.emit(f"# bound {item.name} ({comment_text(item.origin)}): {comment_text(item.source_text)}")
         if item.function is not None:
             call = f"{item.function.name}({', '.join(item.function.params)})"
             may_raise = item.function.may_raise
@@ -571,13 +574,15 @@ class NestWriter:
                 self._bound(item)
             return
         if item.kind == "derived":
-            self.emit(f"# derived {item.name} ({item.origin}): {item.source_text}")
+            self.emit(f"# derived {item.name} ({comment_text(item.origin)}): "
+                      f"{comment_text(item.source_text)}")
             if item.function is not None:
                 self.call(item, item.name)
             else:
                 self.guarded(item, item.expr, lambda s: self.emit(f"{item.name} = {s}"))
         elif item.kind == "filter":
-            self.emit(f"# filter {item.name} ({item.origin}): rejects when {item.source_text}")
+            self.emit(f"# filter {item.name} ({comment_text(item.origin)}): rejects when "
+                      f"{comment_text(item.source_text)}")
             if item.function is not None:
                 self.call(item, f"{item.name}__rejects")
                 test = f"{item.name}__rejects"

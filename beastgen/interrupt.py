@@ -1,0 +1,53 @@
+"""Ctrl-C during compiled work.
+
+Python runs signal handlers only in the main thread, between bytecodes: a compiled nest that runs
+for an hour in the main thread ignores Ctrl-C for an hour. The generated nests release the GIL
+(``nogil=True``), so they run in a worker thread instead while the main thread waits in short
+slices: Ctrl-C raises ``KeyboardInterrupt`` in the main thread within :data:`POLL_SECONDS`. The
+worker thread cannot be stopped inside compiled code; it is a daemon thread, and the command line
+exits at once (``beastgen.cli.main``). Chunks not started yet are cancelled.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+
+POLL_SECONDS = 0.1
+
+
+def call_interruptibly(function, *args):
+    """``function(*args)``; from the main thread, in a daemon thread that Ctrl-C does not wait for."""
+    if threading.current_thread() is not threading.main_thread():
+        return function(*args)
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread as is
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name="beastgen-compiled", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(POLL_SECONDS)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def wait_interruptibly(futures, on_done=None) -> None:
+    """Wait for every future in short slices (Ctrl-C cancels those not started and raises);
+    ``on_done(future)`` is called as each one finishes."""
+    pending = set(futures)
+    try:
+        while pending:
+            done, pending = concurrent.futures.wait(pending, POLL_SECONDS,
+                                                    concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                if on_done is not None:
+                    on_done(future)
+    except KeyboardInterrupt:
+        for future in pending:
+            future.cancel()
+        raise

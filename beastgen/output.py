@@ -1,0 +1,77 @@
+"""Output files written whole or not at all.
+
+:class:`AtomicOutput` checks the path *before* the work (it creates the directory and an empty
+temporary file next to the target, so a bad path fails at once with one clear error), the work
+writes the temporary file, and only a finished write renames it onto the target. An error, a full
+disk or Ctrl-C removes the temporary file: no file that looks complete is left behind.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+
+from .errors import BeastError
+
+
+class AtomicOutput:
+    """``with AtomicOutput(path) as tmp:`` write ``tmp``; it becomes ``path`` on success only.
+    Construct it before the work: the constructor is the check."""
+
+    def __init__(self, path: str):
+        self.path = path
+        target = os.path.abspath(path)
+        if os.path.isdir(target):
+            raise BeastError("the output is a directory; give a file name", path)
+        directory = os.path.dirname(target)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            handle, self.temporary = tempfile.mkstemp(
+                prefix=f".{os.path.basename(target)}.", suffix=".partial", dir=directory)
+            os.close(handle)
+            os.chmod(self.temporary, 0o666 & ~_umask())  # as open() would create it
+        except FileExistsError:
+            raise BeastError("cannot write the output there: a part of its directory is a file",
+                             path) from None
+        except (OSError, ValueError) as e:
+            raise BeastError(f"cannot write the output there: {_reason(e)}", path) from None
+
+    def __enter__(self) -> str:
+        return self.temporary
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if kind is None:
+            try:
+                os.replace(self.temporary, self.path)
+                return False
+            except OSError as e:
+                error, kind = e, OSError
+        self.discard()
+        if isinstance(error, OSError):
+            raise BeastError(f"cannot write the output: {_reason(error)}", self.path) from None
+        return False
+
+    def discard(self) -> None:
+        """Remove the temporary file (the target is left as it was)."""
+        try:
+            os.unlink(self.temporary)
+        except OSError:
+            pass
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _reason(error: Exception) -> str:
+    return getattr(error, "strerror", None) or str(error)
+
+
+def write_csv(path: str, names, rows) -> None:
+    """A header and the rows, quoted where needed by the csv module (a value ``a,b`` stays one field)."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(names)
+        writer.writerows(rows)
