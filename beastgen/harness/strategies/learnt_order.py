@@ -36,7 +36,7 @@ REFIT_FRACTION = 0.05
 #: extra shrinkage of the pairwise features
 PAIR_RIDGE = 1.0
 #: scale of the posterior spread in the proposals (0: always the predicted fastest)
-EXPLORATION = 1.0
+EXPLORATION = 0.3
 #: at most this many measurements (drawn at random) train the model
 TRAINING = 512
 
