@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default="beastgen-results.db", metavar="DB",
                    help="SQLite results store; a run resumes from it (default beastgen-results.db)")
     p.add_argument("--strategy", default="branch_and_bound",
-                   choices=["branch_and_bound", "exhaustive", "random", "genetic"])
+                   choices=["branch_and_bound", "bound_order", "exhaustive", "random", "genetic"])
     p.add_argument("--seed", type=int, default=0, help="seed of the random and genetic strategies")
     p.add_argument("--iterations", type=int, default=None, help="timed runs per configuration")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

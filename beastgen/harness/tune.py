@@ -50,6 +50,7 @@ class TuneResult:
     best_bound: float = math.nan
     best_bottleneck: str | None = None
     proven: bool = False
+    lower_bound: float = math.nan  # branch and bound: the optimum is at least this (seconds)
     exhaustive: int = 0  # valid configurations of the space
     surviving: int | None = None  # of those, bound below the best measured time
     evaluated: int = 0  # configurations measured by this run (ok or failed), resumed ones included
@@ -70,12 +71,18 @@ class TuneResult:
                 "best_time_ms": self.best_time * 1e3 if math.isfinite(self.best_time) else None,
                 "best_bound_ms": self.best_bound * 1e3 if math.isfinite(self.best_bound) else None,
                 "best_bottleneck": self.best_bottleneck, "proven": self.proven,
+                "certificate": self.certificate(),
+                "lower_bound_ms": self.lower_bound * 1e3 if math.isfinite(self.lower_bound) else None,
                 "exhaustive": self.exhaustive, "surviving": self.surviving,
                 "evaluated": self.evaluated, "ran_now": self.ran_now, "resumed": self.resumed,
                 "unmeasured": self.unmeasured, "failures": self.failures,
                 "failure_examples": self.failure_examples,
                 "bound_violations": self.bound_violations, "stopped": self.stopped,
                 "seconds": self.seconds}
+
+    def certificate(self) -> str:
+        """"optimal", "within X% of optimal" (best time / lower bound of the optimum), or ""."""
+        return _certificate(self.best_time, self.lower_bound, self.proven)
 
     def report(self) -> str:
         lines = [f"space {self.space} on {self.device} ({self.backend} backend), strategy {self.strategy}"]
@@ -92,7 +99,8 @@ class TuneResult:
                      f"{self.resumed:,} from the results store)"
                      + (f"; unmeasured (not in the replay file): {self.unmeasured:,}" if self.unmeasured else ""))
         lines.append("the best is PROVEN optimal by the bounds" if self.proven else
-                     f"not proven optimal ({self.stopped})")
+                     f"not proven optimal ({self.stopped})"
+                     + (f"; the best is {self.certificate()}" if self.certificate() else ""))
         if self.failures:
             lines.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
             for example in self.failure_examples[:5]:
@@ -206,9 +214,12 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     start = time.perf_counter()
     bar = _progress_bar(progress, budget)
 
+    unmeasured_bounds = []  # replay: the bounds of proposed configurations the file does not hold
+
     def account(key, config, status, time_s, bound, bottleneck, message, fresh):
         if status == "unmeasured":
             result.unmeasured += 1
+            unmeasured_bounds.append(bound)
             return
         result.evaluated += 1
         if fresh:
@@ -236,7 +247,9 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
             result.best_config, result.best_time = config, time_s
             result.best_bound, result.best_bottleneck = bound, bottleneck
         if bar is not None:
-            bar.set_postfix_str(f"best {format_seconds(state.best_time)}")
+            certificate = _certificate(state.best_time, state.lower_bound, False)
+            bar.set_postfix_str(f"best {format_seconds(state.best_time)}"
+                                + (f", {certificate}" if certificate else ""))
 
     def resumed(candidate, key):
         row = previous[key]
@@ -280,10 +293,13 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         if hasattr(runner, "close"):
             runner.close()
         store.close()
+    result.lower_bound = state.lower_bound
     result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
-    if result.proven and result.unmeasured:  # neither measured nor cut: no proof, whatever the bounds
+    # neither measured nor cut by the final best time: no proof, whatever the bounds
+    missing = sum(1 for bound in unmeasured_bounds if not bound >= result.best_time)
+    if result.proven and missing:
         result.proven = False
-        result.stopped = (f"best among the measured: {result.unmeasured:,} configurations the bounds "
+        result.stopped = (f"best among the measured: {missing:,} configurations the bounds "
                           "did not cut are missing from the replay file")
     if result.proven:
         result.stopped = "proven"
@@ -295,6 +311,14 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     if plot:
         plot_results(result, plot)
     return result
+
+
+def _certificate(best: float, lower: float, proven: bool) -> str:
+    if proven or (math.isfinite(best) and lower >= best):
+        return "optimal"
+    if not (math.isfinite(best) and lower > 0):
+        return ""
+    return f"within {best / lower - 1:.1%} of optimal"
 
 
 def _replay_settings(runner, kernel, space) -> dict:

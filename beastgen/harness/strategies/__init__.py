@@ -4,10 +4,11 @@ from .base import Candidate, SearchState, Strategy
 from .branch_and_bound import BranchAndBound
 from .exhaustive import Exhaustive
 from .genetic import Genetic
+from .guided import GuidedBranchAndBound
 from .random_search import RandomSearch
 
-STRATEGIES = {"branch_and_bound": BranchAndBound, "exhaustive": Exhaustive, "random": RandomSearch,
+STRATEGIES = {"branch_and_bound": GuidedBranchAndBound, "bound_order": BranchAndBound, "exhaustive": Exhaustive, "random": RandomSearch,
               "genetic": Genetic}
 
-__all__ = ["Candidate", "SearchState", "Strategy", "STRATEGIES", "BranchAndBound", "Exhaustive",
+__all__ = ["Candidate", "SearchState", "Strategy", "STRATEGIES", "BranchAndBound", "GuidedBranchAndBound", "Exhaustive",
            "RandomSearch", "Genetic"]

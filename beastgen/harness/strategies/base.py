@@ -23,6 +23,7 @@ class SearchState:
     violated_terms: set = field(default_factory=set)  # bound terms a measurement proved wrong
     times: dict = field(default_factory=dict)  # config_key -> seconds (inf: failed)
     proven: bool = False  # branch and bound: no unrun configuration can beat best_time
+    lower_bound: float = math.nan  # branch and bound: the optimum is at least this (seconds)
 
 
 def row_config(row, columns) -> dict:

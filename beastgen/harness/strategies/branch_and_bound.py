@@ -13,7 +13,7 @@ FIRST_BATCH = 256
 
 
 class BranchAndBound(Strategy):
-    name = "branch_and_bound"
+    name = "bound_order"
 
     def propose(self, state):
         if not self.plan.bound_terms:
@@ -41,6 +41,8 @@ class BranchAndBound(Strategy):
                     if term not in state.violated_terms:
                         continue  # pruned: its bound is valid and no better than the best
                 seen.add(key)
+                if not state.violated_terms:
+                    state.lower_bound = bound  # the smallest bound not yet run
                 violated = len(state.violated_terms)
                 yield Candidate(row_config(row, columns), bound, term)
                 if past_proof and len(state.violated_terms) > violated:

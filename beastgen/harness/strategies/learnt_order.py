@@ -1,0 +1,173 @@
+"""The order in which branch and bound visits configurations, learnt during the run.
+
+Branch and bound proves the best once every configuration whose lower bound is below the best
+time is measured or cut; the order in which they are measured is free. Measuring fast ones first
+lowers the best time early, so more configurations are cut and the proof comes sooner.
+
+:class:`LearntOrder` ranks the configurations still open (not measured, not cut) by a Bayesian
+ridge regression of log run time, refitted on this run's own measurements only:
+
+- features: one-hot per parameter value and per pair of parameter values (interactions such as
+  tile size x thread count), each parameter's rank among its values (a trend that reaches values
+  not yet measured), and the log of the lower bound;
+- proposal: the open configuration with the smallest prediction under weights drawn from the
+  posterior (Thompson sampling), so uncertain regions are tried too; a prediction never goes
+  below the configuration's own valid lower bound;
+- the first proposal has the smallest bound; the next few are drawn uniformly at random among the
+  open configurations.
+
+The certificate at any moment: the true optimum is at least the smallest valid bound among the
+open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
+``best / lower`` bounds how far the best time is from optimal; the best is optimal when nothing is
+open with a bound below it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: uniform random proposals before the model is used
+INITIAL = 8
+#: prior precision of every weight (ridge penalty) on standardized features
+RIDGE = 1.0
+#: refit after this fraction more measurements (at least one): early on, every measurement
+REFIT_FRACTION = 0.05
+#: extra shrinkage of the pairwise features
+PAIR_RIDGE = 1.0
+#: scale of the posterior spread in the proposals (0: always the predicted fastest)
+EXPLORATION = 0.3
+#: at most this many measurements (drawn at random) train the model
+TRAINING = 512
+
+
+class LearntOrder:
+    """Chooses the next configuration to measure among ``n`` candidates.
+
+    ``codes[i, j]``: index of candidate i's value of parameter j among that parameter's values (in
+    increasing order); ``bounds[i]``: its lower bound in seconds (nan: none); ``terms[i]``: the
+    index of its dominating bound term. Call :meth:`next` for an index, then :meth:`observe`
+    with its time (``math.inf`` for a failure, ``None`` when it gave no time)."""
+
+    def __init__(self, codes: np.ndarray, bounds: np.ndarray, terms: np.ndarray, seed: int = 0):
+        n = len(bounds)
+        self.rng = np.random.default_rng(seed)
+        self.bounds = np.where(np.isnan(bounds), 0.0, np.asarray(bounds, dtype=float))
+        self.terms = np.asarray(terms, dtype=np.int64)
+        self.open = np.ones(n, dtype=bool)
+        self.violated = np.zeros(int(self.terms.max(initial=0)) + 1, dtype=bool)
+        self._features(np.asarray(codes, dtype=np.int64).reshape(n, -1))
+        self.valid = self.valid_bounds()
+        self.measured: list[int] = []  # candidates with a time, in measurement order
+        self.log_times: list[float] = []
+        self.fitted_at = -1
+        self.queue = np.zeros(0, dtype=np.int64)
+        self.position = 0
+
+    # -- features ------------------------------------------------------------------------------
+    def _features(self, codes: np.ndarray) -> None:
+        """Sparse one-hot indices (``self.hot``, n x h) and dense columns (``self.dense``)."""
+        varying = [j for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
+        sizes = [int(codes[:, j].max()) + 1 for j in varying]
+        hot, offset = [], 0
+        for j, size in zip(varying, sizes):
+            hot.append(offset + codes[:, j])
+            offset += size
+        main_width = offset
+        for a in range(len(varying)):
+            for b in range(a + 1, len(varying)):
+                hot.append(offset + codes[:, varying[a]] * sizes[b] + codes[:, varying[b]])
+                offset += sizes[a] * sizes[b]
+        n = len(codes)
+        self.hot = np.stack(hot, axis=1).astype(np.int32) if hot else np.zeros((n, 0), np.int32)
+        dense = [codes[:, j] / (size - 1) for j, size in zip(varying, sizes)]
+        positive = self.bounds > 0
+        if positive.any():
+            logs = np.log(np.where(positive, self.bounds, self.bounds[positive].min()))
+            spread = logs.std()
+            dense.append((logs - logs.mean()) / spread if spread > 0 else logs * 0.0)
+        self.dense = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
+        self.hot_width = offset
+        self.width = offset + self.dense.shape[1]
+        self.prior_variance = np.full(self.width, 1.0 / RIDGE)
+        self.prior_variance[main_width:offset] /= PAIR_RIDGE  # pairs: shrunk harder
+
+    # -- the search ----------------------------------------------------------------------------
+    def valid_bounds(self) -> np.ndarray:
+        """Each candidate's bound, 0 where its dominating term was violated."""
+        return np.where(self.violated[self.terms], 0.0, self.bounds)
+
+    def lower_bound(self, best: float) -> float:
+        """The smallest valid bound among the open candidates not cut by ``best`` (inf: none)."""
+        alive = self.open & (self.valid < best)
+        return float(self.valid[alive].min()) if alive.any() else math.inf
+
+    def next(self, best: float) -> int | None:
+        """The next candidate to measure, or None when every candidate is measured or cut."""
+        if len(self.measured) < INITIAL:
+            alive = np.flatnonzero(self.open & (self.valid < best))
+            if not len(alive):
+                return None
+            if not self.measured:  # Telamon's first choice: the smallest bound
+                return int(alive[np.argmin(self.valid[alive])])
+            return int(self.rng.choice(alive))
+        if len(self.measured) >= self.fitted_at + max(1, int(REFIT_FRACTION * len(self.measured))):
+            self._refit()
+        while self.position < len(self.queue):  # every open candidate, by predicted time
+            i = int(self.queue[self.position])
+            self.position += 1
+            if self.open[i] and self.valid[i] < best:
+                return i
+        return None
+
+    def observe(self, i: int, time: float | None) -> None:
+        """Candidate ``i`` was measured in ``time`` seconds (inf: failed; None: no time)."""
+        self.open[i] = False
+        if time is not None and math.isfinite(time) and time > 0:
+            self.measured.append(i)
+            self.log_times.append(math.log(time))
+
+    def violate(self, term: int) -> None:
+        """A measurement proved term ``term`` wrong: it cuts nothing any more."""
+        if not self.violated[term]:
+            self.violated[term] = True
+            self.valid = self.valid_bounds()
+            self.fitted_at = -1  # requeue: candidates cut on that term are open again
+
+    def _rows(self, indices: np.ndarray) -> np.ndarray:
+        x = np.zeros((len(indices), self.width))
+        np.put_along_axis(x, self.hot[indices], 1.0, axis=1)
+        x[:, self.hot_width:] = self.dense[indices]
+        return x
+
+    def _refit(self) -> None:
+        """Draw weights from the posterior (dual form: the measurements, at most TRAINING of them
+        drawn at random, are few next to the features) and queue the open candidates by predicted
+        time. Prior: weights N(0, noise^2 / RIDGE); noise: the residual spread."""
+        chosen = np.arange(len(self.measured))
+        if len(chosen) > TRAINING:
+            chosen = np.sort(self.rng.choice(chosen, TRAINING, replace=False))
+        x = self._rows(np.asarray(self.measured)[chosen])
+        y = np.asarray(self.log_times)[chosen]
+        offset = y.mean()
+        y = y - offset
+        spread = np.sqrt(self.prior_variance)
+        draw_weights = spread * self.rng.standard_normal(self.width)
+        draw_noise = self.rng.standard_normal(len(y))
+        scaled = x * self.prior_variance
+        solved = np.linalg.solve(scaled @ x.T + np.eye(len(y)),
+                                 np.stack([y, x @ draw_weights, draw_noise], axis=1))
+        noise = math.sqrt((y @ solved[:, 0] + 1e-4) / len(y))  # residual spread
+        # a posterior draw (Matheron's rule): a prior draw, corrected towards the data
+        explore = EXPLORATION * noise
+        dual = solved[:, 0] - explore * (solved[:, 1] + solved[:, 2])
+        weights = explore * draw_weights + scaled.T @ dual
+        predicted = (weights[self.hot].sum(axis=1) + self.dense @ weights[self.hot_width:]
+                     + offset)
+        with np.errstate(divide="ignore"):
+            predicted = np.maximum(predicted, np.log(self.valid))  # never below a valid bound
+        candidates = np.flatnonzero(self.open)
+        self.queue = candidates[np.argsort(predicted[candidates], kind="stable")]
+        self.position = 0
+        self.fitted_at = len(self.measured)
+
