@@ -5,10 +5,10 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import tomllib
 
 import pytest
 
+from beastgen.devices import tomllib  # tomllib, or tomli on Python 3.10
 from beastgen.errors import BeastError
 from beastgen.harness.calibrate import (CHAINS, LOCAL_OFFSET_SPAN, STRIDES, calibrate, parse_target,
                                         wavefronts, write_profile)

@@ -176,8 +176,9 @@ def test_profiles_table():
 
 
 def test_no_alias_collisions():
-    import tomllib
     from importlib import resources
+
+    from beastgen.devices import tomllib  # tomllib, or tomli on Python 3.10
 
     data = tomllib.loads((resources.files("beastgen") / "data" / "devices.toml").read_text())
     seen = {}
