@@ -210,10 +210,14 @@ class CompiledPlan:
         if threshold is None:
             jobs = jobs if chunk is None else 1
             self._compile_chunking(jobs)
-            start = time.perf_counter()
             if jobs <= 1 and chunk is None:
-                counts = self._count_in_growing_chunks(progress, start)
+                # the census (which counts split nodes) compiles before the clock starts: the
+                # long-count warning extrapolates the run alone
+                nodes = self.split_node_count()
+                start = time.perf_counter()
+                counts = self._count_in_growing_chunks(nodes, progress, start)
             else:
+                start = time.perf_counter()
                 counts = self._in_threads(jobs, [("count", *c) for c in self._chunks(jobs, chunk)],
                                           progress, start)
             self.last_seconds = time.perf_counter() - start  # the census included
@@ -352,10 +356,9 @@ class CompiledPlan:
         census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
         return balanced_chunks(census.iterations, _CHUNKS_PER_JOB * jobs)
 
-    def _count_in_growing_chunks(self, progress, start: float) -> list[int]:
-        """A whole count on one thread, in chunks of 1, 2, 4... split nodes: ``progress`` hears
-        the share of split nodes done after each (Ctrl-C is heard during each: see _run)."""
-        nodes = self.split_node_count()
+    def _count_in_growing_chunks(self, nodes: int, progress, start: float) -> list[int]:
+        """A whole count on one thread, in chunks of 1, 2, 4... of its ``nodes`` split nodes:
+        ``progress`` hears the share done after each (Ctrl-C is heard during each: see _run)."""
         counts, lo, size = [], 0, 1
         while lo < max(nodes, 1):
             hi = lo + size if lo + size < nodes else _WHOLE[1]
