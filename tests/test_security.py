@@ -229,7 +229,7 @@ def _interrupt(directory, args, wait_for, timeout=60):
         line = child.stdout.readline()
         assert line and time.monotonic() < deadline, output
         output += line
-    time.sleep(0.5)
+    time.sleep(2.0)  # a signal during start-up has once been lost (see the issue 12 note)
     child.send_signal(signal.SIGINT)
     sent = time.monotonic()
     rest, _ = child.communicate(timeout=10)
