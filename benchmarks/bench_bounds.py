@@ -2,6 +2,15 @@
 measured configurations branch and bound must run (bound below the best measured time), the
 violations against the mean time and the fastest repetition, and real/bound quantiles.
 
+Then what the data allow (a diagnosis, never a bound: these numbers are read off the answers):
+- how many configurations run within r x the best (a bound prunes a configuration only when it is at
+  least the best time, so it must be within real/best of the real time there);
+- each term scaled by the largest factor that keeps it at or below the fastest repetition of every
+  configuration (as if the hardware's rate were the highest rate the kernel ever reached), and the
+  fraction branch and bound would still run: the most any rescaling of these counts can prune;
+- the ceiling of any valid bound that reads only some parameters: it cannot exceed the fastest
+  real time among the configurations that share those parameters' values.
+
     PYTHONPATH=. python benchmarks/bench_bounds.py [SPACE] [--device D] [--replay FILE]
 """
 import argparse
@@ -49,6 +58,30 @@ def main() -> None:
           f"best {best * 1e3:.3f} ms ({replay.path})")
     print(format_table(["terms", "B&B runs", "violations (mean)", "violations (fastest)",
                         "real/bound min", "5th pct", "median"], rows))
+    print()
+    print("what the data allow (diagnosis read off the measurements, not bounds):")
+    print("configurations whose fastest repetition is at least r x the best: "
+          + ", ".join(f"r={r:g} {(fastest >= r * best).mean():.1%}" for r in (1, 1.5, 2, 2.5, 3, 4)))
+    positive = values > 0
+    scale = np.array([(fastest[positive[:, i]] / values[positive[:, i], i]).min() if positive[:, i].any()
+                      else 1.0 for i in range(len(terms))])
+    scaled = (values * scale).max(axis=1)
+    print("each term x the largest factor the fastest repetitions allow ("
+          + ", ".join(f"{t} x{f:.2f}" for t, f in zip(terms, scale))
+          + f"): B&B would run {(scaled < best).mean():.1%}")
+    parameters = [name for name in replay.keys if len({key[replay.keys.index(name)] for key, _ in samples}) > 1]
+    keys = [key for key, _ in samples]
+    rows = []
+    for count in range(1, len(parameters) + 1):
+        chosen = parameters[:count]
+        columns = [replay.keys.index(name) for name in chosen]
+        group_fastest: dict[tuple, float] = {}
+        for key, time in zip(keys, fastest):
+            group = tuple(key[c] for c in columns)
+            group_fastest[group] = min(group_fastest.get(group, np.inf), time)
+        ceiling = np.array([group_fastest[tuple(key[c] for c in columns)] for key in keys])
+        rows.append([", ".join(chosen), f"{(ceiling < best).mean():.1%}"])
+    print(format_table(["a valid bound reading only", "B&B runs at least"], rows))
 
 
 if __name__ == "__main__":
