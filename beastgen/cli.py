@@ -173,6 +173,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "Kernel Tuner's Searchspace(from_cache=...)); t1: the space as T1 JSON")
     p.add_argument("-o", "--output", required=True, help="output JSON file")
 
+    p = sub.add_parser("export-results", help="write a tune run's results for another tool: a Kernel "
+                                              "Tuner cache file or T4 results JSON (times in ms)")
+    p.add_argument("results", help="the results store tune wrote (--results)")
+    p.add_argument("--format", "-f", required=True, choices=["kernel_tuner", "t4"],
+                   help="kernel_tuner: a cache file (Kernel Tuner's simulation mode, beastgen's "
+                        "--replay); t4: the community's T4 results format")
+    p.add_argument("-o", "--output", required=True, help="output JSON file")
+    p.add_argument("--run", default=None, help="which run of the store (default: the latest)")
+    p.add_argument("--kernel-name", default=None,
+                   help="kernel_name of the cache file (default: the space's name)")
+    p.add_argument("--device-name", default=None,
+                   help="device_name of the cache file (default: the run's device profile)")
+
     p = sub.add_parser("nvcc-check", help="compile a sample of configurations of the space's CUDA kernel "
                                           "with nvcc (nothing runs) and compare ptxas's registers "
                                           "with the space's estimate `regs`")
@@ -585,6 +598,21 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_export_results(args) -> int:
+    from .harness.store import read_run
+    from .interop.results import kernel_tuner_cache, t4_results, write_results
+
+    description, rows = read_run(args.results, args.run)
+    if args.format == "kernel_tuner":
+        document = kernel_tuner_cache(description, rows, args.kernel_name, args.device_name)
+    else:
+        document = t4_results(description, rows)
+    write_results(document, args.output)
+    print(f"wrote {len(rows):,} results of run {description['run']} ({description['space']} on "
+          f"{description['device']}) to {args.output} ({args.format}, times in ms)")
+    return 0
+
+
 def cmd_nvcc_check(args) -> int:
     from .harness.nvcc_check import nvcc_check
 
@@ -619,7 +647,8 @@ def cmd_calibrate(args) -> int:
 COMMANDS = {"show": cmd_show, "calibrate": cmd_calibrate, "export": cmd_export, "generate": cmd_generate, "count": cmd_count,
             "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
             "compare": cmd_compare, "check-bounds": cmd_check_bounds, "tune": cmd_tune,
-            "estimate": cmd_estimate, "nvcc-check": cmd_nvcc_check}
+            "estimate": cmd_estimate, "nvcc-check": cmd_nvcc_check,
+            "export-results": cmd_export_results}
 
 if __name__ == "__main__":
     sys.exit(main())
