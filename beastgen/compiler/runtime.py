@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.util
 import math
@@ -156,6 +157,15 @@ class CompiledPlan:
             module_spec.loader.exec_module(module)
             self._module = module
         return self._module
+
+    def numba_cached(self, function_name: str) -> bool:
+        """Whether Numba's on-disk cache holds ``function_name`` of the generated module (its index
+        file ``__pycache__/<module>.<function>-<line>.pyXY.nbi``): a warm run does not compile it."""
+        if not self.path:
+            return False
+        stem = os.path.splitext(os.path.basename(self.path))[0]
+        return bool(glob.glob(os.path.join(glob.escape(os.path.dirname(self.path)), "__pycache__",
+                                           f"{glob.escape(stem)}.{function_name}-*.nbi")))
 
     def _compiled(self, function_name: str, *args):
         """The generated function, compiled for these arguments' types (a readable error if not)."""
