@@ -303,9 +303,10 @@ def cmd_count(args) -> int:
         count = stats.count if stats else plan.count(jobs=_jobs(args),
                                                      progress=_LongCountWarning(args, bar))
     seconds = stats.seconds if stats else plan.last_seconds
+    why_empty = plan.why_empty() if count == 0 else None  # part of the command: before the total
     total = time.perf_counter() - start
     print(f"{count:,} valid configurations (enumeration {seconds:.3f} s, total {total:.2f} s)")
-    _report_count(args, plan, count, stats, {"seconds": seconds, "total_seconds": total})
+    _report_count(args, plan, count, stats, {"seconds": seconds, "total_seconds": total}, why_empty)
     return 0
 
 
@@ -343,10 +344,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds"
 
 
-def _report_count(args, plan, count: int, stats, record: dict) -> None:
+def _report_count(args, plan, count: int, stats, record: dict, why_empty: str | None) -> None:
     """After the count's line: why the space is empty, the statistics, the JSON record."""
     if count == 0:
-        print(f"empty: {plan.why_empty()}")
+        print(f"empty: {why_empty or 'the space is empty'}")
     if stats:
         print()
         print(format_stats(plan, stats))
@@ -368,13 +369,15 @@ def _count_on_cluster(args, plan, start: float) -> int:
             stats, run = distributed.stats(plan, client)
         else:
             stats, run = None, distributed.count(plan, client)
-    total = time.perf_counter() - start
     count = run.count
+    why_empty = plan.why_empty() if count == 0 else None  # part of the command: before the total
+    total = time.perf_counter() - start
     print(f"{count:,} valid configurations (on {_workers(run)} in {len(run.chunks)} chunks: "
           f"{run.seconds:.3f} s, total {total:.2f} s)")
     _print_balance(run)
     _report_count(args, plan, count, stats, {"seconds": run.seconds, "total_seconds": total,
-                                             "scheduler": args.scheduler, "distributed": run.as_dict()})
+                                             "scheduler": args.scheduler, "distributed": run.as_dict()},
+                  why_empty)
     return 0
 
 
@@ -499,8 +502,7 @@ def cmd_show(args) -> int:
     space, plan = _compile(args)
     print(_describe_target(plan))
     print()
-    for kind, label in (("setting", "settings"), ("device", "device properties"),
-                        ("iterator", "iterators"), ("derived", "derived values"),
+    for kind, label in (("device", "device properties"), ("iterator", "iterators"), ("derived", "derived values"),
                         ("filter", "filters"), ("bound", "bound terms")):
         variables = space.of_kind(kind)
         if variables:
@@ -574,7 +576,7 @@ def _enumerate_on_cluster(args, plan) -> int:
     print(_describe_target(plan))
     with distributed.Cluster(args.scheduler) as client:
         run = distributed.enumerate_to_parquet(plan, client, args.output)
-    print(f"wrote {run.count:,} configurations to {args.output}/ as {max(len(run.chunks), 1)} Parquet "
+    print(f"wrote {run.count:,} configurations to {os.path.join(args.output, '')} as {max(len(run.chunks), 1)} Parquet "
           f"parts in enumeration order (on {_workers(run)}: {run.seconds:.3f} s)")
     _print_balance(run)
     return 0

@@ -418,7 +418,7 @@ class CompiledPlan:
             return "some iterator has an empty domain"
         last, n = culprits[-1]
         what = "raised for" if last.kind != "filter" else "rejected"
-        return (f"the space is empty: the last {last.kind} to cut it was '{last.name}' ({last.origin}), "
+        return (f"the last {last.kind} to cut it was '{last.name}' ({last.origin}), "
                 f"which {what} {n:,} of the remaining candidates")
 
     def enumerate(self, chunk: tuple[int, int] | None = None, jobs: int = 1) -> np.ndarray:
@@ -472,8 +472,12 @@ class CompiledPlan:
         return result
 
     def dataframe(self):
-        """:meth:`enumerate` as a pandas DataFrame."""
-        import pandas as pd
+        """:meth:`enumerate` as a pandas DataFrame (needs pandas: ``pip install 'beastgen[data]'``)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise BeastError("plan.dataframe() needs pandas: pip install 'beastgen[data]' (or use "
+                             "plan.enumerate(), a NumPy structured array)") from None
         return pd.DataFrame(self.enumerate())
 
     def _column_dtype(self, item) -> np.dtype:
