@@ -287,7 +287,8 @@ def cmd_count(args) -> int:
                              "per-level statistics of bound pruning")
         threshold = parse_threshold(args.threshold)
         seconds_limit = threshold.resolve(plan.best_bound() if threshold.factor else math.inf)
-        count = plan.count(seconds_limit)
+        with Elapsed("counting", _shows_progress(args)):
+            count = plan.count(seconds_limit)
         seconds = plan.last_seconds
         total = time.perf_counter() - start
         print(f"{count:,} valid configurations with a lower bound of at most "
