@@ -503,7 +503,8 @@ def cmd_show(args) -> int:
     space, plan = _compile(args)
     print(_describe_target(plan))
     print()
-    for kind, label in (("device", "device properties"), ("iterator", "iterators"), ("derived", "derived values"),
+    for kind, label in (("device", "device properties"), ("iterator", "iterators"),
+                        ("derived", "derived values"),
                         ("filter", "filters"), ("bound", "bound terms")):
         variables = space.of_kind(kind)
         if variables:
@@ -577,7 +578,8 @@ def _enumerate_on_cluster(args, plan) -> int:
     print(_describe_target(plan))
     with distributed.Cluster(args.scheduler) as client:
         run = distributed.enumerate_to_parquet(plan, client, args.output)
-    print(f"wrote {run.count:,} configurations to {os.path.join(args.output, '')} as {max(len(run.chunks), 1)} Parquet "
+    print(f"wrote {run.count:,} configurations to {os.path.join(args.output, '')} as "
+          f"{max(len(run.chunks), 1)} Parquet "
           f"parts in enumeration order (on {_workers(run)}: {run.seconds:.3f} s)")
     _print_balance(run)
     return 0
