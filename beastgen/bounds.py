@@ -127,7 +127,8 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
     ax.set_ylabel("count (log scale)")
     ax.set_title(f"{comparison.space} on {comparison.device}: threshold {format_seconds(comparison.threshold_seconds)}"
                  f" ({comparison.threshold}); {comparison.bound_pruned:,} of {comparison.exhaustive:,} kept")
-    ax.legend(fontsize="small")
+    # outside the axes, right of them: inside, it covered the last level's bars
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

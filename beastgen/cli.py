@@ -14,6 +14,7 @@ from . import __version__
 from .bounds import format_seconds, parse_threshold
 from .errors import BeastError
 from .output import AtomicOutput, write_csv
+from .progress import Elapsed, ShareBar
 
 
 def _settings(pairs: list[list[str]] | None) -> dict:
@@ -73,6 +74,11 @@ def _jobs(args) -> int:
     return args.jobs or os.cpu_count() or 1
 
 
+def _add_progress_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress line on stderr (shown only on a terminal, after a second)")
+
+
 def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786), or local:N "
@@ -100,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bound-pruned count: only configurations whose lower bound is at most this "
                         "time (1.5ms, 250us, 0.002) or factor of the best bound (2x)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    _add_progress_arg(p)
     _add_jobs_arg(p)
     _add_scheduler_arg(p, "count in chunks")
 
@@ -113,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random descents (knuth, default 100000) or runs (chen, default 30000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    _add_progress_arg(p)
 
     p = sub.add_parser("rank", help="the configurations with the smallest lower bounds")
     _add_space_args(p)
@@ -132,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True,
                    help="output file: .csv, .parquet or .npy (with --scheduler: a directory, which "
                         "receives a partitioned Parquet dataset)")
+    _add_progress_arg(p)
     _add_jobs_arg(p)
     _add_scheduler_arg(p, "enumerate in chunks")
 
@@ -172,6 +181,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kernel_tuner: tune_params and every valid configuration (JSON, loadable with "
                         "Kernel Tuner's Searchspace(from_cache=...)); t1: the space as T1 JSON")
     p.add_argument("-o", "--output", required=True, help="output JSON file")
+    _add_progress_arg(p)
+
+    p = sub.add_parser("export-results", help="write a tune run's results for another tool: a Kernel "
+                                              "Tuner cache file or T4 results JSON (times in ms)")
+    p.add_argument("results", help="the results store tune wrote (--results)")
+    p.add_argument("--format", "-f", required=True, choices=["kernel_tuner", "t4"],
+                   help="kernel_tuner: a cache file (Kernel Tuner's simulation mode, beastgen's "
+                        "--replay); t4: the community's T4 results format")
+    p.add_argument("-o", "--output", required=True, help="output JSON file")
+    p.add_argument("--run", default=None, help="which run of the store (default: the latest)")
+    p.add_argument("--kernel-name", default=None,
+                   help="kernel_name of the cache file (default: the space's name)")
+    p.add_argument("--device-name", default=None,
+                   help="device_name of the cache file (default: the run's device profile)")
 
     p = sub.add_parser("nvcc-check", help="compile a sample of configurations of the space's CUDA kernel "
                                           "with nvcc (nothing runs) and compare ptxas's registers "
@@ -254,7 +277,7 @@ def cmd_count(args) -> int:
     start = time.perf_counter()
     _, plan = _compile(args)
     print(_describe_target(plan))
-    if plan.plan is not None:
+    if plan.plan is not None and not plan.numba_cached("count"):
         print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
     if args.scheduler:
         return _count_on_cluster(args, plan, start)
@@ -264,7 +287,8 @@ def cmd_count(args) -> int:
                              "per-level statistics of bound pruning")
         threshold = parse_threshold(args.threshold)
         seconds_limit = threshold.resolve(plan.best_bound() if threshold.factor else math.inf)
-        count = plan.count(seconds_limit)
+        with Elapsed("counting", _shows_progress(args)):
+            count = plan.count(seconds_limit)
         seconds = plan.last_seconds
         total = time.perf_counter() - start
         print(f"{count:,} valid configurations with a lower bound of at most "
@@ -275,34 +299,43 @@ def cmd_count(args) -> int:
                 "count": count, "threshold_seconds": seconds_limit, "seconds": seconds,
                 "total_seconds": total}))
         return 0
-    stats = plan.stats() if args.stats else None
-    count = stats.count if stats else plan.count(jobs=_jobs(args), progress=_LongCountWarning(args))
+    with ShareBar("counting", _shows_progress(args)) as bar:
+        stats = plan.stats() if args.stats else None
+        count = stats.count if stats else plan.count(jobs=_jobs(args),
+                                                     progress=_LongCountWarning(args, bar))
     seconds = stats.seconds if stats else plan.last_seconds
+    why_empty = plan.why_empty() if count == 0 else None  # part of the command: before the total
     total = time.perf_counter() - start
     print(f"{count:,} valid configurations (enumeration {seconds:.3f} s, total {total:.2f} s)")
-    _report_count(args, plan, count, stats, {"seconds": seconds, "total_seconds": total})
+    _report_count(args, plan, count, stats, {"seconds": seconds, "total_seconds": total}, why_empty)
     return 0
 
 
+def _shows_progress(args) -> bool:
+    """Progress bars (on a terminal only) unless --json or --no-progress."""
+    return not (getattr(args, "json", False) or getattr(args, "no_progress", False))
+
+
 class _LongCountWarning:
-    """Progress of a count: once it has run half a second, if the rest will take over a minute
-    (extrapolated from the share done), say how long and how to get an estimate instead."""
+    """Progress of a count: the bar moves; once it has run half a second, if the rest will take
+    over a minute (extrapolated from the share done), say how long and how to get an estimate."""
 
     LIMIT_SECONDS = 60.0
 
-    def __init__(self, args):
-        self.args, self.warned = args, False
+    def __init__(self, args, bar: ShareBar):
+        self.args, self.bar, self.warned = args, bar, False
 
     def __call__(self, done: float, seconds: float) -> None:
+        self.bar(done, seconds)
         if self.warned or seconds < 0.5 or done >= 1.0:
             return
         total = seconds / max(done, 1e-12)
         if total > self.LIMIT_SECONDS:
             self.warned = True
-            print(f"beastgen: this count will take about {_duration(total)} (extrapolated from "
-                  f"the {done:.2%} of it done in {seconds:.1f} s); `beastgen estimate "
-                  f"{self.args.space}` (with the same --device and --set) estimates it in seconds; "
-                  "Ctrl-C stops", file=sys.stderr, flush=True)
+            self.bar.write(f"beastgen: this count will take about {_duration(total)} (extrapolated "
+                           f"from the {done:.2%} of it done in {seconds:.1f} s); `beastgen estimate "
+                           f"{self.args.space}` (with the same --device and --set) estimates it in "
+                           "seconds; Ctrl-C stops")
 
 
 def _duration(seconds: float) -> str:
@@ -312,10 +345,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds"
 
 
-def _report_count(args, plan, count: int, stats, record: dict) -> None:
+def _report_count(args, plan, count: int, stats, record: dict, why_empty: str | None) -> None:
     """After the count's line: why the space is empty, the statistics, the JSON record."""
     if count == 0:
-        print(f"empty: {plan.why_empty()}")
+        print(f"empty: {why_empty or 'the space is empty'}")
     if stats:
         print()
         print(format_stats(plan, stats))
@@ -337,13 +370,15 @@ def _count_on_cluster(args, plan, start: float) -> int:
             stats, run = distributed.stats(plan, client)
         else:
             stats, run = None, distributed.count(plan, client)
-    total = time.perf_counter() - start
     count = run.count
+    why_empty = plan.why_empty() if count == 0 else None  # part of the command: before the total
+    total = time.perf_counter() - start
     print(f"{count:,} valid configurations (on {_workers(run)} in {len(run.chunks)} chunks: "
           f"{run.seconds:.3f} s, total {total:.2f} s)")
     _print_balance(run)
     _report_count(args, plan, count, stats, {"seconds": run.seconds, "total_seconds": total,
-                                             "scheduler": args.scheduler, "distributed": run.as_dict()})
+                                             "scheduler": args.scheduler, "distributed": run.as_dict()},
+                  why_empty)
     return 0
 
 
@@ -369,7 +404,8 @@ def cmd_estimate(args) -> int:
         raise BeastError("--samples must be at least 2")
     _, plan = _compile(args)
     print(_describe_target(plan))
-    estimate = plan.estimate(args.samples, args.seed, method=args.method)
+    with Elapsed("estimating", _shows_progress(args)):
+        estimate = plan.estimate(args.samples, args.seed, method=args.method)
     what = "random descents" if estimate.method == "knuth" else "runs of Chen's heuristic sampling"
     print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
           f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "
@@ -467,8 +503,8 @@ def cmd_show(args) -> int:
     space, plan = _compile(args)
     print(_describe_target(plan))
     print()
-    for kind, label in (("setting", "settings"), ("device", "device properties"),
-                        ("iterator", "iterators"), ("derived", "derived values"),
+    for kind, label in (("device", "device properties"), ("iterator", "iterators"),
+                        ("derived", "derived values"),
                         ("filter", "filters"), ("bound", "bound terms")):
         variables = space.of_kind(kind)
         if variables:
@@ -517,12 +553,13 @@ def cmd_enumerate(args) -> int:
     target = AtomicOutput(output)  # the path is checked before the work
     try:
         print(_describe_target(plan))
-        configs = plan.enumerate(jobs=_jobs(args))
+        with Elapsed("enumerating", _shows_progress(args)):
+            configs = plan.enumerate(jobs=_jobs(args))
     except BaseException:
         target.discard()
         raise
     seconds = plan.last_seconds
-    with target as temporary:
+    with target as temporary, Elapsed(f"writing {output}", _shows_progress(args)):
         if extension == ".npy":
             with open(temporary, "wb") as f:
                 np.save(f, configs)
@@ -541,7 +578,8 @@ def _enumerate_on_cluster(args, plan) -> int:
     print(_describe_target(plan))
     with distributed.Cluster(args.scheduler) as client:
         run = distributed.enumerate_to_parquet(plan, client, args.output)
-    print(f"wrote {run.count:,} configurations to {args.output}/ as {max(len(run.chunks), 1)} Parquet "
+    print(f"wrote {run.count:,} configurations to {os.path.join(args.output, '')} as "
+          f"{max(len(run.chunks), 1)} Parquet "
           f"parts in enumeration order (on {_workers(run)}: {run.seconds:.3f} s)")
     _print_balance(run)
     return 0
@@ -579,9 +617,25 @@ def cmd_export(args) -> int:
         return 0
     _, plan = _compile(args)
     print(_describe_target(plan))
-    count = write_kernel_tuner(plan, args.output)
+    with Elapsed("exporting", _shows_progress(args)):
+        count = write_kernel_tuner(plan, args.output)
     print(f"wrote {count:,} valid configurations and tune_params to {args.output} (Kernel Tuner: "
           "Searchspace(None, None, None, from_cache=json.load(open(FILE))))")
+    return 0
+
+
+def cmd_export_results(args) -> int:
+    from .harness.store import read_run
+    from .interop.results import kernel_tuner_cache, t4_results, write_results
+
+    description, rows = read_run(args.results, args.run)
+    if args.format == "kernel_tuner":
+        document = kernel_tuner_cache(description, rows, args.kernel_name, args.device_name)
+    else:
+        document = t4_results(description, rows)
+    write_results(document, args.output)
+    print(f"wrote {len(rows):,} results of run {description['run']} ({description['space']} on "
+          f"{description['device']}) to {args.output} ({args.format}, times in ms)")
     return 0
 
 
@@ -619,7 +673,8 @@ def cmd_calibrate(args) -> int:
 COMMANDS = {"show": cmd_show, "calibrate": cmd_calibrate, "export": cmd_export, "generate": cmd_generate, "count": cmd_count,
             "enumerate": cmd_enumerate, "devices": cmd_devices, "rank": cmd_rank,
             "compare": cmd_compare, "check-bounds": cmd_check_bounds, "tune": cmd_tune,
-            "estimate": cmd_estimate, "nvcc-check": cmd_nvcc_check}
+            "estimate": cmd_estimate, "nvcc-check": cmd_nvcc_check,
+            "export-results": cmd_export_results}
 
 if __name__ == "__main__":
     sys.exit(main())

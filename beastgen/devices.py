@@ -37,6 +37,11 @@ PERFORMANCE_PROPERTIES = (
     "lsu_wavefronts_per_sm_per_clock", "l2_bandwidth", "launch_overhead",
 )
 KNOWN_PROPERTIES = frozenset(REQUIRED_PROPERTIES + PERFORMANCE_PROPERTIES)
+#: Keys of a user profile besides properties: its name, a built-in to inherit, and the device
+#: `beastgen calibrate` measured (kept among the properties: `beastgen tune` runs there).
+PROFILE_KEYS = frozenset(("name", "aliases", "base", "calibrated_device"))
+#: The table of a user profile that holds properties of the user's own (``beast.device.<prop>``).
+CUSTOM_TABLE = "custom"
 
 
 @dataclass(frozen=True)
@@ -113,11 +118,41 @@ def load_profile(spec: str | os.PathLike | None) -> DeviceProfile:
     return _builtin(spec)
 
 
+def _check_keys(data: dict, text: str, where: str) -> None:
+    """Every key of a user profile is a known property, a profile key (:data:`PROFILE_KEYS`) or the
+    ``[custom]`` table of the user's own properties: a misspelt one is an error at its line."""
+    allowed = KNOWN_PROPERTIES | PROFILE_KEYS
+    for key, value in data.items():
+        if key == CUSTOM_TABLE:
+            if not isinstance(value, dict):
+                raise DeviceError(f"'{CUSTOM_TABLE}' must be a table ([{CUSTOM_TABLE}]) of your own "
+                                  "properties", _line_of(text, key, where))
+            clashes = sorted(set(value) & allowed)
+            if clashes:
+                raise DeviceError(f"[{CUSTOM_TABLE}] redefines {', '.join(clashes)}: set known "
+                                  "properties outside [custom]", _line_of(text, clashes[0], where))
+        elif key not in allowed:
+            raise DeviceError(
+                f"unknown property '{key}'{did_you_mean(key, allowed)}; a property of your own "
+                f"goes in a [{CUSTOM_TABLE}] table (known properties: `beastgen devices`, "
+                "KNOWN_PROPERTIES in beastgen/devices.py)", _line_of(text, key, where))
+
+
+def _line_of(text: str, key: str, where: str) -> str:
+    """``where:LINE`` of the first line that assigns ``key`` (``where`` if none does)."""
+    pattern = re.compile(rf"""^\s*(?:{re.escape(key)}|"{re.escape(key)}"|'{re.escape(key)}')\s*=""")
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return f"{where}:{number}"
+    return where
+
+
 def _load_file(path: Path) -> DeviceProfile:
     """A user profile: a flat table of properties or a single [table]; ``base`` inherits a built-in."""
     where = str(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except OSError as e:
         raise DeviceError(f"cannot read device profile: {e.strerror}", where) from None
     except ValueError as e:  # tomllib.TOMLDecodeError, or not UTF-8
@@ -125,13 +160,16 @@ def _load_file(path: Path) -> DeviceProfile:
         raise DeviceError(f"invalid device profile: {e}",
                           f"{where}:{line[1]}" if line else where) from None
     name = path.stem
-    if data and all(isinstance(v, dict) for v in data.values()):
+    if data and all(isinstance(v, dict) for v in data.values()) and set(data) != {CUSTOM_TABLE}:
         if len(data) > 1:
             raise DeviceError(
                 f"the file holds several profiles ({', '.join(f'[{t}]' for t in data)}); "
                 "which one is meant? keep only that table in the file", where)
         (name, data), = data.items()
-    props = {k: v for k, v in data.items() if k not in ("name", "aliases", "base")}
+    _check_keys(data, text, where)
+    custom = data.get(CUSTOM_TABLE, {})
+    props = {k: v for k, v in data.items() if k not in ("name", "aliases", "base", CUSTOM_TABLE)}
+    props.update(custom)
     if "base" in data:
         if not isinstance(data["base"], str):
             raise DeviceError("'base' must be the name of a built-in device, as a string", where)

@@ -34,3 +34,9 @@ def did_you_mean(name: str, candidates) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+def a_type(value) -> str:
+    """The type of ``value`` with its article, for messages: 'an int', 'a str', 'an ndarray'."""
+    name = type(value).__name__
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name

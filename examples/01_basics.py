@@ -18,6 +18,8 @@ What it shows:
 
 A filter REJECTS a configuration when it is true.
 """
+import os
+
 import beastgen as beast
 
 # -- settings: the problem. Override them with space.specialize(..., M=1000) ---------------------
@@ -63,8 +65,11 @@ if __name__ == "__main__":
     # The Python API: load this very file as a space, specialize it, count and enumerate.
     space = beast.load(__file__)
     print(space)
+    # generated enumerators go to the user's cache, never into the repository's generated/
+    generated = os.environ.get("BEASTGEN_GENERATED_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "beastgen", "examples")
 
-    plan = space.specialize(device="h100")           # default settings
+    plan = space.specialize(device="h100", generated_dir=generated)  # default settings
     print(f"h100, default settings: {plan.count():,} valid configurations")
 
     configs = plan.enumerate()                       # a numpy structured array, one field per iterator
@@ -73,10 +78,10 @@ if __name__ == "__main__":
         print("  ", dict(zip(plan.columns, row.tolist())))
 
     # Another device and other settings: 4000 is a multiple of 16 and 32, not of 64.
-    other = space.specialize(device="c2050", M=4000, N=4000, precision="d")
+    other = space.specialize(device="c2050", generated_dir=generated, M=4000, N=4000, precision="d")
     print(f"c2050, 4000 x 4000 doubles: {other.count():,} valid configurations")
 
     # No tile divides 1000: the space is empty, and beastgen says which filter emptied it.
-    empty = space.specialize(device="c2050", M=1000, N=1000)
+    empty = space.specialize(device="c2050", generated_dir=generated, M=1000, N=1000)
     print(f"c2050, 1000 x 1000 floats: {empty.count():,} valid configurations")
     print("  why:", empty.why_empty())

@@ -21,6 +21,8 @@ A space function takes no parameters: it reads the other space names directly, a
 use if/else, loops, local variables, min/max/abs/range and math; it is folded for the device and
 settings, then compiled by Numba. A filter REJECTS a configuration when it is true.
 """
+import os
+
 import beastgen as beast
 
 # -- settings ------------------------------------------------------------------------------------
@@ -114,8 +116,11 @@ too_few_blocks = beast.filter(n // tile < 2 * sm_count)
 
 if __name__ == "__main__":
     space = beast.load(__file__)
+    # generated enumerators go to the user's cache, never into the repository's generated/
+    generated = os.environ.get("BEASTGEN_GENERATED_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "beastgen", "examples")
     for device, settings in [("h100", {}), ("v100", {"radius": 8, "precision": "d"})]:
-        plan = space.specialize(device=device, **settings)
+        plan = space.specialize(device=device, generated_dir=generated, **settings)
         print(f"{device} {settings or 'default settings'}: {plan.count():,} valid configurations")
     # string iterators come back as strings
     configs = plan.enumerate()

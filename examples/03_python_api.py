@@ -10,7 +10,8 @@ Run it from anywhere, e.g. `python examples/03_python_api.py` from the repositor
      it uses the numpy structured array that `enumerate()` returns),
   5. prints where the generated, Numba-compiled enumerator was written.
 
-Generated modules go to ./generated under the current directory, or to $BEASTGEN_GENERATED_DIR.
+Generated modules go to $BEASTGEN_GENERATED_DIR, or else to ~/.cache/beastgen/examples (never into
+the repository's generated/).
 """
 import os
 import time
@@ -19,6 +20,8 @@ import beastgen
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPACE_FILE = os.path.join(HERE, os.pardir, "spaces", "reduction.py")
+GENERATED_DIR = os.environ.get("BEASTGEN_GENERATED_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "beastgen", "examples")
 
 
 def main():
@@ -36,14 +39,14 @@ def main():
     ]
     for device, settings in runs:
         start = time.perf_counter()
-        plan = space.specialize(device=device, **settings)
+        plan = space.specialize(device=device, generated_dir=GENERATED_DIR, **settings)
         n = plan.count()
         print(f"{device:5} {str(settings or 'defaults'):45} {n:>8,} configurations "
               f"({time.perf_counter() - start:.2f} s with compilation, {plan.last_seconds * 1e3:.1f} ms to count)")
     print()
 
     # 3. statistics of the default h100 space
-    plan = space.specialize(device="h100")
+    plan = space.specialize(device="h100", generated_dir=GENERATED_DIR)
     stats = plan.stats()
     print(f"h100 statistics: {stats.count:,} valid")
     print("  loop nest (outermost first): iterations per level")

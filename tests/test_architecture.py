@@ -10,7 +10,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 #: the layers, lowest first: a module may import its own layer and those below, never one above
 LAYERS = [
-    ("foundations", ["errors", "table", "version", "devices", "bounds", "nestlib", "quoting", "interrupt",
+    ("foundations", ["errors", "table", "version", "devices", "bounds", "nestlib", "quoting", "interrupt", "progress",
                      "output", "trust"]),
     ("language", ["compiler.language"]),
     ("model", ["compiler.model"]),

@@ -1,5 +1,6 @@
 import dataclasses
 import importlib.util
+import json
 
 import pytest
 
@@ -63,12 +64,41 @@ def test_unknown_device():
 
 def test_user_file_with_base(tmp_path):
     f = tmp_path / "mygpu.toml"
-    f.write_text('base = "H100"\nsm_count = 114\nname = "H100 PCIe"\nmy_prop = 7\n')
+    f.write_text('base = "H100"\nsm_count = 114\nname = "H100 PCIe"\n[custom]\nmy_prop = 7\n')
     prof = load_profile(str(f))
     assert (prof.key, prof.name, prof.source) == ("mygpu", "H100 PCIe", str(f))
     assert prof.get("sm_count") == 114 and prof.get("my_prop") == 7
     assert prof.get("warp_size") == 32
     assert prof.get("peak_flops_fp32") == builtin_profiles()["h100"].get("peak_flops_fp32")
+
+
+def test_user_file_misspelt_key_is_an_error_at_its_line(tmp_path):
+    f = tmp_path / "typo.toml"
+    f.write_text('base = "h100"\nname = "mine"\nsm_cont = 100\n')
+    with pytest.raises(DeviceError) as e:
+        load_profile(str(f))
+    assert e.value.where == f"{f}:3"
+    assert "unknown property 'sm_cont' (did you mean 'sm_count'?)" in str(e.value)
+    assert "[custom]" in str(e.value)
+    f.write_text('[fast]\nbase = "a100"\n"max_block_per_sm" = 16\n')  # inside a single table
+    with pytest.raises(DeviceError, match="did you mean 'max_blocks_per_sm'") as e:
+        load_profile(str(f))
+    assert e.value.where == f"{f}:3"
+    f.write_text('base = "h100"\n[custom]\nsm_count = 1\n')
+    with pytest.raises(DeviceError, match=r"\[custom\] redefines sm_count") as e:
+        load_profile(str(f))
+    assert e.value.where == f"{f}:3"
+
+
+def test_user_file_accepts_every_known_property_and_calibrated_device(tmp_path):
+    h100 = builtin_profiles()["h100"].properties
+    lines = ['name = "copy"', 'calibrated_device = "opencl:0"', '[custom]', 'extra = 1.5']
+    lines[2:2] = [f"{key} = {json.dumps(h100[key])}" for key in sorted(KNOWN_PROPERTIES)]
+    f = tmp_path / "full.toml"
+    f.write_text("\n".join(lines) + "\n")
+    prof = load_profile(str(f))
+    assert prof.get("calibrated_device") == "opencl:0" and prof.get("extra") == 1.5
+    assert all(prof.get(key) == h100[key] for key in KNOWN_PROPERTIES)
 
 
 def test_user_file_single_table_and_several(tmp_path):

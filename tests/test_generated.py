@@ -2,6 +2,7 @@
 import glob
 import os
 import shlex
+import subprocess
 
 import pytest
 
@@ -11,7 +12,20 @@ from beastgen.compiler.runtime import compile_space, write_if_changed
 
 from conftest import REPO
 
-FILES = sorted(glob.glob(os.path.join(REPO, "generated", "*.py")))
+
+
+def _committed_files() -> list[str]:
+    """The generated modules the repository holds: in a git checkout, those git tracks (a run of
+    beastgen from the repository root adds untracked, ignored ones); otherwise every one there."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "--", "generated/*.py"], cwd=REPO, text=True,
+                                capture_output=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):  # no git, or not a git checkout
+        return sorted(glob.glob(os.path.join(REPO, "generated", "*.py")))
+    return sorted(os.path.join(REPO, name) for name in listed)
+
+
+FILES = _committed_files()
 
 
 def _regenerate_command(path):

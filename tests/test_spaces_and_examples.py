@@ -178,3 +178,16 @@ def test_basics_example_output(script_runs):
     _, output = script_runs["examples/01_basics.py"]
     assert "h100, default settings: 60 valid configurations" in output
     assert "partial_tiles" in output  # why_empty names the filter that emptied the space
+
+
+def test_example_run_from_the_repository_root_writes_only_to_the_user_cache(tmp_path):
+    before = sorted(os.listdir(os.path.join(REPO, "generated")))
+    env = {k: v for k, v in os.environ.items() if k != "BEASTGEN_GENERATED_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path),
+               PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "examples/01_basics.py"], cwd=REPO, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert run.returncode == 0, run.stdout
+    assert sorted(os.listdir(os.path.join(REPO, "generated"))) == before
+    assert any(name.startswith("01_basics__") for name in
+               os.listdir(tmp_path / "beastgen" / "examples"))

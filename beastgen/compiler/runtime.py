@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.util
 import math
@@ -156,6 +157,15 @@ class CompiledPlan:
             module_spec.loader.exec_module(module)
             self._module = module
         return self._module
+
+    def numba_cached(self, function_name: str) -> bool:
+        """Whether Numba's on-disk cache holds ``function_name`` of the generated module (its index
+        file ``__pycache__/<module>.<function>-<line>.pyXY.nbi``): a warm run does not compile it."""
+        if not self.path:
+            return False
+        stem = os.path.splitext(os.path.basename(self.path))[0]
+        return bool(glob.glob(os.path.join(glob.escape(os.path.dirname(self.path)), "__pycache__",
+                                           f"{glob.escape(stem)}.{function_name}-*.nbi")))
 
     def _compiled(self, function_name: str, *args):
         """The generated function, compiled for these arguments' types (a readable error if not)."""
@@ -408,7 +418,7 @@ class CompiledPlan:
             return "some iterator has an empty domain"
         last, n = culprits[-1]
         what = "raised for" if last.kind != "filter" else "rejected"
-        return (f"the space is empty: the last {last.kind} to cut it was '{last.name}' ({last.origin}), "
+        return (f"the last {last.kind} to cut it was '{last.name}' ({last.origin}), "
                 f"which {what} {n:,} of the remaining candidates")
 
     def enumerate(self, chunk: tuple[int, int] | None = None, jobs: int = 1) -> np.ndarray:
@@ -462,8 +472,12 @@ class CompiledPlan:
         return result
 
     def dataframe(self):
-        """:meth:`enumerate` as a pandas DataFrame."""
-        import pandas as pd
+        """:meth:`enumerate` as a pandas DataFrame (needs pandas: ``pip install 'beastgen[data]'``)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise BeastError("plan.dataframe() needs pandas: pip install 'beastgen[data]' (or use "
+                             "plan.enumerate(), a NumPy structured array)") from None
         return pd.DataFrame(self.enumerate())
 
     def _column_dtype(self, item) -> np.dtype:

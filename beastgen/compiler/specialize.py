@@ -17,7 +17,7 @@ import networkx as nx
 from .language import nodes as L
 from .language.printer import expr_source
 from ..devices import DeviceProfile, load_profile
-from ..errors import SettingError, SpaceError, did_you_mean
+from ..errors import SettingError, SpaceError, a_type, did_you_mean
 from .model import FUNCTION_BUILTINS, FunctionInfo, Space, Variable, expr_dependencies
 
 _SAFE_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "len": len, "int": int,
@@ -193,7 +193,7 @@ def _convert(name, value, default):
             return int(value, 0)
         return float(value)
     except ValueError:
-        raise SettingError(f"setting '{name}' expects a {type(default).__name__} "
+        raise SettingError(f"setting '{name}' expects {a_type(default)} "
                            f"(default {default!r}), got {value!r}") from None
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..compiler.language import nodes as L
 from ..compiler.language.evaluate import Evaluator
-from ..errors import BeastError
+from ..errors import BeastError, a_type
 
 LANGUAGES = ("opencl", "cuda")
 _EXTENSIONS = {".cl": "opencl", ".cu": "cuda", ".cuh": "cuda"}
@@ -150,7 +150,7 @@ class Kernel:
         args = list(self.arguments(dict(settings)))
         for i, a in enumerate(args):
             if not isinstance(a, (np.ndarray, np.generic)):
-                raise BeastError(f"kernel argument {i} is a {type(a).__name__}: arguments must be NumPy "
+                raise BeastError(f"kernel argument {i} is {a_type(a)}: arguments must be NumPy "
                                  "arrays or NumPy scalars (np.int32(...), np.float32(...))", self.origin)
         return args
 

@@ -121,3 +121,35 @@ class Store:
     def close(self) -> None:
         self.db.close()
         self._lock.close()  # releases the lock
+
+
+def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
+    """(the run's description, its result rows in the order recorded) from the store at ``path``,
+    opened read-only (no lock: a running ``tune`` is not disturbed). ``run`` defaults to the latest
+    run; the description has ``run``, ``space``, ``device``, ``backend``, ``strategy``,
+    ``settings`` (a dict), ``created`` (seconds since the epoch)."""
+    if not os.path.isfile(path):
+        raise BeastError("no results store there (tune writes one with --results)", path)
+    try:
+        db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+        try:
+            runs = db.execute("SELECT run, space, device, backend, strategy, settings, created "
+                              "FROM runs ORDER BY created").fetchall()
+            if not runs:
+                raise BeastError("the results store holds no run", path)
+            chosen = runs[-1] if run is None else next((r for r in runs if r[0] == run), None)
+            if chosen is None:
+                raise BeastError(f"no run '{run}' in the results store; it holds "
+                                 f"{', '.join(r[0] for r in runs)}", path)
+            rows = db.execute("SELECT config, status, time, times, recorded FROM results "
+                              "WHERE run = ? ORDER BY recorded", (chosen[0],)).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise BeastError(f"not a readable beastgen results store: {e}", path) from None
+    description = dict(zip(("run", "space", "device", "backend", "strategy", "settings", "created"),
+                           chosen))
+    description["settings"] = json.loads(description["settings"] or "{}")
+    return description, [{"config": json.loads(config), "status": status, "time": time_s,
+                          "times": json.loads(times) if times else None, "recorded": recorded}
+                         for config, status, time_s, times, recorded in rows]

@@ -307,7 +307,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     result.exhaustive = chosen.known_count if chosen.known_count is not None else plan.count()
     result.surviving = _surviving(plan, chosen, state.best_time)
     if result.exhaustive == 0:
-        result.proven, result.stopped = False, plan.why_empty() or "the space is empty"
+        why = plan.why_empty()
+        result.proven, result.stopped = False, "the space is empty" + (f": {why}" if why else "")
     if plot:
         plot_results(result, plot)
     return result

@@ -55,7 +55,7 @@ import types
 
 from ..compiler.language import nodes as L
 from ..compiler.specialize import check_compilable
-from ..errors import BeastError, SpaceError, did_you_mean
+from ..errors import BeastError, SpaceError, a_type, did_you_mean
 from ..compiler.model import (
     FUNCTION_BUILTINS,
     FunctionInfo,
@@ -227,7 +227,7 @@ class _Converter:
     def _callable(self, func, positional: list[str] | None = None) -> str:
         node = filename = None
         if not isinstance(func, types.FunctionType):
-            problem = (f"it is a {type(func).__name__}, not a Python function with source", self.origin)
+            problem = (f"it is {a_type(func)}, not a Python function with source", self.origin)
         else:
             try:
                 node, filename = _function_node(func, self.context, self.origin)
@@ -498,7 +498,7 @@ class _Resolver:
         if found and isinstance(value, (bool, int, float, str)):
             return L.Const(value)
         if found:
-            raise SpaceError(f"{self.context}: '{name}' is a {type(value).__name__}; a converted "
+            raise SpaceError(f"{self.context}: '{name}' is {a_type(value)}; a converted "
                              "restriction may only read its parameters and int/float/bool/str "
                              "constants", self.where)
         raise RestrictionError(f"{self.context}: undefined name '{name}'"
@@ -692,7 +692,7 @@ def _function_filter(func, node: ast.FunctionDef, filename: str, name: str, para
         if not found:
             raise RestrictionError(f"{context}: undefined name '{free}' in {func.__name__}()"
                                    + did_you_mean(free, params), f"{filename}:{lineno}")
-        raise SpaceError(f"{context}: '{free}' in {func.__name__}() is a {type(value).__name__}; a restriction "
+        raise SpaceError(f"{context}: '{free}' in {func.__name__}() is {a_type(value)}; a restriction "
                          "function compiled into the enumerator may only read its parameters, "
                          "int/float/bool/str constants, math and the builtins "
                          + ", ".join(sorted(FUNCTION_BUILTINS - {'True', 'False', 'None'})),

@@ -29,7 +29,7 @@ import math
 
 from ..compiler.language import nodes as L
 from ..compiler.model import RESERVED_NAMES
-from ..errors import SpaceError, did_you_mean
+from ..errors import SpaceError, a_type, did_you_mean
 
 #: the most elements a Values list (or any intermediate list, range or string) may have
 MAX_VALUES = 1 << 20
@@ -399,7 +399,7 @@ class _ValueEvaluator(_Walker):
                 right = self.value(comparator, scope)
                 if isinstance(op, (ast.In, ast.NotIn)):
                     if not isinstance(right, (list, tuple, range, str)):
-                        self.fail(node, f"'in' a {type(right).__name__}")
+                        self.fail(node, f"'in' {a_type(right)}")
                     ok = (left in right) == isinstance(op, ast.In)
                 else:
                     symbol = _COMPARE.get(type(op))
@@ -421,7 +421,7 @@ class _ValueEvaluator(_Walker):
         if isinstance(node, ast.Subscript):
             container = self.value(node.value, scope)
             if not isinstance(container, (list, tuple, range, str)):
-                self.fail(node, f"subscripting a {type(container).__name__}")
+                self.fail(node, f"subscripting {a_type(container)}")
             if isinstance(node.slice, ast.Slice):
                 bounds = [None if part is None else self.value(part, scope)
                           for part in (node.slice.lower, node.slice.upper, node.slice.step)]
@@ -476,7 +476,7 @@ class _ValueEvaluator(_Walker):
             self._reject(gen.target, "this comprehension target")
         iterable = self.value(gen.iter, scope)
         if not isinstance(iterable, (list, tuple, range, str)):
-            self.fail(gen.iter, f"iterating over a {type(iterable).__name__}")
+            self.fail(gen.iter, f"iterating over {a_type(iterable)}")
         for element in iterable:
             self.iterations += 1
             if self.iterations > MAX_ITERATIONS:
@@ -538,7 +538,7 @@ def check_values(values, context: str, where: str | None) -> list:
         raise SpaceError(f"{context}: the parameter has no values", where)
     for v in values:
         if not isinstance(v, (bool, int, float, str)):
-            raise SpaceError(f"{context}: the value {v!r} is a {type(v).__name__}; values must be "
+            raise SpaceError(f"{context}: the value {v!r} is {a_type(v)}; values must be "
                              "ints, floats, bools or strings", where)
         if isinstance(v, float) and not math.isfinite(v):
             raise SpaceError(f"{context}: the value {v!r} is not finite", where)

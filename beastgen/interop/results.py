@@ -1,0 +1,106 @@
+"""Tuning results for other tools: a Kernel Tuner cache file and the community's T4 results format.
+
+Both take a run's description and result rows as :func:`beastgen.harness.store.read_run` returns
+them (times in seconds) and give a JSON document with times in milliseconds, as both formats use.
+
+- Kernel Tuner cache (``kernel_tuner.util.process_cache``): ``device_name``, ``kernel_name``,
+  ``problem_size``, ``tune_params_keys``, ``tune_params``, ``objective`` and ``cache``, one entry per
+  configuration keyed ``"v1,v2,..."`` (the values in ``tune_params_keys`` order). Its ``time`` is
+  beastgen's time (the fastest timed run) and ``times`` every timed run; a failed run stores Kernel
+  Tuner's error name (``CompilationFailedConfig``, ``RuntimeFailedConfig``) as its time. The file
+  loads in Kernel Tuner's simulation mode (``tune_kernel(..., cache=FILE, simulation_mode=True)``)
+  and in beastgen's ``--replay``.
+- T4 results (``schema/T4/1.0.0/results-schema.json``, shipped with Kernel Tuner): one record per
+  configuration with ``configuration``, ``times.runtimes``, ``invalidity``, ``correctness``,
+  ``objectives`` and ``measurements``.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+
+from ..output import AtomicOutput
+
+T4_SCHEMA_VERSION = "1.0.0"
+
+# beastgen status -> Kernel Tuner's error name in a cache file (ok has a time instead)
+_KERNEL_TUNER_ERRORS = {"compile": "CompilationFailedConfig", "launch": "RuntimeFailedConfig",
+                        "timeout": "RuntimeFailedConfig", "wrong_result": "RuntimeFailedConfig"}
+# beastgen status -> T4 invalidity
+_T4_INVALIDITY = {"ok": "correct", "compile": "compile", "launch": "runtime", "timeout": "timeout",
+                  "wrong_result": "correctness"}
+
+
+def _milliseconds(seconds):
+    return None if seconds is None else seconds * 1000.0
+
+
+def _parameter_names(rows: list[dict]) -> list[str]:
+    names = []
+    for row in rows:
+        names += [name for name in row["config"] if name not in names]
+    return names
+
+
+def kernel_tuner_cache(description: dict, rows: list[dict], kernel_name: str | None = None,
+                       device_name: str | None = None) -> dict:
+    """A Kernel Tuner cache document of the run's results. ``kernel_name`` defaults to the space's
+    name, ``device_name`` to the run's device profile; the problem size is the run's integer
+    settings in order (Kernel Tuner checks all three when it loads the file)."""
+    keys = _parameter_names(rows)
+    tune_params = {name: sorted({row["config"][name] for row in rows}, key=_sort_key) for name in keys}
+    cache = {}
+    for row in rows:
+        values = [row["config"][name] for name in keys]
+        entry = dict(zip(keys, values))
+        if row["status"] == "ok":
+            entry["time"] = _milliseconds(row["time"])
+            entry["times"] = [_milliseconds(t) for t in row["times"] or [row["time"]]]
+        else:
+            entry["time"] = _KERNEL_TUNER_ERRORS.get(row["status"], "RuntimeFailedConfig")
+        entry["timestamp"] = _timestamp(row["recorded"])
+        cache[",".join(str(v) for v in values)] = entry
+    settings = description["settings"]
+    return {"device_name": device_name or description["device"],
+            "kernel_name": kernel_name or description["space"],
+            "problem_size": [v for v in settings.values() if isinstance(v, int) and not isinstance(v, bool)],
+            "tune_params_keys": keys, "tune_params": tune_params, "objective": "time", "cache": cache}
+
+
+def t4_results(description: dict, rows: list[dict]) -> dict:
+    """A T4 results document (schema 1.0.0) of the run's results, times in milliseconds."""
+    results = []
+    for row in rows:
+        ok = row["status"] == "ok"
+        runtimes = [_milliseconds(t) for t in row["times"] or [row["time"]]] if ok else []
+        results.append({
+            "timestamp": _timestamp(row["recorded"]),
+            "configuration": dict(row["config"]),
+            "objectives": ["time"],
+            "times": {"runtimes": runtimes},
+            "invalidity": _T4_INVALIDITY.get(row["status"], "runtime"),
+            "correctness": 0 if row["status"] == "wrong_result" else 1,
+            "measurements": [{"name": "time", "value": _milliseconds(row["time"]), "unit": "ms"}]
+            if ok else [],
+        })
+    return {"schema_version": T4_SCHEMA_VERSION, "results": results,
+            "metadata": {"timeunit": "milliseconds", "space": description["space"],
+                         "device": description["device"], "backend": description["backend"],
+                         "strategy": description["strategy"], "settings": description["settings"]}}
+
+
+def _sort_key(value):
+    return (0, value, "") if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else (1, 0, str(value))
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat()
+
+
+def write_results(document: dict, path: str) -> None:
+    """Write ``document`` as JSON to ``path``, whole or not at all."""
+    with AtomicOutput(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=1)
+        f.write("\n")
