@@ -211,8 +211,8 @@ class CompiledPlan:
             jobs = jobs if chunk is None else 1
             self._compile_chunking(jobs)
             if jobs <= 1 and chunk is None:
-                # the census (which counts split nodes) compiles before the clock starts: the
-                # long-count warning extrapolates the run alone
+                # split_nodes compiles before the clock starts: the long-count warning
+                # extrapolates the run alone
                 nodes = self.split_node_count()
                 start = time.perf_counter()
                 counts = self._count_in_growing_chunks(nodes, progress, start)
@@ -342,9 +342,10 @@ class CompiledPlan:
         """How many split nodes there are (a walk of the levels above the split, no descents)."""
         if self.plan is None:
             return 0
-        return int(self._run("census", 0, 0, np.zeros(0), np.zeros(0)))
+        return int(self._run("split_nodes"))
 
     def _compile_chunking(self, jobs: int) -> None:
+        """Compile the count, and the census only when several threads balance their chunks."""
         self._compiled("count", *_WHOLE)
         if jobs > 1:
             self._compiled("census", 0, 0, np.zeros(0), np.zeros(0))
