@@ -211,22 +211,20 @@ def main(argv: list[str] | None = None) -> int:
 
 # --------------------------------------------------------------------------------------------------
 def _compile(args):
-    from .loading import load
-    from .compiler.runtime import compile_space
+    """The compiled plan, from the plan cache when nothing it depends on changed."""
+    from .plancache import compile_cached
 
-    space = load(args.space)
-    plan = compile_space(space, device=args.device, settings=_settings(args.settings),
-                         generated_dir=args.generated_dir)
-    return space, plan
+    return compile_cached(args.space, device=args.device, settings=_settings(args.settings),
+                          generated_dir=args.generated_dir)
 
 
 def _describe_target(plan) -> str:
-    spec = plan.specialized
-    default = " (the built-in default; choose with --device)" if spec.device.source == "built-in" \
-        and spec.device.key == _default_key() else ""
-    settings = ", ".join(f"{k}={v!r}" for k, v in spec.settings.items()) or "none"
-    return (f"space {spec.space.name} ({spec.space.path}) on {spec.device.key} "
-            f"({spec.device.name}){default}\nsettings: {settings}")
+    target = plan.target
+    default = " (the built-in default; choose with --device)" if target.device_source == "built-in" \
+        and target.device == _default_key() else ""
+    settings = ", ".join(f"{k}={v!r}" for k, v in target.settings.items()) or "none"
+    return (f"space {target.space} ({target.path}) on {target.device} "
+            f"({target.device_name}){default}\nsettings: {settings}")
 
 
 def _default_key() -> str:
@@ -241,7 +239,7 @@ def cmd_devices(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    _, plan = _compile(args)
+    plan = _compile(args)
     if plan.plan is None:
         print(f"nothing to generate: {plan.empty_reason}")
         return 0
@@ -252,9 +250,9 @@ def cmd_generate(args) -> int:
 
 def cmd_count(args) -> int:
     start = time.perf_counter()
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
-    if plan.plan is not None:
+    if plan.path is not None:
         print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
     if args.scheduler:
         return _count_on_cluster(args, plan, start)
@@ -359,15 +357,15 @@ def _print_balance(run) -> None:
 
 
 def _target_record(plan) -> dict:
-    spec = plan.specialized
-    return {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
-            "settings": spec.settings}
+    target = plan.target
+    return {"space": target.space, "path": target.path, "device": target.device,
+            "settings": target.settings}
 
 
 def cmd_estimate(args) -> int:
     if args.samples is not None and args.samples < 2:
         raise BeastError("--samples must be at least 2")
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     estimate = plan.estimate(args.samples, args.seed, method=args.method)
     what = "random descents" if estimate.method == "knuth" else "runs of Chen's heuristic sampling"
@@ -386,7 +384,7 @@ def cmd_rank(args) -> int:
 
     if args.top < 1:
         raise BeastError(f"--top must be at least 1, got {args.top}")
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     threshold = math.inf
     if args.threshold is not None:
@@ -407,7 +405,7 @@ def cmd_rank(args) -> int:
 def cmd_compare(args) -> int:
     from .bounds import plot_comparison
 
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     comparison = plan.compare(parse_threshold(args.threshold))
     print(f"best bound {format_seconds(comparison.best_bound_seconds)}; threshold "
@@ -430,7 +428,7 @@ def cmd_check_bounds(args) -> int:
     from .harness.recorded import check_bounds, load_replay, plot_terms, term_samples
 
     replay = load_replay(args.replay)
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     check = check_bounds(plan, replay)
     print(check.report())
@@ -464,7 +462,8 @@ def format_stats(plan, stats) -> str:
 def cmd_show(args) -> int:
     from .compiler.language.printer import expr_source
 
-    space, plan = _compile(args)
+    plan = _compile(args)
+    space = plan.specialized.space
     print(_describe_target(plan))
     print()
     for kind, label in (("setting", "settings"), ("device", "device properties"),
@@ -501,7 +500,7 @@ def cmd_show(args) -> int:
 def cmd_enumerate(args) -> int:
     import numpy as np
 
-    _, plan = _compile(args)
+    plan = _compile(args)
     output = args.output
     if args.scheduler:
         return _enumerate_on_cluster(args, plan)
@@ -577,7 +576,7 @@ def cmd_export(args) -> int:
               f"{len(configuration['TuningParameters'])} parameters and "
               f"{len(configuration['Conditions'])} conditions")
         return 0
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     count = write_kernel_tuner(plan, args.output)
     print(f"wrote {count:,} valid configurations and tune_params to {args.output} (Kernel Tuner: "

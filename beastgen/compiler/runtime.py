@@ -17,14 +17,13 @@ import numpy as np
 
 from .language import nodes as L
 from ..bounds import Comparison, LevelCuts, Threshold
-from .codegen.module import generate_module
-from .codegen.nest import split_level, stat_slots
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import call_interruptibly, wait_interruptibly
-from .plan import Plan, make_plan
-from .specialize import Specialized, infer_type, specialize
 from ..trust import check_generated_directory
+
+# specialize, plan and codegen (sympy, networkx) are imported where they are used, so that a plan
+# answered from the plan cache never imports them
 
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
@@ -35,11 +34,15 @@ _DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dty
            "bool": np.dtype(np.bool_)}
 
 
-def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
+def generated_path(spec: "Specialized", generated_dir: str | None = None) -> str:
     """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
-    directory = generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
-    return os.path.join(directory, f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
+    return os.path.join(generated_directory(generated_dir), f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
                                    f"{spec.settings_hash()}.py")
+
+
+def generated_directory(generated_dir: str | None = None) -> str:
+    """``generated_dir``, else $BEASTGEN_GENERATED_DIR, else ``generated/`` under the working directory."""
+    return generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
 
 
 def file_name_part(text: str) -> str:
@@ -69,9 +72,29 @@ def write_if_changed(path: str, source: str) -> bool:
 
 def compile_space(space, device=None, settings=None, generated_dir=None, order=None) -> "CompiledPlan":
     """Specialize, plan, generate and import: the compiled plan of ``space`` for one device."""
+    from .plan import make_plan
+    from .specialize import specialize
+
     spec = specialize(space, device, settings or {})
     plan = make_plan(spec, order) if not spec.empty_reason else None
     return CompiledPlan(spec, plan, generated_dir)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a compiled plan was compiled for, as plain data (the plan cache stores it as JSON)."""
+
+    space: str
+    path: str
+    device: str
+    device_name: str
+    device_source: str
+    settings: dict
+
+    def as_dict(self) -> dict:
+        return {"space": self.space, "path": self.path, "device": self.device,
+                "device_name": self.device_name, "device_source": self.device_source,
+                "settings": self.settings}
 
 
 @dataclass
@@ -115,7 +138,9 @@ class Census:
 class CompiledPlan:
     """A space specialized to one device and settings, with its generated, Numba-compiled enumerator."""
 
-    def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
+    def __init__(self, spec: "Specialized", plan: "Plan | None", generated_dir: str | None = None):
+        from .codegen.module import generate_module
+
         self.specialized = spec
         self.plan = plan
         self.path = generated_path(spec, generated_dir) if plan else None
@@ -132,6 +157,12 @@ class CompiledPlan:
     def columns(self) -> list[str]:
         """Iterator names in declaration order: the columns of :meth:`enumerate`."""
         return list(self.specialized.space.iterators)  # items are in dependency order
+
+    @property
+    def target(self) -> Target:
+        spec = self.specialized
+        return Target(spec.space.name, spec.space.path, spec.device.key, spec.device.name,
+                      spec.device.source, dict(spec.settings))
 
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
@@ -205,7 +236,7 @@ class CompiledPlan:
         With ``chunk=(lo, hi)``, only below the split nodes lo <= i < hi (see :meth:`split_census`);
         with ``jobs`` > 1, in balanced chunks on that many threads. ``progress(done, seconds)`` is
         called after each chunk of a whole count with the share of the work done (0 to 1)."""
-        if self.plan is None:
+        if self.path is None:  # an empty space (its plan is not needed to know that)
             return 0
         if threshold is None:
             jobs = jobs if chunk is None else 1
@@ -313,6 +344,8 @@ class CompiledPlan:
         above :attr:`split_level` (and what their filters reject) are still counted whole."""
         if self.plan is None:
             return Stats(0, [], {}, {}, 0.0)
+        from .codegen.nest import stat_slots
+
         slots = stat_slots(self.plan)
         visits = np.zeros(len(self.plan.levels), dtype=np.int64)
         rejections = np.zeros(len(slots), dtype=np.int64)
@@ -326,6 +359,8 @@ class CompiledPlan:
     @property
     def split_level(self) -> int:
         """Outer levels every chunk walks; the valid prefixes of that depth are the split nodes."""
+        from .codegen.nest import split_level
+
         return split_level(self.plan) if self.plan else 0
 
     def split_census(self, samples_per_node: int = 32, seed: int = 0) -> "Census":
@@ -340,7 +375,7 @@ class CompiledPlan:
 
     def split_node_count(self) -> int:
         """How many split nodes there are (a walk of the levels above the split, no descents)."""
-        if self.plan is None:
+        if self.path is None:
             return 0
         return int(self._run("split_nodes"))
 
@@ -402,6 +437,8 @@ class CompiledPlan:
         stats = self.stats()
         if stats.count:
             return None
+        from .codegen.nest import stat_slots
+
         slots = stat_slots(self.plan)
         culprits = [(s, stats.rejections.get(s.name) or stats.errors.get(s.name, 0)) for s in slots]
         culprits = [(s, n) for s, n in culprits if n]
@@ -473,6 +510,8 @@ class CompiledPlan:
         if item.function is not None:
             return _function_value_dtype(getattr(self.module, item.function.name))
         # values(...) (or a derived value) reading function values: the types Numba gave them
+        from .specialize import infer_type
+
         items = self.specialized.items
         parts = item.domain[1:] if item.domain else [item.expr]
         return np.result_type(*(self._column_dtype(items[p.target]) if isinstance(p, L.Ref)
