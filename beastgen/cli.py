@@ -110,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=["chen", "knuth"], default="chen",
                    help="chen: heuristic sampling, stratified runs (default); knuth: random descents")
     p.add_argument("--samples", "-n", type=int, default=None,
-                   help="random descents (knuth, default 100000) or runs (chen, default 30000)")
+                   help="random descents (knuth) or runs (chen); by default, sampling stops after "
+                        "1.5 s (at most 100000 descents or 30000 runs), and a space the census "
+                        "predicts countable within that is counted exactly")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
@@ -362,16 +364,25 @@ def _target_record(plan) -> dict:
             "settings": target.settings}
 
 
+#: the time budget of `beastgen estimate` without --samples
+ESTIMATE_SECONDS = 1.5
+
+
 def cmd_estimate(args) -> int:
     if args.samples is not None and args.samples < 2:
         raise BeastError("--samples must be at least 2")
     plan = _compile(args)
     print(_describe_target(plan))
-    estimate = plan.estimate(args.samples, args.seed, method=args.method)
+    estimate = plan.estimate(args.samples, args.seed, method=args.method,
+                             seconds=None if args.samples else ESTIMATE_SECONDS)
     what = "random descents" if estimate.method == "knuth" else "runs of Chen's heuristic sampling"
-    print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
-          f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "
-          f"{estimate.seconds:.2f} s)")
+    if estimate.method == "exact":
+        print(f"{estimate.count:,.0f} valid configurations (counted exactly in {estimate.seconds:.2f} s, "
+              "within the estimate's time budget)")
+    else:
+            print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
+              f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "
+              f"{estimate.seconds:.2f} s)")
     if args.json:
         print(json.dumps(_target_record(plan) | {
             "estimate": estimate.count, "low": estimate.low, "high": estimate.high,

@@ -121,7 +121,7 @@ class Estimate:
     high: float
     samples: int  # Knuth: random descents; Chen: runs
     seconds: float
-    method: str = "knuth"  # "knuth" or "chen"
+    method: str = "knuth"  # "knuth", "chen", or "exact" (counted within the time budget)
 
 
 @dataclass
@@ -317,7 +317,8 @@ class CompiledPlan:
     #: default ``samples`` per method: a Chen run expands whole depths, far more work than a descent
     ESTIMATE_SAMPLES = {"knuth": 100_000, "chen": 30_000}
 
-    def estimate(self, samples: int | None = None, seed: int = 0, method: str = "chen") -> "Estimate":
+    def estimate(self, samples: int | None = None, seed: int = 0, method: str = "chen",
+                 seconds: float | None = None) -> "Estimate":
         """An unbiased estimate of the number of valid configurations, with a 95% confidence interval
         (normal approximation over the ``samples`` independent estimates), for spaces too large to
         count. ``method="chen"``: runs of Chen's heuristic sampling (the generated ``chen``), each far
@@ -325,19 +326,66 @@ class CompiledPlan:
         estimator, the generated ``probe``). ``samples=None`` takes :attr:`ESTIMATE_SAMPLES` of the
         method. Chen is the default: on gemm (h100) at equal time its interval is 4 to 5 times
         narrower, but a run costs about, per stratum, the product of two consecutive levels' domain
-        sizes (the lookahead), where a descent costs their sum."""
+        sizes (the lookahead), where a descent costs their sum.
+
+        With ``seconds`` (and no ``samples``), a time budget: the exact count (method ``"exact"``,
+        an interval of one point) when the split census predicts it fits in half the budget and it
+        does, else batches of runs until the budget is spent (at most :attr:`ESTIMATE_SAMPLES`)."""
         if method not in self.ESTIMATE_SAMPLES:
             raise BeastError(f"unknown estimation method {method!r} (knuth or chen)")
+        if seconds is not None and samples is None:
+            return self._estimate_within(float(seconds), seed, method)
         samples = self.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
         if samples < 1:
             raise BeastError("an estimate needs at least one sample")
         if self.plan is None:
             return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
         total, total_sq = self._run("probe" if method == "knuth" else "chen", samples, int(seed))
-        mean = total / samples
-        spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
-        return Estimate(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples,
-                        self.last_seconds, method)
+        return _estimate_from_sums(total, total_sq, samples, self.last_seconds, method)
+
+    def _estimate_within(self, budget: float, seed: int, method: str) -> "Estimate":
+        if self.path is None:
+            return Estimate(0.0, 0.0, 0.0, 0, 0.0, "exact")
+        function = "probe" if method == "knuth" else "chen"
+        self._compiled(function, 1, 0)
+        self._compile_chunking(jobs=2)  # count and census, for the exact count
+        start = time.perf_counter()
+        exact = self._count_if_cheap(budget / 2, start)
+        if exact is not None:
+            return Estimate(float(exact), float(exact), float(exact), 0, time.perf_counter() - start,
+                            "exact")
+        total = total_sq = 0.0
+        samples, batch, limit = 0, 1, self.ESTIMATE_SAMPLES[method]
+        sampling = time.perf_counter()
+        while samples < 2 or (samples < limit and time.perf_counter() - start < budget):
+            # each batch its own stream: independent of the others, reproducible from ``seed``
+            part, part_sq = self._run(function, batch, (int(seed) << 24) + samples)
+            total, total_sq, samples = total + part, total_sq + part_sq, samples + batch
+            per_sample = (time.perf_counter() - sampling) / samples
+            left = budget - (time.perf_counter() - start)
+            batch = int(max(1, min(2 * batch, left / per_sample if per_sample > 0 else 2 * batch,
+                                   limit - samples)))
+        return _estimate_from_sums(total, total_sq, samples, time.perf_counter() - start, method)
+
+    #: loop iterations per second assumed before the first chunk of an exact count has run
+    _ASSUMED_RATE = 1e8
+
+    def _count_if_cheap(self, budget: float, start: float) -> int | None:
+        """The exact count, in chunks balanced by the census's estimated work (loop iterations), if
+        it takes less than ``budget`` seconds: None as soon as the next chunk, at the rate measured
+        so far, would end past the budget. (A census far below the real work can overrun it.)"""
+        census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
+        work = np.maximum(np.nan_to_num(census.iterations, nan=0.0, posinf=np.inf), 0.0)
+        count = done_work = 0
+        for lo, hi in balanced_chunks(work, 64):
+            spent = time.perf_counter() - start
+            rate = done_work / spent if done_work and spent > 0 else self._ASSUMED_RATE
+            chunk_work = float(work[lo:hi].sum())
+            if spent + chunk_work / rate > budget:
+                return None
+            count += int(self._run("count", lo, hi))
+            done_work += chunk_work
+        return int(count)
 
     def stats(self, chunk: tuple[int, int] | None = None) -> Stats:
         """Count with per-level iterations and per-filter rejections. With ``chunk``, the levels
@@ -366,7 +414,7 @@ class CompiledPlan:
     def split_census(self, samples_per_node: int = 32, seed: int = 0) -> "Census":
         """Per split node, in walk order (the numbering of ``chunk=(lo, hi)``), Knuth descents'
         estimates of the valid configurations below it and of the loop iterations (work) they take."""
-        if self.plan is None:
+        if self.path is None:
             return Census(np.zeros(0), np.zeros(0))
         nodes = self.split_node_count()
         census = Census(np.zeros(nodes), np.zeros(nodes))
@@ -548,6 +596,13 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
         cuts[j] = min(max(cuts[j], low), n - (m - 1 - j))
     bounds = [0, *cuts, n]
     return [(bounds[j], bounds[j + 1]) for j in range(m)]
+
+
+def _estimate_from_sums(total: float, total_sq: float, samples: int, seconds: float,
+                        method: str) -> Estimate:
+    mean = total / samples
+    spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
+    return Estimate(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples, seconds, method)
 
 
 def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:
