@@ -49,9 +49,22 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     cached = _read_record(record_path, digest, directory, build)
     if cached is not None:
         return cached
-    plan = build()
-    _write_record(record_path, digest, plan)
-    return plan
+    return RecordingPlan(build(), lambda plan: _write_record(record_path, digest, plan))
+
+
+class RecordingPlan(CompiledPlan):
+    """A freshly built plan that records itself in the plan cache once its module is written (so
+    that nothing lands in the generated directory before the command's own checks pass)."""
+
+    def __init__(self, built: CompiledPlan, record):
+        self.__dict__.update(built.__dict__)
+        self._record_plan = record
+
+    def write(self) -> str | None:
+        path = super().write()
+        if path:
+            self._record_plan(self)
+        return path
 
 
 class CachedPlan(CompiledPlan):
