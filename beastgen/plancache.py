@@ -16,7 +16,12 @@ import sys
 
 from .compiler.model import display_path
 from .compiler.runtime import (
-    CompiledPlan, Target, compile_space, file_name_part, generated_directory, write_if_changed,
+    CompiledPlan,
+    Target,
+    compile_space,
+    file_name_part,
+    generated_directory,
+    write_if_changed,
 )
 from .devices import DeviceProfile, load_profile
 from .trust import check_generated_directory

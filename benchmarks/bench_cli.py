@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_enumeration import C_NEST, FLAGSHIP_COUNT, REPO  # noqa: E402
+from bench_enumeration import C_NEST, FLAGSHIP_COUNT, REPO
 
 LONG_VALUES = [3 * i + 1 for i in range(1024)]
 LONG_VALUES_COUNT = 4096  # (x + y) even for y in 1..8: half of 1024 * 8
@@ -81,15 +81,15 @@ def main() -> None:
     for round_ in range(max(args.repeats, args.cold_repeats)):
         runs = {"c_nest": lambda: timed([binary], str(FLAGSHIP_COUNT)),
                 "count warm": lambda: timed(warm, flagship, env),
-                "count --set M=<new>": lambda: timed(warm + ["--set", f"M={1024 + 64 * round_}"],
-                                                     "valid configurations", env),
+                "count --set M=<new>": lambda m=1024 + 64 * round_: timed(
+                    warm + ["--set", f"M={m}"], "valid configurations", env),
                 "estimate": lambda: timed(estimate, "valid configurations", env)}
         if round_ < args.cold_repeats:
             cold_dir = os.path.join(work, f"cold{round_}")
-            runs["count cold"] = lambda: timed([*beastgen, "count", "spaces/gemm.py", "--generated-dir",
-                                                cold_dir], flagship, env)
-            runs["1024 values cold"] = lambda: timed(
-                [*beastgen, "count", long_space, "--generated-dir", os.path.join(work, f"long{round_}")],
+            runs["count cold"] = lambda d=cold_dir: timed(
+                [*beastgen, "count", "spaces/gemm.py", "--generated-dir", d], flagship, env)
+            runs["1024 values cold"] = lambda d=os.path.join(work, f"long{round_}"): timed(
+                [*beastgen, "count", long_space, "--generated-dir", d],
                 f"{LONG_VALUES_COUNT:,} valid configurations", env)
         if round_ >= args.repeats:
             runs = {k: v for k, v in runs.items() if k in ("c_nest", "count cold", "1024 values cold")}

@@ -7,12 +7,11 @@ import sys
 import uuid
 
 import pytest
+from conftest import REPO
 
 from beastgen.compiler.model import load
 from beastgen.compiler.runtime import compile_space
 from beastgen.plancache import CachedPlan, compile_cached
-
-from conftest import REPO
 
 SPACE = """\
 import beastgen as beast

@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from ..trust import check_generated_directory
 
 # specialize, plan and codegen (sympy, networkx) are imported where they are used, so that a plan
 # answered from the plan cache never imports them
+if TYPE_CHECKING:
+    from .plan import Plan
+    from .specialize import Specialized
 
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
@@ -34,7 +38,7 @@ _DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dty
            "bool": np.dtype(np.bool_)}
 
 
-def generated_path(spec: "Specialized", generated_dir: str | None = None) -> str:
+def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
     """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
     return os.path.join(generated_directory(generated_dir), f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
                                    f"{spec.settings_hash()}.py")
@@ -138,7 +142,7 @@ class Census:
 class CompiledPlan:
     """A space specialized to one device and settings, with its generated, Numba-compiled enumerator."""
 
-    def __init__(self, spec: "Specialized", plan: "Plan | None", generated_dir: str | None = None):
+    def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
         from .codegen.module import generate_module
 
         self.specialized = spec
@@ -343,7 +347,7 @@ class CompiledPlan:
         total, total_sq = self._run("probe" if method == "knuth" else "chen", samples, int(seed))
         return _estimate_from_sums(total, total_sq, samples, self.last_seconds, method)
 
-    def _estimate_within(self, budget: float, seed: int, method: str) -> "Estimate":
+    def _estimate_within(self, budget: float, seed: int, method: str) -> Estimate:
         if self.path is None:
             return Estimate(0.0, 0.0, 0.0, 0, 0.0, "exact")
         function = "probe" if method == "knuth" else "chen"
