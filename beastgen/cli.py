@@ -380,7 +380,7 @@ def cmd_estimate(args) -> int:
         print(f"{estimate.count:,.0f} valid configurations (counted exactly in {estimate.seconds:.2f} s, "
               "within the estimate's time budget)")
     else:
-            print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
+        print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
               f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "
               f"{estimate.seconds:.2f} s)")
     if args.json:
