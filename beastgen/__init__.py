@@ -9,10 +9,22 @@ from .compiler.language import bound_terms
 from .compiler.language.nodes import (
     bound, derived, device, filter, iterator, max, min, range, setting, values, where,
 )
-from .compiler.runtime import Space
-from .loading import load
-from .harness.kernel import kernel
 from .version import __version__
+
+#: loaded on first use, so that a space file's ``import beastgen`` (and a command answered from
+#: the plan cache) does not import the compiler, Numba or the harness
+_LAZY = {"Space": ("compiler.runtime", "Space"), "load": ("loading", "load"),
+         "kernel": ("harness.kernel", "kernel")}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'beastgen' has no attribute {name!r}")
+    import importlib
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "BeastError", "DeviceError", "SettingError", "SpaceError", "Space", "load",

@@ -117,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=["chen", "knuth"], default="chen",
                    help="chen: heuristic sampling, stratified runs (default); knuth: random descents")
     p.add_argument("--samples", "-n", type=int, default=None,
-                   help="random descents (knuth, default 100000) or runs (chen, default 30000)")
+                   help="random descents (knuth) or runs (chen); by default, sampling stops after "
+                        "1.5 s (at most 100000 descents or 30000 runs), and a space the census "
+                        "predicts countable within that is counted exactly")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     _add_progress_arg(p)
@@ -234,22 +236,20 @@ def main(argv: list[str] | None = None) -> int:
 
 # --------------------------------------------------------------------------------------------------
 def _compile(args):
-    from .loading import load
-    from .compiler.runtime import compile_space
+    """The compiled plan, from the plan cache when nothing it depends on changed."""
+    from .plancache import compile_cached
 
-    space = load(args.space)
-    plan = compile_space(space, device=args.device, settings=_settings(args.settings),
-                         generated_dir=args.generated_dir)
-    return space, plan
+    return compile_cached(args.space, device=args.device, settings=_settings(args.settings),
+                          generated_dir=args.generated_dir)
 
 
 def _describe_target(plan) -> str:
-    spec = plan.specialized
-    default = " (the built-in default; choose with --device)" if spec.device.source == "built-in" \
-        and spec.device.key == _default_key() else ""
-    settings = ", ".join(f"{k}={v!r}" for k, v in spec.settings.items()) or "none"
-    return (f"space {spec.space.name} ({spec.space.path}) on {spec.device.key} "
-            f"({spec.device.name}){default}\nsettings: {settings}")
+    target = plan.target
+    default = " (the built-in default; choose with --device)" if target.device_source == "built-in" \
+        and target.device == _default_key() else ""
+    settings = ", ".join(f"{k}={v!r}" for k, v in target.settings.items()) or "none"
+    return (f"space {target.space} ({target.path}) on {target.device} "
+            f"({target.device_name}){default}\nsettings: {settings}")
 
 
 def _default_key() -> str:
@@ -264,7 +264,7 @@ def cmd_devices(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    _, plan = _compile(args)
+    plan = _compile(args)
     if plan.plan is None:
         print(f"nothing to generate: {plan.empty_reason}")
         return 0
@@ -275,9 +275,9 @@ def cmd_generate(args) -> int:
 
 def cmd_count(args) -> int:
     start = time.perf_counter()
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
-    if plan.plan is not None and not plan.numba_cached("count"):
+    if plan.path is not None and not plan.numba_cached("count"):
         print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
     if args.scheduler:
         return _count_on_cluster(args, plan, start)
@@ -394,22 +394,31 @@ def _print_balance(run) -> None:
 
 
 def _target_record(plan) -> dict:
-    spec = plan.specialized
-    return {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
-            "settings": spec.settings}
+    target = plan.target
+    return {"space": target.space, "path": target.path, "device": target.device,
+            "settings": target.settings}
+
+
+#: the time budget of `beastgen estimate` without --samples
+ESTIMATE_SECONDS = 1.5
 
 
 def cmd_estimate(args) -> int:
     if args.samples is not None and args.samples < 2:
         raise BeastError("--samples must be at least 2")
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     with Elapsed("estimating", _shows_progress(args)):
-        estimate = plan.estimate(args.samples, args.seed, method=args.method)
+        estimate = plan.estimate(args.samples, args.seed, method=args.method,
+                                 seconds=None if args.samples else ESTIMATE_SECONDS)
     what = "random descents" if estimate.method == "knuth" else "runs of Chen's heuristic sampling"
-    print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
-          f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "
-          f"{estimate.seconds:.2f} s)")
+    if estimate.method == "exact":
+        print(f"{estimate.count:,.0f} valid configurations (counted exactly in {estimate.seconds:.2f} s, "
+              "within the estimate's time budget)")
+    else:
+        print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
+              f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "
+              f"{estimate.seconds:.2f} s)")
     if args.json:
         print(json.dumps(_target_record(plan) | {
             "estimate": estimate.count, "low": estimate.low, "high": estimate.high,
@@ -422,7 +431,7 @@ def cmd_rank(args) -> int:
 
     if args.top < 1:
         raise BeastError(f"--top must be at least 1, got {args.top}")
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     threshold = math.inf
     if args.threshold is not None:
@@ -443,7 +452,7 @@ def cmd_rank(args) -> int:
 def cmd_compare(args) -> int:
     from .bounds import plot_comparison
 
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     comparison = plan.compare(parse_threshold(args.threshold))
     print(f"best bound {format_seconds(comparison.best_bound_seconds)}; threshold "
@@ -466,7 +475,7 @@ def cmd_check_bounds(args) -> int:
     from .harness.recorded import check_bounds, load_replay, plot_terms, term_samples
 
     replay = load_replay(args.replay)
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     check = check_bounds(plan, replay)
     print(check.report())
@@ -500,7 +509,8 @@ def format_stats(plan, stats) -> str:
 def cmd_show(args) -> int:
     from .compiler.language.printer import expr_source
 
-    space, plan = _compile(args)
+    plan = _compile(args)
+    space = plan.specialized.space
     print(_describe_target(plan))
     print()
     for kind, label in (("device", "device properties"), ("iterator", "iterators"),
@@ -537,7 +547,7 @@ def cmd_show(args) -> int:
 def cmd_enumerate(args) -> int:
     import numpy as np
 
-    _, plan = _compile(args)
+    plan = _compile(args)
     output = args.output
     if args.scheduler:
         return _enumerate_on_cluster(args, plan)
@@ -615,7 +625,7 @@ def cmd_export(args) -> int:
               f"{len(configuration['TuningParameters'])} parameters and "
               f"{len(configuration['Conditions'])} conditions")
         return 0
-    _, plan = _compile(args)
+    plan = _compile(args)
     print(_describe_target(plan))
     with Elapsed("exporting", _shows_progress(args)):
         count = write_kernel_tuner(plan, args.output)

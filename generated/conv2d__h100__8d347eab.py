@@ -54,14 +54,14 @@ peak_fma_flops = 66908160000000.0  # derived
 fmas_per_instruction = 1  # derived
 dram_time = 0.0  # bound
 launch_time = 1e-06  # bound
-blk_pix__VALUES = (16, 32, 64, 128)
-blk_k__VALUES = (4, 8, 16, 32, 64, 128)
-blk_crs__VALUES = (4, 8, 16, 32)
-split_block__VALUES = (1, 2, 4)
-split_grid__VALUES = (1, 2, 4, 8)
-vec_in__VALUES = (1, 2, 4)
-vec_f__VALUES = (1, 2, 4)
-stages__VALUES = (1, 2)
+blk_pix__VALUES = np.array([16, 32, 64, 128], dtype=np.int64)
+blk_k__VALUES = np.array([4, 8, 16, 32, 64, 128], dtype=np.int64)
+blk_crs__VALUES = np.array([4, 8, 16, 32], dtype=np.int64)
+split_block__VALUES = np.array([1, 2, 4], dtype=np.int64)
+split_grid__VALUES = np.array([1, 2, 4, 8], dtype=np.int64)
+vec_in__VALUES = np.array([1, 2, 4], dtype=np.int64)
+vec_f__VALUES = np.array([1, 2, 4], dtype=np.int64)
+stages__VALUES = np.array([1, 2], dtype=np.int64)
 
 # derived smem (spaces/conv2d.py:102), form: value
 @numba.njit(cache=True, error_model='python', nogil=True)
@@ -206,6 +206,50 @@ def count(_lo, _hi):
                                             if misaligned_vectors__rejects:
                                                 continue
                                             _n += 1
+    return _n
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def split_nodes():
+    """How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of
+    the levels above the split alone, so a one-thread count can report its progress."""
+    _n = 0
+    # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
+    for blk_pix in blk_pix__VALUES:
+        # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
+        padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
+        # filter wasted_pixels (spaces/conv2d.py:148): rejects when padded_npq > 2 * NPQ
+        if padded_npq > (2 * NPQ):
+            continue
+        # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
+        for blk_k in blk_k__VALUES:
+            # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
+            padded_k = (K + blk_k - 1) // blk_k * blk_k
+            # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
+            tiles = padded_npq // blk_pix * (padded_k // blk_k)
+            # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
+            for split_grid in split_grid__VALUES:
+                # derived blocks (spaces/conv2d.py:100): tiles * split_grid
+                blocks = tiles * split_grid
+                # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
+                if blocks < sm_count:
+                    continue
+                # derived blocks_on_busiest_sm (spaces/conv2d.py:163): (blocks + beast.device.sm_count - 1) // beast.device.sm_count
+                blocks_on_busiest_sm = (blocks + 132 - 1) // 132
+                # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
+                for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+                    # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
+                    for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+                        # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
+                        if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
+                            continue
+                        # filter shared_memory_bound (spaces/conv2d.py:140): rejects when thr_pix * thr_k < thr_pix + thr_k
+                        if thr_pix * thr_k < thr_pix + thr_k:
+                            continue
+                        # derived instructions_per_step (spaces/conv2d.py:166): (thr_pix * thr_k + fmas_per_instruction - 1) // fmas_per_instruction + 1 * ((thr_pix * elem_bytes + 16 - 1) // 16) + 1 * ((thr_k * elem_bytes + 16 - 1) // 16)
+                        instructions_per_step = (thr_pix * thr_k + fmas_per_instruction - 1) // fmas_per_instruction + 1 * ((thr_pix * elem_bytes + 16 - 1) // 16) + 1 * ((thr_k * elem_bytes + 16 - 1) // 16)
+                        # derived wavefronts_per_step (spaces/conv2d.py:168): 1 * ((thr_pix * elem_bytes + 16 - 1) // 16) + 1 * ((thr_k * elem_bytes + 16 - 1) // 16)
+                        wavefronts_per_step = 1 * ((thr_pix * elem_bytes + 16 - 1) // 16) + 1 * ((thr_k * elem_bytes + 16 - 1) // 16)
+                        _n += 1
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)

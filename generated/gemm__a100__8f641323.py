@@ -49,9 +49,9 @@ l1_is_shared_memory = True  # derived
 compute_time = 0.00705110207512477  # bound
 dram_time = 7.816750956351153e-05  # bound
 launch_time = 1e-06  # bound
-vector__VALUES = (0, 1)
-tex_a__VALUES = (0, 1)
-tex_b__VALUES = (0, 1)
+vector__VALUES = np.array([0, 1], dtype=np.int64)
+tex_a__VALUES = np.array([0, 1], dtype=np.int64)
+tex_b__VALUES = np.array([0, 1], dtype=np.int64)
 
 # filter a_incongruent (spaces/gemm.py:80), form: value
 @numba.njit(cache=True, error_model='python', nogil=True)
@@ -198,6 +198,32 @@ def count(_lo, _hi):
                                     if b_incongruent__rejects:
                                         continue
                                     _n += 4  # the innermost loops (tex_a, tex_b) test nothing: counted, not iterated
+    return _n
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def split_nodes():
+    """How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of
+    the levels above the split alone, so a one-thread count can report its progress."""
+    _n = 0
+    # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
+    for dim_m in range(1, max_threads_dim_x + 1):
+        # derived a_lanes (spaces/gemm.py:142): 1 if dim_m == 1 else min(32, dim_m)
+        a_lanes = 1 if dim_m == 1 else min(32, dim_m)
+        # loop 1: iterator dim_n (spaces/gemm.py:37): range(1, max_threads_dim_y + 1, 1)
+        for dim_n in range(1, max_threads_dim_y + 1):
+            # derived threads (spaces/gemm.py:65): dim_m * dim_n
+            threads = dim_m * dim_n
+            # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
+            if threads > max_threads_per_block:
+                continue
+            # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
+            if threads % warp_size != 0:
+                continue
+            # derived warps (spaces/gemm.py:126): threads // 32
+            warps = threads // 32
+            # derived b_lanes (spaces/gemm.py:143): 1 if dim_n == 1 else (32 + dim_m - 1) // dim_m
+            b_lanes = 1 if dim_n == 1 else (32 + dim_m - 1) // dim_m
+            _n += 1
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)

@@ -27,23 +27,23 @@ K = 4096  # setting
 l1_is_shared_memory = True  # derived
 dram_time = 0.0002902308571428571  # bound
 launch_time = 1e-06  # bound
-GEMMK__VALUES = (0,)
-MWG__VALUES = (16, 32, 64, 128)
-NWG__VALUES = (16, 32, 64, 128)
-KWG__VALUES = (16, 32)
-MDIMC__VALUES = (8, 16, 32)
-NDIMC__VALUES = (8, 16, 32)
-MDIMA__VALUES = (8, 16, 32)
-NDIMB__VALUES = (8, 16, 32)
-KWI__VALUES = (2,)
-VWM__VALUES = (1, 2, 4, 8)
-VWN__VALUES = (1, 2, 4, 8)
-STRM__VALUES = (0, 1)
-STRN__VALUES = (0, 1)
-SA__VALUES = (0, 1)
-SB__VALUES = (0, 1)
-KREG__VALUES = (1,)
-PRECISION__VALUES = (32,)
+GEMMK__VALUES = np.array([0], dtype=np.int64)
+MWG__VALUES = np.array([16, 32, 64, 128], dtype=np.int64)
+NWG__VALUES = np.array([16, 32, 64, 128], dtype=np.int64)
+KWG__VALUES = np.array([16, 32], dtype=np.int64)
+MDIMC__VALUES = np.array([8, 16, 32], dtype=np.int64)
+NDIMC__VALUES = np.array([8, 16, 32], dtype=np.int64)
+MDIMA__VALUES = np.array([8, 16, 32], dtype=np.int64)
+NDIMB__VALUES = np.array([8, 16, 32], dtype=np.int64)
+KWI__VALUES = np.array([2], dtype=np.int64)
+VWM__VALUES = np.array([1, 2, 4, 8], dtype=np.int64)
+VWN__VALUES = np.array([1, 2, 4, 8], dtype=np.int64)
+STRM__VALUES = np.array([0, 1], dtype=np.int64)
+STRN__VALUES = np.array([0, 1], dtype=np.int64)
+SA__VALUES = np.array([0, 1], dtype=np.int64)
+SB__VALUES = np.array([0, 1], dtype=np.int64)
+KREG__VALUES = np.array([1], dtype=np.int64)
+PRECISION__VALUES = np.array([32], dtype=np.int64)
 
 STAT_SLOTS = ('KWG', 'k_tiles', 'KWI', 'kwg_not_multiple_of_kwi', 'MWG', 'NWG', 'work_groups', 'blocks_on_busiest_sm', 'fma_time', 'MDIMC', 'MWI', 'lanes_a', 'lanes_b', 'VWM', 'mwg_not_multiple_of_compute_m', 'MDIMA', 'mwg_not_multiple_of_load_a', 'NDIMC', 'kwg_not_multiple_of_load_a_rows', 'excluded_128x128_with_8x8_threads', 'threads', 'warps', 'NWI', 'VWN', 'nwg_not_multiple_of_compute_n', 'NDIMB', 'nwg_not_multiple_of_load_b', 'kwg_not_multiple_of_load_b_rows', 'STRM', 'run_a', 'runs_a', 'copy_run_a', 'copy_runs_a', 'copy_wavefronts_a', 'STRN', 'run_b', 'runs_b', 'copy_run_b', 'copy_runs_b', 'copy_wavefronts_b', 'SA', 'wavefronts_a', 'SB', 'local_mem', 'resident', 'instructions_per_tile', 'issue_time', 'wave_time', 'wavefronts_b', 'wavefronts_per_tile', 'lsu_time', 'GEMMK', 'KREG', 'PRECISION',)  # _rejections[i] counts what slot i rejected or raised
 
@@ -174,6 +174,70 @@ def count(_lo, _hi):
                                                             # derived wavefronts_per_tile (spaces/gemm_clblast.py:151): wavefronts_a + wavefronts_b + SA * copy_wavefronts_a + SB * copy_wavefronts_b
                                                             wavefronts_per_tile = wavefronts_a + wavefronts_b + SA * copy_wavefronts_a + SB * copy_wavefronts_b
                                                             _n += 1  # the innermost loops (GEMMK, KREG, PRECISION) test nothing: counted, not iterated
+    return _n
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def split_nodes():
+    """How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of
+    the levels above the split alone, so a one-thread count can report its progress."""
+    _n = 0
+    # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
+    for KWG in KWG__VALUES:
+        # derived k_tiles (spaces/gemm_clblast.py:110): (K + KWG - 1) // KWG
+        k_tiles = (K + KWG - 1) // KWG
+        # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
+        for KWI in KWI__VALUES:
+            # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
+            if not KWG % KWI == 0:
+                continue
+            # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
+            for MWG in MWG__VALUES:
+                # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
+                for NWG in NWG__VALUES:
+                    # derived work_groups (spaces/gemm_clblast.py:108): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                    work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
+                    # derived blocks_on_busiest_sm (spaces/gemm_clblast.py:109): (work_groups + beast.device.sm_count - 1) // beast.device.sm_count
+                    blocks_on_busiest_sm = (work_groups + 72 - 1) // 72
+                    # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
+                    for MDIMC in MDIMC__VALUES:
+                        # derived MWI (spaces/gemm_clblast.py:111): MWG // MDIMC
+                        MWI = MWG // MDIMC
+                        # derived lanes_a (spaces/gemm_clblast.py:122): min(32, MDIMC)
+                        lanes_a = min(32, MDIMC)
+                        # derived lanes_b (spaces/gemm_clblast.py:123): max(1, 32 // MDIMC)
+                        lanes_b = max(1, 32 // MDIMC)
+                        # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
+                        for VWM in VWM__VALUES:
+                            # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
+                            if not MWG % (MDIMC * VWM) == 0:
+                                continue
+                            # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
+                            for MDIMA in MDIMA__VALUES:
+                                # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
+                                if not MWG % (MDIMA * VWM) == 0:
+                                    continue
+                                # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
+                                for NDIMC in NDIMC__VALUES:
+                                    # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
+                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                        continue
+                                    if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
+                                        continue
+                                    # filter excluded_128x128_with_8x8_threads (spaces/gemm_clblast.py:78): rejects when excluded_128x128_with_8x8_threads(): MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8
+                                    if MWG == 128 and NWG == 128 and MDIMC == 8 and NDIMC == 8:
+                                        continue
+                                    # derived threads (spaces/gemm_clblast.py:106): MDIMC * NDIMC
+                                    threads = MDIMC * NDIMC
+                                    # derived warps (spaces/gemm_clblast.py:107): threads // 32
+                                    warps = threads // 32
+                                    # derived NWI (spaces/gemm_clblast.py:112): NWG // NDIMC
+                                    NWI = NWG // NDIMC
+                                    # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
+                                    for VWN in VWN__VALUES:
+                                        # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
+                                        if not NWG % (NDIMC * VWN) == 0:
+                                            continue
+                                        _n += 1
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)

@@ -43,11 +43,11 @@ dram_bandwidth = 3350000000000.0  # device
 compute_capability = '9.0'  # device
 cc = 9.0  # derived
 bytes_in_flight_needed = 20303.030303030304  # derived
-threads__VALUES = (32, 64, 128, 256, 512, 1024)
-vec__VALUES = (1, 2, 4, 8)
-unroll__VALUES = (1, 2, 4, 8)
+threads__VALUES = np.array([32, 64, 128, 256, 512, 1024], dtype=np.int64)
+vec__VALUES = np.array([1, 2, 4, 8], dtype=np.int64)
+unroll__VALUES = np.array([1, 2, 4, 8], dtype=np.int64)
 final_stage__VALUES = ('shared_tree', 'warp_shuffle')
-unroll_last_warp__VALUES = (0, 1)
+unroll_last_warp__VALUES = np.array([0, 1], dtype=np.int64)
 combine__VALUES = ('atomic', 'two_pass', 'last_block')
 cache_hint__VALUES = ('default', 'streaming')
 
@@ -134,6 +134,53 @@ def count(_lo, _hi):
                                     if blocks_per_sm * threads * regs > regs_per_sm:
                                         continue
                                     _n += 2  # the innermost loops (cache_hint) test nothing: counted, not iterated
+    return _n
+
+@numba.njit(cache=True, error_model='python', nogil=True)
+def split_nodes():
+    """How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of
+    the levels above the split alone, so a one-thread count can report its progress."""
+    _n = 0
+    # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
+    for vec in vec__VALUES:
+        # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
+        if vec * elem_bytes > 16:
+            continue
+        # loop 1: iterator final_stage (spaces/reduction.py:82): values('shared_tree', 'warp_shuffle')
+        for final_stage__index in range(2):
+            final_stage = final_stage__VALUES[final_stage__index]
+            # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
+            if final_stage == 'warp_shuffle' and (cc < 3.0):
+                continue
+            # loop 2: iterator unroll_last_warp (spaces/reduction.py:83): values(0, 1)
+            for unroll_last_warp in unroll_last_warp__VALUES:
+                # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
+                if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
+                    continue
+                # loop 3: iterator combine (spaces/reduction.py:84): values('atomic', 'two_pass', 'last_block')
+                for combine__index in range(3):
+                    combine = combine__VALUES[combine__index]
+                    # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
+                    if (combine == 'atomic' and (acc_bytes == 8)) and (cc < 6.0):
+                        continue
+                    # loop 4: iterator threads (spaces/reduction.py:70): threads()
+                    for threads in threads__VALUES:
+                        # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                        smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
+                        # loop 5: iterator blocks_per_sm (spaces/reduction.py:81): range(1, max_blocks_per_sm + 1, 1)
+                        for blocks_per_sm in range(1, max_blocks_per_sm + 1):
+                            # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
+                            if blocks_per_sm * threads > max_threads_per_sm:
+                                continue
+                            # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
+                            if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
+                                continue
+                            # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
+                            grid = blocks_per_sm * sm_count
+                            # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
+                            if combine == 'last_block' and grid > 4 * threads:
+                                continue
+                            _n += 1
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)

@@ -20,7 +20,7 @@ LAYERS = [
     ("codegen", ["compiler.codegen"]),
     ("runtime", ["compiler.runtime", "compiler"]),
     ("users of the compiler", ["reference", "interop"]),
-    ("loading", ["loading"]),
+    ("loading", ["loading", "plancache"]),
     ("harness", ["harness"]),
     ("distributed", ["distributed"]),
     ("command line", ["cli", "__main__", ""]),

@@ -181,3 +181,18 @@ def _within_three_standard_errors(estimate, exact):
     """The 95% interval is +-1.96 standard errors; a fixed seed misses it one time in twenty, but
     three standard errors only once in 370."""
     return abs(estimate.count - exact) <= 3 / 1.96 * (estimate.high - estimate.count) + 1e-9 * exact
+
+
+def test_a_time_budget_counts_exactly_when_the_count_is_cheap(gemm_h100):
+    """The default `beastgen estimate` (a time budget): gemm counts in well under it, so the answer
+    is the exact count, an interval of one point."""
+    estimate = gemm_h100.estimate(seconds=60.0)
+    assert estimate.method == "exact" and estimate.samples == 0
+    assert estimate.low == estimate.count == estimate.high == GEMM_H100
+
+
+def test_a_spent_time_budget_samples(mixed):
+    """No time to count: at least two runs, an interval around their mean."""
+    estimate = mixed.estimate(seconds=0.0, seed=4)
+    assert estimate.method == "chen" and estimate.samples >= 2
+    assert estimate.low <= estimate.count <= estimate.high

@@ -13,19 +13,22 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .language import nodes as L
 from ..bounds import Comparison, LevelCuts, Threshold
-from .codegen.module import generate_module
-from .codegen.nest import split_level, stat_slots
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import call_interruptibly, wait_interruptibly
-from .plan import Plan, make_plan
-from .specialize import Specialized, infer_type, specialize
 from ..trust import check_generated_directory
+
+# specialize, plan and codegen (sympy, networkx) are imported where they are used, so that a plan
+# answered from the plan cache never imports them
+if TYPE_CHECKING:
+    from .plan import Plan
+    from .specialize import Specialized
 
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
@@ -38,9 +41,13 @@ _DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dty
 
 def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
     """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
-    directory = generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
-    return os.path.join(directory, f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
+    return os.path.join(generated_directory(generated_dir), f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
                                    f"{spec.settings_hash()}.py")
+
+
+def generated_directory(generated_dir: str | None = None) -> str:
+    """``generated_dir``, else $BEASTGEN_GENERATED_DIR, else ``generated/`` under the working directory."""
+    return generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
 
 
 def file_name_part(text: str) -> str:
@@ -70,9 +77,29 @@ def write_if_changed(path: str, source: str) -> bool:
 
 def compile_space(space, device=None, settings=None, generated_dir=None, order=None) -> "CompiledPlan":
     """Specialize, plan, generate and import: the compiled plan of ``space`` for one device."""
+    from .plan import make_plan
+    from .specialize import specialize
+
     spec = specialize(space, device, settings or {})
     plan = make_plan(spec, order) if not spec.empty_reason else None
     return CompiledPlan(spec, plan, generated_dir)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a compiled plan was compiled for, as plain data (the plan cache stores it as JSON)."""
+
+    space: str
+    path: str
+    device: str
+    device_name: str
+    device_source: str
+    settings: dict
+
+    def as_dict(self) -> dict:
+        return {"space": self.space, "path": self.path, "device": self.device,
+                "device_name": self.device_name, "device_source": self.device_source,
+                "settings": self.settings}
 
 
 @dataclass
@@ -99,7 +126,7 @@ class Estimate:
     high: float
     samples: int  # Knuth: random descents; Chen: runs
     seconds: float
-    method: str = "knuth"  # "knuth" or "chen"
+    method: str = "knuth"  # "knuth", "chen", or "exact" (counted within the time budget)
 
 
 @dataclass
@@ -117,6 +144,8 @@ class CompiledPlan:
     """A space specialized to one device and settings, with its generated, Numba-compiled enumerator."""
 
     def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
+        from .codegen.module import generate_module
+
         self.specialized = spec
         self.plan = plan
         self.path = generated_path(spec, generated_dir) if plan else None
@@ -133,6 +162,12 @@ class CompiledPlan:
     def columns(self) -> list[str]:
         """Iterator names in declaration order: the columns of :meth:`enumerate`."""
         return list(self.specialized.space.iterators)  # items are in dependency order
+
+    @property
+    def target(self) -> Target:
+        spec = self.specialized
+        return Target(spec.space.name, spec.space.path, spec.device.key, spec.device.name,
+                      spec.device.source, dict(spec.settings))
 
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
@@ -215,14 +250,14 @@ class CompiledPlan:
         With ``chunk=(lo, hi)``, only below the split nodes lo <= i < hi (see :meth:`split_census`);
         with ``jobs`` > 1, in balanced chunks on that many threads. ``progress(done, seconds)`` is
         called after each chunk of a whole count with the share of the work done (0 to 1)."""
-        if self.plan is None:
+        if self.path is None:  # an empty space (its plan is not needed to know that)
             return 0
         if threshold is None:
             jobs = jobs if chunk is None else 1
             self._compile_chunking(jobs)
             if jobs <= 1 and chunk is None:
-                # the census (which counts split nodes) compiles before the clock starts: the
-                # long-count warning extrapolates the run alone
+                # split_nodes compiles before the clock starts: the long-count warning
+                # extrapolates the run alone
                 nodes = self.split_node_count()
                 start = time.perf_counter()
                 counts = self._count_in_growing_chunks(nodes, progress, start)
@@ -296,7 +331,8 @@ class CompiledPlan:
     #: default ``samples`` per method: a Chen run expands whole depths, far more work than a descent
     ESTIMATE_SAMPLES = {"knuth": 100_000, "chen": 30_000}
 
-    def estimate(self, samples: int | None = None, seed: int = 0, method: str = "chen") -> "Estimate":
+    def estimate(self, samples: int | None = None, seed: int = 0, method: str = "chen",
+                 seconds: float | None = None) -> "Estimate":
         """An unbiased estimate of the number of valid configurations, with a 95% confidence interval
         (normal approximation over the ``samples`` independent estimates), for spaces too large to
         count. ``method="chen"``: runs of Chen's heuristic sampling (the generated ``chen``), each far
@@ -304,25 +340,74 @@ class CompiledPlan:
         estimator, the generated ``probe``). ``samples=None`` takes :attr:`ESTIMATE_SAMPLES` of the
         method. Chen is the default: on gemm (h100) at equal time its interval is 4 to 5 times
         narrower, but a run costs about, per stratum, the product of two consecutive levels' domain
-        sizes (the lookahead), where a descent costs their sum."""
+        sizes (the lookahead), where a descent costs their sum.
+
+        With ``seconds`` (and no ``samples``), a time budget: the exact count (method ``"exact"``,
+        an interval of one point) when the split census predicts it fits in half the budget and it
+        does, else batches of runs until the budget is spent (at most :attr:`ESTIMATE_SAMPLES`)."""
         if method not in self.ESTIMATE_SAMPLES:
             raise BeastError(f"unknown estimation method {method!r} (knuth or chen)")
+        if seconds is not None and samples is None:
+            return self._estimate_within(float(seconds), seed, method)
         samples = self.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
         if samples < 1:
             raise BeastError("an estimate needs at least one sample")
         if self.plan is None:
             return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
         total, total_sq = self._run("probe" if method == "knuth" else "chen", samples, int(seed))
-        mean = total / samples
-        spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
-        return Estimate(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples,
-                        self.last_seconds, method)
+        return _estimate_from_sums(total, total_sq, samples, self.last_seconds, method)
+
+    def _estimate_within(self, budget: float, seed: int, method: str) -> Estimate:
+        if self.path is None:
+            return Estimate(0.0, 0.0, 0.0, 0, 0.0, "exact")
+        function = "probe" if method == "knuth" else "chen"
+        self._compiled(function, 1, 0)
+        self._compile_chunking(jobs=2)  # count and census, for the exact count
+        start = time.perf_counter()
+        exact = self._count_if_cheap(budget / 2, start)
+        if exact is not None:
+            return Estimate(float(exact), float(exact), float(exact), 0, time.perf_counter() - start,
+                            "exact")
+        total = total_sq = 0.0
+        samples, batch, limit = 0, 1, self.ESTIMATE_SAMPLES[method]
+        sampling = time.perf_counter()
+        while samples < 2 or (samples < limit and time.perf_counter() - start < budget):
+            # each batch its own stream: independent of the others, reproducible from ``seed``
+            part, part_sq = self._run(function, batch, (int(seed) << 24) + samples)
+            total, total_sq, samples = total + part, total_sq + part_sq, samples + batch
+            per_sample = (time.perf_counter() - sampling) / samples
+            left = budget - (time.perf_counter() - start)
+            batch = int(max(1, min(2 * batch, left / per_sample if per_sample > 0 else 2 * batch,
+                                   limit - samples)))
+        return _estimate_from_sums(total, total_sq, samples, time.perf_counter() - start, method)
+
+    #: loop iterations per second assumed before the first chunk of an exact count has run
+    _ASSUMED_RATE = 1e8
+
+    def _count_if_cheap(self, budget: float, start: float) -> int | None:
+        """The exact count, in chunks balanced by the census's estimated work (loop iterations), if
+        it takes less than ``budget`` seconds: None as soon as the next chunk, at the rate measured
+        so far, would end past the budget. (A census far below the real work can overrun it.)"""
+        census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
+        work = np.maximum(np.nan_to_num(census.iterations, nan=0.0, posinf=np.inf), 0.0)
+        count = done_work = 0
+        for lo, hi in balanced_chunks(work, 64):
+            spent = time.perf_counter() - start
+            rate = done_work / spent if done_work and spent > 0 else self._ASSUMED_RATE
+            chunk_work = float(work[lo:hi].sum())
+            if spent + chunk_work / rate > budget:
+                return None
+            count += int(self._run("count", lo, hi))
+            done_work += chunk_work
+        return int(count)
 
     def stats(self, chunk: tuple[int, int] | None = None) -> Stats:
         """Count with per-level iterations and per-filter rejections. With ``chunk``, the levels
         above :attr:`split_level` (and what their filters reject) are still counted whole."""
         if self.plan is None:
             return Stats(0, [], {}, {}, 0.0)
+        from .codegen.nest import stat_slots
+
         slots = stat_slots(self.plan)
         visits = np.zeros(len(self.plan.levels), dtype=np.int64)
         rejections = np.zeros(len(slots), dtype=np.int64)
@@ -336,12 +421,14 @@ class CompiledPlan:
     @property
     def split_level(self) -> int:
         """Outer levels every chunk walks; the valid prefixes of that depth are the split nodes."""
+        from .codegen.nest import split_level
+
         return split_level(self.plan) if self.plan else 0
 
     def split_census(self, samples_per_node: int = 32, seed: int = 0) -> "Census":
         """Per split node, in walk order (the numbering of ``chunk=(lo, hi)``), Knuth descents'
         estimates of the valid configurations below it and of the loop iterations (work) they take."""
-        if self.plan is None:
+        if self.path is None:
             return Census(np.zeros(0), np.zeros(0))
         nodes = self.split_node_count()
         census = Census(np.zeros(nodes), np.zeros(nodes))
@@ -350,11 +437,12 @@ class CompiledPlan:
 
     def split_node_count(self) -> int:
         """How many split nodes there are (a walk of the levels above the split, no descents)."""
-        if self.plan is None:
+        if self.path is None:
             return 0
-        return int(self._run("census", 0, 0, np.zeros(0), np.zeros(0)))
+        return int(self._run("split_nodes"))
 
     def _compile_chunking(self, jobs: int) -> None:
+        """Compile the count, and the census only when several threads balance their chunks."""
         self._compiled("count", *_WHOLE)
         if jobs > 1:
             self._compiled("census", 0, 0, np.zeros(0), np.zeros(0))
@@ -411,6 +499,8 @@ class CompiledPlan:
         stats = self.stats()
         if stats.count:
             return None
+        from .codegen.nest import stat_slots
+
         slots = stat_slots(self.plan)
         culprits = [(s, stats.rejections.get(s.name) or stats.errors.get(s.name, 0)) for s in slots]
         culprits = [(s, n) for s, n in culprits if n]
@@ -486,6 +576,8 @@ class CompiledPlan:
         if item.function is not None:
             return _function_value_dtype(getattr(self.module, item.function.name))
         # values(...) (or a derived value) reading function values: the types Numba gave them
+        from .specialize import infer_type
+
         items = self.specialized.items
         parts = item.domain[1:] if item.domain else [item.expr]
         return np.result_type(*(self._column_dtype(items[p.target]) if isinstance(p, L.Ref)
@@ -522,6 +614,13 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
         cuts[j] = min(max(cuts[j], low), n - (m - 1 - j))
     bounds = [0, *cuts, n]
     return [(bounds[j], bounds[j + 1]) for j in range(m)]
+
+
+def _estimate_from_sums(total: float, total_sq: float, samples: int, seconds: float,
+                        method: str) -> Estimate:
+    mean = total / samples
+    spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
+    return Estimate(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples, seconds, method)
 
 
 def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:

@@ -46,7 +46,7 @@ def generate_module(plan: Plan) -> str:
     symbolic = SymbolicContext(spec.items)
     out += [f"SPLIT_LEVEL = {split_level(plan)}  # chunks of the work split the nest below this many "
             "outer levels", ""]
-    modes = ["count", "stats", "fill", "census"]
+    modes = ["count", "nodes", "stats", "fill", "census"]
     if spec.bound_terms:
         out += [f"BOUND_TERMS = ({', '.join(map(repr, spec.bound_terms))},)  # a configuration's bound "
                 "is the largest; rank() reports which", ""]
@@ -83,8 +83,20 @@ def _constants_section(plan: Plan) -> list[str]:
             values = [p.value for p in item.domain[1:]]
             if item.value_type in CASTS:  # one element type: a tuple of (True, 2) cannot be looped
                 values = [CASTS[item.value_type](v) for v in values]
-            lines.append(f"{item.name}__VALUES = {tuple(values)!r}")
+            lines.append(f"{item.name}__VALUES = {_values_constant(item.value_type, values)}")
     return lines + [""]
+
+
+def _values_constant(value_type: str, values: list) -> str:
+    """A listed domain as a module-level NumPy array (Numba freezes it as one constant, so compile
+    time does not grow with its length); strings and integers beyond 64 bits stay a tuple."""
+    dtype = _ARRAY_DTYPES.get(value_type)
+    if dtype is None or (value_type == "int" and not all(-2 ** 63 <= v < 2 ** 63 for v in values)):
+        return repr(tuple(values))
+    return f"np.array({values!r}, dtype=np.{dtype})"
+
+
+_ARRAY_DTYPES = {"int": "int64", "float": "float64", "bool": "bool_"}
 
 
 def _is_literal_tuple(value) -> bool:

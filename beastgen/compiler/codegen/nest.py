@@ -123,6 +123,9 @@ class NestWriter:
                   "count(), also adding loop iterations per level to _visits and rejections (filters)\n"
                   "    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above\n"
                   "    SPLIT_LEVEL are walked whole whatever the chunk."),
+        "nodes": ("split_nodes()",
+                  "How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of\n"
+                  "    the levels above the split alone, so a one-thread count can report its progress."),
         "census": ("census(_samples, _seed, _configurations, _iterations)",
                    "The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of\n"
                    "    the first len(_configurations), _samples Knuth descents below it estimate the valid\n"
@@ -167,9 +170,11 @@ class NestWriter:
             signature, doc = self._HEADERS[self.mode]
             header = [f"def {signature}:", f'    """{doc}"""']
         self.lines = [NJIT, *header]
+        split = split_level(self.plan)
+        if self.mode == "nodes":
+            return self._write_split_nodes(split)
         if self.mode != "census":
             self.emit("_size = 0" if self.mode == "rank" else "_n = 0")
-        split = split_level(self.plan)
         if self.mode in _CHUNKED and split == 0:
             self.emit("if _lo > 0 or _hi < 1:  # the only split node is the root (SPLIT_LEVEL 0)")
             self.emit("    return _n")
@@ -250,6 +255,18 @@ class NestWriter:
             self.depth = 1
             self.emit("return _size")
             return self.lines
+        self.emit("_n += 1")
+        self.depth = 1
+        self.emit("return _n")
+        return self.lines
+
+    def _write_split_nodes(self, split: int) -> list[str]:
+        """The ``split_nodes`` function: the levels above the split, counting what passes them."""
+        self.emit("_n = 0")
+        for index, level in enumerate(self.plan.levels[:split]):
+            self._loop(level, index)
+            for item in level.body:
+                self._item(item)
         self.emit("_n += 1")
         self.depth = 1
         self.emit("return _n")

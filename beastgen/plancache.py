@@ -1,0 +1,237 @@
+"""The plan cache: a command run again on an unchanged space file (and the local files it imports),
+device profile, settings and beastgen answers from a JSON record beside the generated module, so
+it neither executes the space file nor imports the specializer, the planner, sympy or networkx.
+
+The record is data (JSON, never pickle) in the generated directory, read only after that
+directory passes the trust check (:func:`beastgen.trust.check_generated_directory`); it names the
+generated module and the sha256 of its text, checked before the module is used.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import sys
+
+from .compiler.model import display_path
+from .compiler.runtime import (
+    CompiledPlan,
+    Target,
+    compile_space,
+    file_name_part,
+    generated_directory,
+    write_if_changed,
+)
+from .devices import DeviceProfile, load_profile
+from .trust import check_generated_directory
+from .version import __version__
+
+RECORD_SUFFIX = ".plan.json"
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def compile_cached(path: str | os.PathLike, device=None, settings: dict | None = None,
+                   generated_dir: str | None = None) -> CompiledPlan:
+    """The compiled plan of the space file at ``path``, from the plan cache when nothing it depends
+    on changed, else built (and recorded). T1 ``.json`` spaces are always built."""
+    shown = display_path(os.fspath(path))
+    settings = settings or {}
+    key = None if shown.endswith(".json") else _cache_key(shown, device, settings)
+    if key is None:
+        from .loading import load
+        return compile_space(load(path), device=device, settings=settings, generated_dir=generated_dir)
+    profile, digest = key
+    directory = generated_directory(generated_dir)
+    record_path = os.path.join(directory, f"{file_name_part(_space_name(shown))}__"
+                                          f"{file_name_part(profile.key)}__{digest[:16]}{RECORD_SUFFIX}")
+
+    def build() -> CompiledPlan:
+        from .loading import load
+        return compile_space(load(path), device=profile, settings=settings, generated_dir=generated_dir)
+
+    check_generated_directory(directory)
+    cached = _read_record(record_path, digest, directory, build)
+    if cached is not None:
+        return cached
+    return RecordingPlan(build(), lambda plan: _write_record(record_path, digest, plan))
+
+
+class RecordingPlan(CompiledPlan):
+    """A freshly built plan that records itself in the plan cache once its module is written (so
+    that nothing lands in the generated directory before the command's own checks pass)."""
+
+    def __init__(self, built: CompiledPlan, record):
+        self.__dict__.update(built.__dict__)
+        self._record_plan = record
+
+    def write(self) -> str | None:
+        path = super().write()
+        if path:
+            self._record_plan(self)
+        return path
+
+
+class CachedPlan(CompiledPlan):
+    """A compiled plan known from its cache record: counting needs only the generated module; the
+    specialized space, plan and source are built on first use (``specialized``, ``plan``...)."""
+
+    def __init__(self, record: dict, module_path: str | None, build):
+        self.path = module_path
+        self._record, self._build, self._built = record, build, None
+        self._module = None
+        self.last_seconds = 0.0
+
+    @property
+    def _full(self) -> CompiledPlan:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    specialized = property(lambda self: self._full.specialized)
+    plan = property(lambda self: self._full.plan)
+    source = property(lambda self: self._full.source)
+
+    @property
+    def empty_reason(self) -> str | None:
+        return self._record["empty_reason"]
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._record["columns"])
+
+    @property
+    def target(self) -> Target:
+        return Target(**self._record["target"])
+
+    def write(self) -> str | None:
+        """The generated module's path (its text was checked against the record)."""
+        if self.path:
+            check_generated_directory(os.path.dirname(self.path))
+        return self.path
+
+
+def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] | None:
+    """The device profile and the sha256 of everything the compiled plan depends on; None when the
+    space file cannot be read (the normal build reports why)."""
+    try:
+        with open(shown, "rb") as f:
+            source = f.read()
+    except OSError:
+        return None
+    profile = device if isinstance(device, DeviceProfile) else load_profile(device)
+    blob = json.dumps({
+        "beastgen": [__version__, _package_digest()],
+        "path": shown,  # origins in the generated code name it
+        "space": hashlib.sha256(source).hexdigest(),
+        "imports": _local_import_digests(source, shown),
+        "device": profile.fingerprint(),
+        "settings": sorted((k, repr(v)) for k, v in settings.items()),
+    }, sort_keys=True)
+    return profile, hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _package_digest() -> str:
+    """sha256 over beastgen's own source: a changed compiler rebuilds, even at the same version."""
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(_PACKAGE_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".toml")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    digest.update(name.encode() + b"\0" + f.read())
+    return digest.hexdigest()
+
+
+def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
+    """sha256 of every local file the space file imports, directly or through another local file:
+    modules found on ``sys.path`` outside the standard library, site-packages and beastgen (found
+    without being executed; a local package counts with all its ``.py`` files)."""
+    import importlib.machinery
+    import sysconfig
+
+    installed = {os.path.abspath(p) for key, p in sysconfig.get_paths().items()
+                 if key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    installed.add(_PACKAGE_DIR)
+    digests: dict[str, str] = {}
+    pending = [(source, path)]
+    while pending:
+        text, where = pending.pop()
+        for name in _imported_names(text, where):
+            spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
+            origin = getattr(spec, "origin", None)
+            if not origin or not os.path.isfile(origin):
+                continue
+            origin = os.path.abspath(origin)
+            if any(origin.startswith(root + os.sep) for root in installed):
+                continue
+            files = [origin]
+            if os.path.basename(origin) == "__init__.py":
+                files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.dirname(origin))
+                               for f in fs if f.endswith(".py"))
+            for file in files:
+                if file in digests:
+                    continue
+                with open(file, "rb") as f:
+                    content = f.read()
+                digests[file] = hashlib.sha256(content).hexdigest()
+                pending.append((content, file))
+    return digests
+
+
+def _imported_names(source: bytes, path: str) -> set[str]:
+    """Top-level module names a file imports (absolute imports)."""
+    try:
+        tree = ast.parse(source, path)
+    except (SyntaxError, ValueError):
+        return set()  # the build reports it
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names - {"beastgen"}
+
+
+def _space_name(shown: str) -> str:
+    return os.path.splitext(os.path.basename(shown))[0]
+
+
+def _read_record(record_path: str, digest: str, directory: str, build) -> CachedPlan | None:
+    """The cached plan the record describes, or None when there is none or it no longer holds."""
+    try:
+        with open(record_path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    try:
+        if record["key"] != digest:
+            return None
+        module = record["module"]
+        if module is None:
+            return CachedPlan(record, None, build)
+        if os.path.basename(module) != module or not module.endswith(".py"):
+            return None
+        module_path = os.path.join(directory, module)
+        with open(module_path, "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() != record["module_sha256"]:
+                return None
+        Target(**record["target"])  # well formed
+        return CachedPlan(record, module_path, build)
+    except (OSError, KeyError, TypeError):
+        return None
+
+
+def _write_record(record_path: str, digest: str, plan: CompiledPlan) -> None:
+    """Record a freshly built plan (nothing when the directory cannot be written: the module's own
+    write reports that)."""
+    record = {"key": digest,
+              "module": os.path.basename(plan.path) if plan.path else None,
+              "module_sha256": hashlib.sha256(plan.source.encode("utf-8")).hexdigest(),
+              "empty_reason": plan.empty_reason, "columns": plan.columns,
+              "target": plan.target.as_dict()}
+    try:
+        write_if_changed(record_path, json.dumps(record, indent=1) + "\n")
+    except (OSError, TypeError, ValueError):
+        pass

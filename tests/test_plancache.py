@@ -1,0 +1,111 @@
+"""The plan cache answers an unchanged command without the compiler, and rebuilds whenever the
+space file, a local file it imports, the settings or the device change; long value lists compile
+as arrays and count right."""
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from conftest import REPO
+
+from beastgen.compiler.model import load
+from beastgen.compiler.runtime import compile_space
+from beastgen.plancache import CachedPlan, compile_cached
+
+SPACE = """\
+import beastgen as beast
+import {helper} as helper
+
+n = beast.setting(6)
+x = beast.range(1, n + 1)
+y = beast.range(1, helper.LIMIT + 1)
+odd = beast.filter((x + y) % 2 == 1)
+"""
+
+
+@pytest.fixture
+def space_with_helper(tmp_path, monkeypatch):
+    """A space file importing a local helper module (a fresh name, so no import is shared)."""
+    helper = f"plancache_helper_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{helper}.py").write_text("LIMIT = 4\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "cached_space.py"
+    path.write_text(SPACE.format(helper=helper))
+    return str(path), tmp_path / f"{helper}.py"
+
+
+def _built(path, generated, **options):
+    plan = compile_cached(path, generated_dir=generated, **options)
+    plan.write()  # the module the record names must exist for the record to hold
+    return plan
+
+
+def test_unchanged_command_answers_from_the_cache(space_with_helper, tmp_path):
+    path, _ = space_with_helper
+    generated = str(tmp_path / "gen")
+    built = _built(path, generated)
+    assert not isinstance(built, CachedPlan)
+    cached = compile_cached(path, generated_dir=generated)
+    assert isinstance(cached, CachedPlan)
+    assert cached.path == built.path and cached.columns == built.columns == ["x", "y"]
+    assert cached.target == built.target
+    assert cached.count() == built.count() == 12
+
+
+@pytest.mark.parametrize("change", ["space file", "helper", "setting", "device"])
+def test_a_change_rebuilds(space_with_helper, tmp_path, change):
+    path, helper = space_with_helper
+    generated = str(tmp_path / "gen")
+    _built(path, generated)
+    options = {}
+    if change == "space file":
+        with open(path, "a") as f:
+            f.write("even_x = beast.filter(x % 2 == 0)\n")
+    elif change == "helper":
+        helper.write_text("LIMIT = 5\n")
+        sys.modules.pop(helper.stem, None)  # a new process imports it afresh
+    elif change == "setting":
+        options = {"settings": {"n": 7}}
+    else:
+        options = {"device": "a100"}
+    rebuilt = compile_cached(path, generated_dir=generated, **options)
+    assert not isinstance(rebuilt, CachedPlan)
+    expected = {"space file": 6, "helper": 15, "setting": 14, "device": 12}[change]
+    assert rebuilt.count() == expected
+
+
+def test_a_changed_module_is_not_trusted_from_the_record(space_with_helper, tmp_path):
+    path, _ = space_with_helper
+    generated = str(tmp_path / "gen")
+    plan = _built(path, generated)
+    with open(plan.path, "a") as f:
+        f.write("# edited\n")
+    assert not isinstance(compile_cached(path, generated_dir=generated), CachedPlan)
+
+
+def test_a_warm_command_imports_no_sympy(tmp_path):
+    """A second `beastgen count` on the same space imports neither sympy, networkx nor the planner."""
+    space = tmp_path / "warm.py"
+    space.write_text("import beastgen as beast\nx = beast.range(1, 9)\ny = beast.values(1, 2, 3)\n"
+                     "f = beast.filter(x == y)\n")
+    probe = ("import sys\nfrom beastgen.cli import main\ncode = main(['count', sys.argv[1]])\n"
+             "heavy = [m for m in ('sympy', 'networkx', 'beastgen.compiler.plan', "
+             "'beastgen.compiler.specialize') if m in sys.modules]\nprint('HEAVY', heavy)\n")
+    env = dict(os.environ, PYTHONPATH=REPO, BEASTGEN_GENERATED_DIR=str(tmp_path / "gen"))
+    runs = [subprocess.run([sys.executable, "-c", probe, str(space)], capture_output=True, text=True,
+                           env=env, cwd=tmp_path, timeout=300) for _ in range(2)]
+    assert all("21 valid configurations" in run.stdout for run in runs), runs
+    assert "HEAVY []" not in runs[0].stdout  # the first run builds the plan
+    assert "HEAVY []" in runs[1].stdout, runs[1].stdout
+
+
+def test_a_1024_value_list_counts_right(write_space, generated_dir):
+    values = [3 * i + 1 for i in range(1024)]
+    path = write_space(f"import beastgen as beast\nx = beast.values({', '.join(map(str, values))})\n"
+                       "y = beast.range(1, 9)\nodd = beast.filter((x + y) % 2 == 1)\n")
+    plan = compile_space(load(path), generated_dir=generated_dir)
+    assert "x__VALUES = np.array(" in plan.source
+    expected = sum(1 for x in values for y in range(1, 9) if (x + y) % 2 == 0)
+    assert plan.count() == expected == 4096
+    assert len(plan.enumerate()) == expected
