@@ -23,7 +23,7 @@ from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import call_interruptibly, wait_interruptibly
 from .plan import Plan, make_plan
-from .specialize import Specialized, infer_type, specialize
+from .specialize import Specialized, infer_type, specialize_space
 from ..trust import check_generated_directory
 
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
@@ -69,7 +69,7 @@ def write_if_changed(path: str, source: str) -> bool:
 
 def compile_space(space, device=None, settings=None, generated_dir=None, order=None) -> "CompiledPlan":
     """Specialize, plan, generate and import: the compiled plan of ``space`` for one device."""
-    spec = specialize(space, device, settings or {})
+    spec = specialize_space(space, device, settings or {})
     plan = make_plan(spec, order) if not spec.empty_reason else None
     return CompiledPlan(spec, plan, generated_dir)
 

@@ -230,7 +230,7 @@ def raw_dependencies(var: Variable) -> set[str]:
     return expr_dependencies(var.expr)
 
 
-def specialize(space: Space, device=None, settings: dict | None = None) -> Specialized:
+def specialize_space(space: Space, device=None, settings: dict | None = None) -> Specialized:
     """Fold the space for one device profile and one set of settings."""
     profile = device if isinstance(device, DeviceProfile) else load_profile(device)
     setting_values = resolve_settings(space, settings or {})

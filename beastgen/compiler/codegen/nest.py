@@ -194,7 +194,7 @@ class NestWriter:
         "chen": ("chen(_runs, _seed)",
                  "Chen's heuristic sampling: _runs independent runs, each unbiased. A run keeps one\n"
                  "    representative and a weight per stratum (depth, passes of the next level: see\n"
-                 "    _ChenWriter) and expands the strata depth by depth; a child joins its stratum's\n"
+                 "    beastgen's ChenWriter) and expands the strata depth by depth; a child joins its stratum's\n"
                  "    weight and replaces its representative with probability (its weight) / (the new\n"
                  "    weight); the run's estimate is the weight of the leaves it reached. Returns the sum\n"
                  "    and sum of squares of the runs' estimates."),
