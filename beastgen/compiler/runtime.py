@@ -11,6 +11,7 @@ import re
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -377,7 +378,6 @@ class CompiledPlan:
         if jobs <= 1 or len(calls) <= 1:
             results = [call_interruptibly(f, *args) for f, (_, *args) in zip(functions, calls)]
         else:
-            from concurrent.futures import ThreadPoolExecutor
             pool = ThreadPoolExecutor(jobs)
             futures = [pool.submit(f, *args) for f, (_, *args) in zip(functions, calls)]
             finished = []
@@ -463,7 +463,7 @@ class CompiledPlan:
 
     def dataframe(self):
         """:meth:`enumerate` as a pandas DataFrame."""
-        import pandas as pd
+        import pandas as pd  # optional (beastgen[data])
         return pd.DataFrame(self.enumerate())
 
     def _column_dtype(self, item) -> np.dtype:
@@ -518,13 +518,13 @@ def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:
 
 
 def _numba_typeof(value):
-    import numba
+    import numba  # lazy: a quarter of a second, needed only once compiled code runs
     return numba.typeof(value)
 
 
 def _function_value_dtype(dispatcher) -> np.dtype:
     """The element type of what a compiled function iterator returns or yields."""
-    from numba.core import types
+    from numba.core import types  # lazy, as in _numba_typeof
 
     signatures = dispatcher.nopython_signatures
     if not signatures:
