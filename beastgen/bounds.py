@@ -11,6 +11,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .errors import BeastError
 from .table import format_table
 
@@ -102,13 +104,12 @@ class Comparison:
 def plot_comparison(comparison: Comparison, path: str) -> None:
     """Per level: nodes visited without bounds, with hoisted bounds, subtrees cut and configurations
     removed (log scale), in the spirit of Telamon's Figure 2."""
-    try:
+    try:  # optional (beastgen[plot]), and slow to import: only for --plot
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]'") from None
-    import numpy as np
 
     levels = comparison.levels
     x = np.arange(len(levels))

@@ -208,7 +208,7 @@ _ATTRIBUTES = {
 
 def _pycuda_device():
     """(name, attribute getter) of device 0 through pycuda."""
-    import pycuda.driver as drv
+    import pycuda.driver as drv  # optional (beastgen[cuda]); the caller handles ImportError
 
     drv.init()
     dev = drv.Device(0)
@@ -222,7 +222,7 @@ def _pycuda_device():
 
 def _cuda_python_device():
     """(name, attribute getter) of device 0 through cuda-python's driver bindings."""
-    try:
+    try:  # optional (cuda-python), newer layout first; the caller handles ImportError
         from cuda.bindings import driver as cu
     except ImportError:
         from cuda import cuda as cu

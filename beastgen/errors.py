@@ -1,6 +1,8 @@
 """Errors beastgen reports to its users: one message naming the cause and the place."""
 from __future__ import annotations
 
+import difflib
+
 
 class BeastError(Exception):
     """A problem in user input (space file, device, settings) with the place it comes from.
@@ -28,8 +30,6 @@ class SettingError(BeastError):
 
 def did_you_mean(name: str, candidates) -> str:
     """A ' (did you mean ...?)' suffix for the closest candidates, or ''."""
-    import difflib
-
     close = difflib.get_close_matches(name, sorted(candidates), n=3, cutoff=0.6)
     if not close:
         return ""

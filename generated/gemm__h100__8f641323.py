@@ -1652,12 +1652,12 @@ def probe(_samples, _seed):
 def chen(_runs, _seed):
     """Chen's heuristic sampling: _runs independent runs, each unbiased. A run keeps one
     representative and a weight per stratum (depth, passes of the next level: see
-    _ChenWriter) and expands the strata depth by depth; a child joins its stratum's
+    beastgen's ChenWriter) and expands the strata depth by depth; a child joins its stratum's
     weight and replaces its representative with probability (its weight) / (the new
     weight); the run's estimate is the weight of the leaves it reached. Returns the sum
     and sum of squares of the runs' estimates."""
     np.random.seed(_seed)
-    _live = _runs > 0  # true where it is read: see _ChenWriter.reject
+    _live = _runs > 0  # true where it is read: see beastgen's ChenWriter.reject
     _total = 0.0
     _total_sq = 0.0
     for _run in range(_runs):

@@ -23,7 +23,7 @@ LAYERS = [
     ("loading", ["loading", "plancache"]),
     ("harness", ["harness"]),
     ("distributed", ["distributed"]),
-    ("command line", ["cli", "__main__", ""]),
+    ("command line", ["cli", "commands", "__main__", ""]),
 ]
 
 

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from beastgen.cli import build_parser, _settings
+from beastgen.cli import build_parser
+from beastgen.commands.common import parse_settings
 from beastgen.compiler.model import load
 from beastgen.compiler.runtime import compile_space, write_if_changed
 
@@ -46,7 +47,7 @@ def test_generated_file_is_current(path, monkeypatch):
     command = _regenerate_command(path)
     assert command[:2] == ["beastgen", "generate"]
     args = build_parser().parse_args(command[1:])
-    plan = compile_space(load(args.space), device=args.device, settings=_settings(args.settings),
+    plan = compile_space(load(args.space), device=args.device, settings=parse_settings(args.settings),
                          generated_dir=os.path.join(REPO, "generated"))
     assert plan.path == path, "file name no longer matches its settings"
     with open(path, encoding="utf-8") as f:

@@ -22,7 +22,7 @@ from beastgen.errors import BeastError
 from beastgen.compiler.plan import item_graph, iterator_closure
 from beastgen.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
-from beastgen.compiler.specialize import specialize
+from beastgen.compiler.specialize import specialize_space
 
 DEVICE = "v100"
 # every example compiles, so no shrinking (minutes): a failure shows its whole space file instead
@@ -541,7 +541,7 @@ def write_space(directory, source, name="space"):
 
 def random_valid_order(space, overrides, draw):
     """A random topological order of the iterators (a loop order compile_space accepts)."""
-    spec = specialize(space, DEVICE, dict(overrides))
+    spec = specialize_space(space, DEVICE, dict(overrides))
     if spec.empty_reason:
         return None
     graph = item_graph(spec.items)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from .language import nodes as L
+from .language.mapper import Mapper
 from .analysis.intervals import check_integer_ranges
 from .specialize import Item, Specialized, infer_type
 from .analysis.symbolic import SymbolicContext
@@ -120,8 +121,8 @@ def solve_equality_filters(plan: Plan) -> None:
             if item.kind != "filter" or item.expr is None or not isinstance(item.expr, L.Compare) \
                     or item.expr.op != "!=":
                 continue
-            left = _linear(item.expr.left, it.name, outer, plan.specialized.items)
-            right = _linear(item.expr.right, it.name, outer, plan.specialized.items)
+            linear = LinearForm(it.name, outer, plan.specialized.items)
+            left, right = linear(item.expr.left), linear(item.expr.right)
             if left is None or right is None:
                 continue
             coefficient = _simplify(L.BinOp("-", left[0], right[0]))
@@ -132,29 +133,42 @@ def solve_equality_filters(plan: Plan) -> None:
                 break
 
 
-def _linear(expr: L.Expr, x: str, outer: set, items: dict):
-    """``(a, b)`` with ``expr == a*x + b``, both integer expressions of outer variables, or None."""
-    if isinstance(expr, L.Ref) and expr.target == x:
-        return L.Const(1), L.Const(0)
-    refs = {n.target for n in L.walk(expr) if isinstance(n, L.Ref)}
-    if x not in refs:
-        if refs <= outer and infer_type(expr, items) in ("int", "bool"):
-            return L.Const(0), expr
-        return None
-    if isinstance(expr, L.BinOp) and expr.op in ("+", "-"):
-        left, right = _linear(expr.left, x, outer, items), _linear(expr.right, x, outer, items)
-        if left is None or right is None:
+class LinearForm(Mapper):
+    """``linear(expr)`` is ``(a, b)`` with ``expr == a*x + b``, both integer expressions of the
+    ``outer`` variables, or None."""
+
+    def __init__(self, x: str, outer: set, items: dict):
+        self.x, self.outer, self.items = x, outer, items
+
+    def __call__(self, expr: L.Expr):
+        refs = {n.target for n in L.walk(expr) if isinstance(n, L.Ref)}
+        if self.x not in refs:
+            if refs <= self.outer and infer_type(expr, self.items) in ("int", "bool"):
+                return L.Const(0), expr
             return None
-        return (_simplify(L.BinOp(expr.op, left[0], right[0])),
-                _simplify(L.BinOp(expr.op, left[1], right[1])))
-    if isinstance(expr, L.BinOp) and expr.op == "*":
-        for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
-            factor = _linear(other, x, outer, items)
-            term = _linear(this, x, outer, items)
-            if factor is not None and term is not None and _is_zero(factor[0]):
-                return (_simplify(L.BinOp("*", term[0], factor[1])),
-                        _simplify(L.BinOp("*", term[1], factor[1])))
-    return None
+        return super().__call__(expr)
+
+    def map_Expr(self, expr: L.Expr):
+        return None
+
+    def map_Ref(self, expr: L.Ref):
+        return L.Const(1), L.Const(0)  # x itself
+
+    def map_BinOp(self, expr: L.BinOp):
+        if expr.op in ("+", "-"):
+            left, right = self(expr.left), self(expr.right)
+            if left is None or right is None:
+                return None
+            return (_simplify(L.BinOp(expr.op, left[0], right[0])),
+                    _simplify(L.BinOp(expr.op, left[1], right[1])))
+        if expr.op == "*":
+            for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                factor = self(other)
+                term = self(this)
+                if factor is not None and term is not None and _is_zero(factor[0]):
+                    return (_simplify(L.BinOp("*", term[0], factor[1])),
+                            _simplify(L.BinOp("*", term[1], factor[1])))
+        return None
 
 
 def _is_zero(expr: L.Expr) -> bool:

@@ -12,6 +12,7 @@ import re
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -78,9 +79,9 @@ def write_if_changed(path: str, source: str) -> bool:
 def compile_space(space, device=None, settings=None, generated_dir=None, order=None) -> "CompiledPlan":
     """Specialize, plan, generate and import: the compiled plan of ``space`` for one device."""
     from .plan import make_plan
-    from .specialize import specialize
+    from .specialize import specialize_space
 
-    spec = specialize(space, device, settings or {})
+    spec = specialize_space(space, device, settings or {})
     plan = make_plan(spec, order) if not spec.empty_reason else None
     return CompiledPlan(spec, plan, generated_dir)
 
@@ -475,7 +476,6 @@ class CompiledPlan:
         if jobs <= 1 or len(calls) <= 1:
             results = [call_interruptibly(f, *args) for f, (_, *args) in zip(functions, calls)]
         else:
-            from concurrent.futures import ThreadPoolExecutor
             pool = ThreadPoolExecutor(jobs)
             futures = [pool.submit(f, *args) for f, (_, *args) in zip(functions, calls)]
             finished = []
@@ -564,7 +564,7 @@ class CompiledPlan:
     def dataframe(self):
         """:meth:`enumerate` as a pandas DataFrame (needs pandas: ``pip install 'beastgen[data]'``)."""
         try:
-            import pandas as pd
+            import pandas as pd  # optional (beastgen[data])
         except ImportError:
             raise BeastError("plan.dataframe() needs pandas: pip install 'beastgen[data]' (or use "
                              "plan.enumerate(), a NumPy structured array)") from None
@@ -631,13 +631,13 @@ def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:
 
 
 def _numba_typeof(value):
-    import numba
+    import numba  # lazy: a quarter of a second, needed only once compiled code runs
     return numba.typeof(value)
 
 
 def _function_value_dtype(dispatcher) -> np.dtype:
     """The element type of what a compiled function iterator returns or yields."""
-    from numba.core import types
+    from numba.core import types  # lazy, as in _numba_typeof
 
     signatures = dispatcher.nopython_signatures
     if not signatures:

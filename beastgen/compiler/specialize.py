@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from .language import nodes as L
+from .language.mapper import Mapper
 from .language.printer import expr_source
 from ..devices import DeviceProfile, load_profile
 from ..errors import SettingError, SpaceError, a_type, did_you_mean
@@ -229,7 +230,7 @@ def raw_dependencies(var: Variable) -> set[str]:
     return expr_dependencies(var.expr)
 
 
-def specialize(space: Space, device=None, settings: dict | None = None) -> Specialized:
+def specialize_space(space: Space, device=None, settings: dict | None = None) -> Specialized:
     """Fold the space for one device profile and one set of settings."""
     profile = device if isinstance(device, DeviceProfile) else load_profile(device)
     setting_values = resolve_settings(space, settings or {})
@@ -248,12 +249,102 @@ def _declared(space: Space, name: str) -> int:
     return list(space.variables).index(name)
 
 
-class _Folder:
-    """Resolves variables in dependency order into constants or items."""
+class ExpressionFolder(Mapper):
+    """A copy of an expression with constants folded (the values in ``constants``, the device
+    profile's properties) and named variables turned into Refs."""
+
+    def __init__(self, constants: dict, profile: DeviceProfile):
+        self.constants, self.profile = constants, profile
+
+    def fold(self, node: L.Expr, root: bool = False) -> L.Expr:
+        """``node`` folded; a named node is a Ref (or its constant) unless it is the ``root``."""
+        if not root and node.name is not None:
+            if node.name in self.constants:
+                return _named_const(self.constants[node.name], node.name)
+            return L.Ref(node.name)
+        return self(node)
+
+    def map_Expr(self, node):
+        raise SpaceError(f"unsupported expression {type(node).__name__}", node.origin)
+
+    def map_Const(self, node):
+        return node
+
+    def map_DeviceProperty(self, node):
+        return _named_const(self.profile.get(node.prop, where=node.origin), None)
+
+    def map_BinOp(self, node):
+        return self._binary(node, L.BINARY_OPS)
+
+    def map_Compare(self, node):
+        return self._binary(node, L.COMPARE_OPS)
+
+    def _binary(self, node, ops: dict) -> L.Expr:
+        left, right = self.fold(node.left), self.fold(node.right)
+        new = type(node)(node.op, left, right)
+        if isinstance(left, L.Const) and isinstance(right, L.Const):
+            _check_folded_size(node, left.value, right.value)
+            return self._compute(new, lambda: ops[node.op](left.value, right.value))
+        return new
+
+    def map_UnaryOp(self, node):
+        operand = self.fold(node.operand)
+        new = L.UnaryOp(node.op, operand)
+        return self._compute(new, lambda: -operand.value) if isinstance(operand, L.Const) else new
+
+    def map_Not(self, node):
+        operand = self.fold(node.operand)
+        new = L.Not(operand)
+        return self._compute(new, lambda: not operand.value) if isinstance(operand, L.Const) else new
+
+    def map_BoolOp(self, node):
+        kept = []
+        for operand in node.operands:
+            folded = self.fold(operand)
+            if isinstance(folded, L.Const):
+                decides = (not folded.value) if node.op == "and" else bool(folded.value)
+                if decides or operand is node.operands[-1]:
+                    if not kept:
+                        return folded
+                    kept.append(folded)
+                    break
+                continue  # a constant that does not decide: Python moves on to the next operand
+            kept.append(folded)
+        return kept[0] if len(kept) == 1 else L.BoolOp(node.op, kept)
+
+    def map_IfExp(self, node):
+        test = self.fold(node.test)
+        if isinstance(test, L.Const):
+            return self.fold(node.body if test.value else node.orelse)
+        return L.IfExp(test, self.fold(node.body), self.fold(node.orelse))
+
+    def map_Call(self, node):
+        args = [self.fold(a) for a in node.args]
+        new = L.Call(node.func, args)
+        if all(isinstance(a, L.Const) for a in args):
+            return self._compute(new, lambda: L.CALLS[node.func](*(a.value for a in args)))
+        return new
+
+    @staticmethod
+    def _compute(new: L.Expr, compute) -> L.Expr:
+        try:
+            value = compute()
+        except Exception:  # noqa: BLE001 - e.g. a constant division by zero: decided at run time
+            return new
+        if isinstance(value, float) and not math.isfinite(value):
+            return new
+        const = L.Const(value)
+        const.shown = repr_source(new)
+        return const
+
+
+class _Folder(ExpressionFolder):
+    """Resolves variables in dependency order into constants or items (folding each expression
+    with the constants resolved so far)."""
 
     def __init__(self, space: Space, profile: DeviceProfile, settings: dict):
-        self.space, self.profile, self.settings = space, profile, settings
-        self.constants: dict = {}
+        super().__init__({}, profile)
+        self.space, self.settings = space, settings
         self.items: dict[str, Item] = {}
         self.dropped_filters: list[str] = []
         self.empty_reason: str | None = None
@@ -445,71 +536,6 @@ class _Folder:
         names = {node.target for node in L.walk(expr) if isinstance(node, L.Ref)}
         return sorted(names, key=self._order)
 
-    def fold(self, node: L.Expr, root: bool = False) -> L.Expr:
-        """A copy of ``node`` with constants folded and named variables turned into Refs."""
-        if not root and node.name is not None:
-            if node.name in self.constants:
-                return _named_const(self.constants[node.name], node.name)
-            return L.Ref(node.name)
-        if isinstance(node, L.Const):
-            return node
-        if isinstance(node, L.DeviceProperty):
-            return _named_const(self.profile.get(node.prop, where=node.origin), None)
-        if isinstance(node, (L.BinOp, L.Compare)):
-            left, right = self.fold(node.left), self.fold(node.right)
-            new = type(node)(node.op, left, right)
-            if isinstance(left, L.Const) and isinstance(right, L.Const):
-                _check_folded_size(node, left.value, right.value)
-                ops = L.BINARY_OPS if isinstance(node, L.BinOp) else L.COMPARE_OPS
-                return self._compute(new, lambda: ops[node.op](left.value, right.value))
-            return new
-        if isinstance(node, L.UnaryOp):
-            operand = self.fold(node.operand)
-            new = L.UnaryOp(node.op, operand)
-            return self._compute(new, lambda: -operand.value) if isinstance(operand, L.Const) else new
-        if isinstance(node, L.Not):
-            operand = self.fold(node.operand)
-            new = L.Not(operand)
-            return self._compute(new, lambda: not operand.value) if isinstance(operand, L.Const) else new
-        if isinstance(node, L.BoolOp):
-            kept = []
-            for operand in node.operands:
-                folded = self.fold(operand)
-                if isinstance(folded, L.Const):
-                    decides = (not folded.value) if node.op == "and" else bool(folded.value)
-                    if decides or operand is node.operands[-1]:
-                        if not kept:
-                            return folded
-                        kept.append(folded)
-                        break
-                    continue  # a constant that does not decide: Python moves on to the next operand
-                kept.append(folded)
-            return kept[0] if len(kept) == 1 else L.BoolOp(node.op, kept)
-        if isinstance(node, L.IfExp):
-            test = self.fold(node.test)
-            if isinstance(test, L.Const):
-                return self.fold(node.body if test.value else node.orelse)
-            return L.IfExp(test, self.fold(node.body), self.fold(node.orelse))
-        if isinstance(node, L.Call):
-            args = [self.fold(a) for a in node.args]
-            new = L.Call(node.func, args)
-            if all(isinstance(a, L.Const) for a in args):
-                return self._compute(new, lambda: L.CALLS[node.func](*(a.value for a in args)))
-            return new
-        raise SpaceError(f"unsupported expression {type(node).__name__}", node.origin)
-
-    @staticmethod
-    def _compute(new: L.Expr, compute) -> L.Expr:
-        try:
-            value = compute()
-        except Exception:  # noqa: BLE001 - e.g. a constant division by zero: decided at run time
-            return new
-        if isinstance(value, float) and not math.isfinite(value):
-            return new
-        const = L.Const(value)
-        const.shown = repr_source(new)
-        return const
-
 
 #: the largest integer constant folding computes (bits): 9 ** 9 ** 9 would take minutes and memory,
 #: and past 4,300 digits Python cannot even print the result into the generated module
@@ -569,31 +595,53 @@ def _common_type(types_: list[str]) -> str:
 
 
 def infer_type(expr: L.Expr, items: dict) -> str:
-    if isinstance(expr, L.Const):
+    """The value type of ``expr``: int, float, bool, str, mixed or any (``items`` types the Refs)."""
+    return TypeInference(items)(expr)
+
+
+class TypeInference(Mapper):
+    """The walk of :func:`infer_type`."""
+
+    def __init__(self, items: dict):
+        self.items = items
+
+    def map_object(self, expr):
+        return "any"
+
+    def map_Const(self, expr):
         v = expr.value
         return "bool" if isinstance(v, bool) else type(v).__name__
-    if isinstance(expr, L.Ref):
-        return items[expr.target].value_type if expr.target in items else "any"
-    if isinstance(expr, (L.Compare, L.Not)):
+
+    def map_Ref(self, expr):
+        return self.items[expr.target].value_type if expr.target in self.items else "any"
+
+    def map_Compare(self, expr):
         return "bool"
-    if isinstance(expr, L.BinOp):
+
+    map_Not = map_Compare
+
+    def map_BinOp(self, expr):
         if expr.op == "/":
             return "float"
-        t = _common_type([infer_type(expr.left, items), infer_type(expr.right, items)])
+        t = _common_type([self(expr.left), self(expr.right)])
         return "int" if t == "bool" else t
-    if isinstance(expr, L.UnaryOp):
-        return "int" if infer_type(expr.operand, items) == "bool" else infer_type(expr.operand, items)
-    if isinstance(expr, L.Call):
+
+    def map_UnaryOp(self, expr):
+        t = self(expr.operand)
+        return "int" if t == "bool" else t
+
+    def map_Call(self, expr):
         if expr.func in ("ceil", "floor", "int"):
             return "int"
         if expr.func == "float":
             return "float"
-        return _common_type([infer_type(a, items) for a in expr.args])
-    if isinstance(expr, L.IfExp):
-        return _common_type([infer_type(expr.body, items), infer_type(expr.orelse, items)])
-    if isinstance(expr, L.BoolOp):
-        return _common_type([infer_type(o, items) for o in expr.operands])
-    return "any"
+        return _common_type([self(a) for a in expr.args])
+
+    def map_IfExp(self, expr):
+        return _common_type([self(expr.body), self(expr.orelse)])
+
+    def map_BoolOp(self, expr):
+        return _common_type([self(o) for o in expr.operands])
 
 
 # --------------------------------------------------------------------------------------------------

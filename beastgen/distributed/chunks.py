@@ -23,7 +23,7 @@ import numpy as np
 from ..compiler.runtime import Stats, balanced_chunks, compile_space
 from ..errors import BeastError
 from ..loading import load
-from .cluster import worker_count
+from .cluster import import_distributed, worker_count
 
 #: chunks per worker: enough that a worker finishing early takes more, few enough to stay cheap
 CHUNKS_PER_WORKER = 4
@@ -129,7 +129,7 @@ def _stats_task(recipe: PlanRecipe, chunk: tuple[int, int]):
 def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str):
     """Enumerate one chunk into the Parquet file ``path`` (written under a hidden name, then
     renamed); (rows, seconds of the enumeration)."""
-    import pandas as pd
+    import pandas as pd  # optional (beastgen[data]), checked by enumerate_to_parquet
 
     plan = worker_plan(recipe)
     configs = plan.enumerate(chunk=chunk)
@@ -177,8 +177,7 @@ class ChunkedRun:
 
 def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what="chunks"):
     """One task per chunk; the results in chunk order (with a progress bar over chunks)."""
-    import distributed
-
+    distributed = import_distributed()
     recipe_future = client.scatter(recipe, broadcast=True)
     futures = [client.submit(function, recipe_future, chunk, *(extra(i) if extra else ()),
                              key=f"beastgen-{function.__name__.strip('_')}-{i}-{os.urandom(4).hex()}",
@@ -208,7 +207,7 @@ def _reraise(future) -> None:
 def _progress_bar(enabled: bool, total: int, unit: str):
     if not enabled:
         return None
-    try:
+    try:  # optional: no bar without tqdm
         from tqdm import tqdm
     except ImportError:
         return None
@@ -313,7 +312,7 @@ def enumerate_to_parquet(plan, client, directory: str, n_chunks: int | None = No
     """Every valid configuration of ``plan``, written by the workers as the partitioned Parquet
     dataset ``directory/part-00000.parquet, ...``: the parts in order hold the rows of the local
     ``enumerate()`` in its order. ``_beastgen.json`` records the space, the parts and their rows."""
-    try:
+    try:  # optional (beastgen[data]): only Parquet output needs them
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
     except ImportError:
@@ -323,7 +322,7 @@ def enumerate_to_parquet(plan, client, directory: str, n_chunks: int | None = No
     directory = os.path.abspath(directory)
     recipe = PlanRecipe.of(plan) if plan.plan is not None else None
     if recipe is None:  # empty space: one empty part with the right columns
-        import pandas as pd
+        import pandas as pd  # checked above
         pd.DataFrame(plan.enumerate()).to_parquet(os.path.join(directory, PART_NAME.format(0)),
                                                   index=False)
         run = ChunkedRun(0, [], [], [0], [0.0], time.perf_counter() - start, 0.0, 0)

@@ -2,8 +2,10 @@
 in-process LocalCluster of N worker processes with one thread each)."""
 from __future__ import annotations
 
+import inspect
 import logging
 import re
+import time
 
 from ..errors import BeastError
 
@@ -16,7 +18,7 @@ _LOCAL = re.compile(r"local(?::(\d+))?$")
 
 def import_distributed():
     """The ``distributed`` package, or a one-line error naming the extra that installs it."""
-    try:
+    try:  # optional (beastgen[dask]): the one place it is imported
         import distributed
     except ImportError:
         raise BeastError("--scheduler needs Dask's distributed scheduler, which is not installed: "
@@ -53,7 +55,7 @@ class Cluster:
         n = local_workers(self.address)
         if n is not None:
             if self.gpu:  # kernels run in a watchdog child process: workers must not be daemonic
-                import dask
+                import dask  # installed with distributed, imported above
                 self._config = dask.config.set({"distributed.worker.daemon": False})
             self.local = distributed.LocalCluster(
                 n_workers=n, processes=True, threads_per_worker=1, dashboard_address=None,
@@ -83,8 +85,6 @@ class Cluster:
 def worker_count(client, resource: str | None = None, timeout: float | None = None) -> int:
     """Workers of the cluster (holding ``resource``, when given); waits up to ``timeout`` for a
     first one to join, and reports a cluster without any as an error."""
-    import time
-
     deadline = time.monotonic() + (SCHEDULER_TIMEOUT if timeout is None else timeout)
     while True:
         workers = client.scheduler_info(n_workers=-1)["workers"].values() \
@@ -101,7 +101,6 @@ def worker_count(client, resource: str | None = None, timeout: float | None = No
 
 
 def _takes_n_workers(client) -> bool:
-    import inspect
     try:
         return "n_workers" in inspect.signature(client.scheduler_info).parameters
     except (TypeError, ValueError):

@@ -35,7 +35,7 @@ from ..harness.store import config_key
 from ..harness.strategies import STRATEGIES
 from ..harness.tune import TuneResult, measure, setup_backend, tune
 from ..loading import load
-from .cluster import GPU, Cluster, worker_count
+from .cluster import GPU, Cluster, import_distributed, worker_count
 
 
 @dataclass(frozen=True)
@@ -161,8 +161,7 @@ class TunePool:
         ``measured(candidate, key, status, time, times, message)`` records and accounts a fresh
         result, ``resumed(candidate, key)`` one answered from the store; the budget and time limit
         mean what they mean locally (checked before taking a candidate that needs a run)."""
-        import distributed
-
+        distributed = import_distributed()
         client = self.client
         inflight: dict = {}  # future -> (candidate, key), in submission order
         seen: set[str] = set()  # keys submitted or answered in this invocation
@@ -226,8 +225,7 @@ class TunePool:
 
 def _outcome(future):
     """(status, time, times, message) of a finished measurement future."""
-    import distributed
-
+    distributed = import_distributed()
     if future.status != "error":
         return future.result()
     error = future.exception()

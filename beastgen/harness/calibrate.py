@@ -140,7 +140,7 @@ class OpenCLRunner:
     api = "opencl"
 
     def __init__(self, index: int):
-        try:
+        try:  # optional (beastgen[opencl])
             import pyopencl as cl
         except ImportError:
             raise BeastError("calibrate --device opencl:N needs pyopencl: pip install "
@@ -206,7 +206,7 @@ class CUDARunner:
     api = "cuda"
 
     def __init__(self, index: int):
-        try:
+        try:  # optional (beastgen[cuda])
             import pycuda.driver as drv
             from pycuda.compiler import SourceModule
         except ImportError as e:
@@ -586,7 +586,7 @@ def _fields(runner, target, base: DeviceProfile, calibrator: Calibrator, seconds
 def _progress(enabled: bool, total: int):
     if not enabled:
         return None
-    try:
+    try:  # optional: no bar without tqdm
         from tqdm import tqdm
     except ImportError:
         return None

@@ -222,7 +222,7 @@ def term_samples(plan, replay: Replay) -> list[tuple[tuple, dict]]:
 def plot_terms(replay: Replay, samples: list[tuple[tuple, dict]], path: str, title: str) -> None:
     """One panel per bound term: measured time against the term's value, with the y = x line (a
     point above it, bound over real, is a violation)."""
-    try:
+    try:  # optional (beastgen[plot]), and slow to import: only for --plot
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

@@ -362,7 +362,7 @@ def measure(runner, kernel, config, settings, profile, language, source, iterati
 def _progress_bar(enabled: bool, total):
     if not enabled:
         return None
-    try:
+    try:  # optional: no bar without tqdm
         from tqdm import tqdm
     except ImportError:
         return None
@@ -379,7 +379,7 @@ def _write(bar, log, message: str) -> None:
 def plot_results(result: TuneResult, path: str) -> None:
     """Measured time against lower bound (log-log), with the line time = bound: every point must lie
     above it; points below are violated bounds."""
-    try:
+    try:  # optional (beastgen[plot]), and slow to import: only for --plot
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

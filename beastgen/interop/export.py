@@ -21,7 +21,7 @@ from ..compiler.codegen.nest import risky_nodes
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
 from ..output import AtomicOutput
-from ..compiler.specialize import specialize
+from ..compiler.specialize import specialize_space
 from ..compiler.analysis.symbolic import SymbolicContext
 
 _CASTS = {"int": int, "float": float}
@@ -99,7 +99,7 @@ def write_kernel_tuner(plan, path: str) -> int:
 def to_t1(space, path: str | None = None, device=None, settings: dict | None = None) -> dict:
     """The T1 document of ``space`` (specialized to ``device`` and ``settings``); written to
     ``path`` when given. Raises :class:`BeastError` when T1 cannot express the space."""
-    spec = specialize(space, device, settings or {})
+    spec = specialize_space(space, device, settings or {})
     parameters = []
     for name, var in space.iterators.items():
         item = spec.items.get(name)

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import BeastError
 from ..compiler.plan import make_plan
 from ..compiler.runtime import CompiledPlan, Space, Stats
-from ..compiler.specialize import specialize
+from ..compiler.specialize import specialize_space
 
 
 class PythonRestrictionWarning(UserWarning):
@@ -61,7 +61,7 @@ class KernelTunerSpace(Space):
                           f"{restriction.why}", PythonRestrictionWarning, stacklevel=3)
 
     def specialize(self, device=None, generated_dir=None, **settings) -> PostFilteredPlan:
-        spec = specialize(self, device, settings)
+        spec = specialize_space(self, device, settings)
         plan = make_plan(spec) if not spec.empty_reason else None
         return PostFilteredPlan(spec, plan, generated_dir, self.python_restrictions, self.tune_params)
 

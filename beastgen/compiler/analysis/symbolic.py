@@ -59,7 +59,7 @@ class SymbolicContext:
     def variable(self, name: str):
         """A named item in sympy: an iterator as a symbol with its assumptions, a derived value as its
         definition, anything else as a plain symbol."""
-        import sympy
+        import sympy  # lazy, as in to_sympy
 
         if name not in self._cache:
             self._cache[name] = None  # guards against self-reference while translating
@@ -114,7 +114,7 @@ class _Translator(Mapper):
         return None
 
     def map_Const(self, node):
-        import sympy
+        import sympy  # lazy, as in SymbolicContext.to_sympy
 
         value = node.value
         if isinstance(value, bool) or isinstance(value, int):
@@ -129,7 +129,7 @@ class _Translator(Mapper):
         return None if operand is None else -operand
 
     def map_BinOp(self, node):
-        import sympy
+        import sympy  # lazy, as in SymbolicContext.to_sympy
 
         if node.op == "**":
             return None
@@ -149,7 +149,7 @@ class _Translator(Mapper):
         return sympy.Mod(left, right)
 
     def map_Call(self, node):
-        import sympy
+        import sympy  # lazy, as in SymbolicContext.to_sympy
 
         if node.func not in ("min", "max", "abs", "ceil", "floor"):
             return None

@@ -48,7 +48,7 @@ class ChenWriter(NestWriter):
             else:
                 units.append([index])
         self.emit("np.random.seed(_seed)")
-        self.emit("_live = _runs > 0  # true where it is read: see _ChenWriter.reject")
+        self.emit("_live = _runs > 0  # true where it is read: see beastgen's ChenWriter.reject")
         self.emit("_total = 0.0")
         self.emit("_total_sq = 0.0")
         self.emit("for _run in range(_runs):")

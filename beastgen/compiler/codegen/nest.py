@@ -9,6 +9,8 @@ import math
 from ...errors import SpaceError
 from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
+from ..language.identity import IdentityMapper
+from ..language.mapper import Mapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..plan import Plan
 from ...quoting import comment_text
@@ -28,19 +30,65 @@ _CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes 
 def risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
     """(node, conditional) for every division/modulo/power that may raise, innermost first;
     ``nonzero(divisor)`` says when a divisor is proven never zero (no guard needed)."""
-    children = expr.children()
-    for index, child in enumerate(children):
-        under = conditional
-        if isinstance(expr, L.IfExp) and index > 0 or isinstance(expr, L.BoolOp) and index > 0:
-            under = True
-        yield from risky_nodes(child, nonzero, under)
-    if isinstance(expr, L.BinOp):
-        if expr.op in _NONZERO_SAFE and not nonzero(expr.right):
+    return RiskyNodes(nonzero)(expr, conditional)
+
+
+class RiskyNodes(Mapper):
+    """The walk of :func:`risky_nodes`: ``conditional`` is true under a short-circuit operand or an
+    if-else branch, where an operation may not run at all."""
+
+    def __init__(self, nonzero):
+        self.nonzero = nonzero
+
+    def _children(self, expr: L.Expr, conditional: bool, branches: bool = False):
+        for index, child in enumerate(expr.children()):
+            yield from self(child, conditional or (branches and index > 0))
+
+    def map_Expr(self, expr: L.Expr, conditional: bool):
+        yield from self._children(expr, conditional)
+
+    def map_IfExp(self, expr: L.IfExp, conditional: bool):
+        yield from self._children(expr, conditional, branches=True)
+
+    map_BoolOp = map_IfExp
+
+    def map_BinOp(self, expr: L.BinOp, conditional: bool):
+        yield from self._children(expr, conditional)
+        if expr.op in _NONZERO_SAFE and not self.nonzero(expr.right):
             yield expr, conditional
         elif expr.op == "**" and not isinstance(expr.right, L.Const):
             yield expr, True  # 0 ** -1 and friends: left to try/except
-    elif isinstance(expr, L.Call) and expr.func == "float_power":
-        yield expr, True  # raises where Python does not give a float
+
+    def map_Call(self, expr: L.Call, conditional: bool):
+        yield from self._children(expr, conditional)
+        if expr.func == "float_power":
+            yield expr, True  # raises where Python does not give a float
+
+
+class PythonPowers(IdentityMapper):
+    """The expression with each float ``**`` that compiled code could compute unlike Python replaced
+    by ``float_power`` (nestlib), which raises where Python does not give a float: ``0.0 ** -1``
+    (ZeroDivisionError in Python, inf compiled) and a negative base with a fractional exponent
+    (a complex number in Python, nan compiled). Either rejects the configuration."""
+
+    def __init__(self, items: dict, symbolic: SymbolicContext):
+        self.items, self.symbolic = items, symbolic
+
+    def map_BinOp(self, expr: L.BinOp) -> L.Expr:
+        rebuilt = super().map_BinOp(expr)
+        if expr.op == "**" and not self._float_power_agrees(rebuilt.left, rebuilt.right) \
+                and infer_type(expr, self.items) != "int":
+            return L.Call("float_power", [rebuilt.left, rebuilt.right])
+        return rebuilt
+
+    def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:
+        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code."""
+        if isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
+                and exponent.value >= 0 and float(exponent.value).is_integer():
+            return True  # a whole, nonnegative exponent: any base
+        if not self.symbolic.provably_nonnegative(base):
+            return False
+        return self.symbolic.provably_nonnegative(exponent) or self.symbolic.provably_nonzero(base)
 
 
 def constant_values(item: Item) -> bool:
@@ -107,6 +155,7 @@ def stat_slots(plan: Plan) -> list[Item]:
 class NestWriter:
     def __init__(self, plan: Plan, mode: str, symbolic: SymbolicContext):
         self.plan, self.mode, self.symbolic = plan, mode, symbolic
+        self.python_powers = PythonPowers(plan.specialized.items, symbolic)
         self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
         self.lines: list[str] = []
         self.depth = 1
@@ -148,7 +197,7 @@ class NestWriter:
         "chen": ("chen(_runs, _seed)",
                  "Chen's heuristic sampling: _runs independent runs, each unbiased. A run keeps one\n"
                  "    representative and a weight per stratum (depth, passes of the next level: see\n"
-                 "    _ChenWriter) and expands the strata depth by depth; a child joins its stratum's\n"
+                 "    beastgen's ChenWriter) and expands the strata depth by depth; a child joins its stratum's\n"
                  "    weight and replaces its representative with probability (its weight) / (the new\n"
                  "    weight); the run's estimate is the weight of the leaves it reached. Returns the sum\n"
                  "    and sum of squares of the runs' estimates."),
@@ -357,7 +406,7 @@ class NestWriter:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
-        expr = self._python_powers(expr)
+        expr = self.python_powers(expr)
         risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
@@ -384,41 +433,6 @@ class NestWriter:
             self.reject(item)
             self.depth -= 1
         use(source)
-
-    def _python_powers(self, expr: L.Expr) -> L.Expr:
-        """``expr`` with each float ``**`` that compiled code could compute unlike Python replaced by
-        ``float_power`` (nestlib), which raises where Python does not give a float: ``0.0 ** -1``
-        (ZeroDivisionError in Python, inf compiled) and a negative base with a fractional exponent
-        (a complex number in Python, nan compiled). Either rejects the configuration."""
-        children = expr.children()
-        rebuilt = [self._python_powers(child) for child in children]
-        if isinstance(expr, L.BinOp) and expr.op == "**" and not self._float_power_agrees(*rebuilt) \
-                and infer_type(expr, self.plan.specialized.items) != "int":
-            return L.Call("float_power", rebuilt)
-        if all(new is old for new, old in zip(rebuilt, children)):
-            return expr
-        if isinstance(expr, (L.BinOp, L.Compare)):
-            return type(expr)(expr.op, *rebuilt)
-        if isinstance(expr, L.UnaryOp):
-            return L.UnaryOp(expr.op, rebuilt[0])
-        if isinstance(expr, L.Not):
-            return L.Not(rebuilt[0])
-        if isinstance(expr, L.BoolOp):
-            return L.BoolOp(expr.op, rebuilt)
-        if isinstance(expr, L.IfExp):
-            return L.IfExp(*rebuilt)
-        if isinstance(expr, L.Call):
-            return L.Call(expr.func, rebuilt)
-        raise TypeError(f"cannot rebuild {type(expr).__name__}")
-
-    def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:
-        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code."""
-        if isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
-                and exponent.value >= 0 and float(exponent.value).is_integer():
-            return True  # a whole, nonnegative exponent: any base
-        if not self.symbolic.provably_nonnegative(base):
-            return False
-        return self.symbolic.provably_nonnegative(exponent) or self.symbolic.provably_nonzero(base)
 
     def _check_integer_powers(self, item: Item, expr: L.Expr) -> None:
         """Python's int ** negative int is a float, Numba's is an int: refuse what may differ."""
@@ -566,7 +580,7 @@ class NestWriter:
             call = f"{item.function.name}({', '.join(item.function.params)})"
             may_raise = item.function.may_raise
         else:
-            expr = self._python_powers(item.expr)
+            expr = self.python_powers(item.expr)
             call = expr_source(expr)
             may_raise = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
         if may_raise:

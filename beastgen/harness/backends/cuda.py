@@ -13,7 +13,7 @@ from .base import Backend, KernelFailure, RunResult
 
 
 def import_pycuda():
-    try:
+    try:  # optional (beastgen[cuda])
         import pycuda.driver as drv
         from pycuda.compiler import SourceModule
     except ImportError as e:

@@ -27,7 +27,7 @@ UNDESCRIBED_RATE_PER_CLOCK = 64
 
 
 def _import_cl():
-    try:
+    try:  # optional (beastgen[opencl])
         import pyopencl as cl
     except ImportError:
         raise BeastError("the opencl backend needs pyopencl: pip install 'beastgen[opencl]'") from None

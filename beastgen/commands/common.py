@@ -1,0 +1,83 @@
+"""What several commands share: compiling the space named on the command line, describing it, the
+JSON record of the target, and the count's report."""
+from __future__ import annotations
+
+import json
+import os
+
+from ..devices import DEFAULT_DEVICE
+from ..errors import BeastError
+from ..plancache import compile_cached
+from ..table import format_table
+
+
+def parse_settings(pairs: list[list[str]] | None) -> dict:
+    """The ``--set name=value`` words as a dict of name -> text."""
+    settings = {}
+    for group in pairs or []:
+        for pair in group:
+            name, sep, value = pair.partition("=")
+            if not sep or not name:
+                raise BeastError(f"--set expects name=value, got {pair!r}")
+            settings[name.strip()] = value.strip()
+    return settings
+
+
+def jobs(args) -> int:
+    return args.jobs or os.cpu_count() or 1
+
+
+def shows_progress(args) -> bool:
+    """Progress lines (on a terminal only) unless --json or --no-progress."""
+    return not (getattr(args, "json", False) or getattr(args, "no_progress", False))
+
+
+def compile_target(args):
+    """The compiled plan, from the plan cache when nothing it depends on changed."""
+    return compile_cached(args.space, device=args.device, settings=parse_settings(args.settings),
+                          generated_dir=args.generated_dir)
+
+
+def describe_target(plan) -> str:
+    target = plan.target
+    default = " (the built-in default; choose with --device)" if target.device_source == "built-in" \
+        and target.device == DEFAULT_DEVICE else ""
+    settings = ", ".join(f"{k}={v!r}" for k, v in target.settings.items()) or "none"
+    return (f"space {target.space} ({target.path}) on {target.device} "
+            f"({target.device_name}){default}\nsettings: {settings}")
+
+
+def target_record(plan) -> dict:
+    target = plan.target
+    return {"space": target.space, "path": target.path, "device": target.device,
+            "settings": target.settings}
+
+
+def report_count(args, plan, count: int, stats, record: dict, why_empty: str | None) -> None:
+    """After the count's line: why the space is empty, the statistics, the JSON record."""
+    if count == 0:
+        print(f"empty: {why_empty or 'the space is empty'}")
+    if stats:
+        print()
+        print(format_stats(plan, stats))
+    if args.json:
+        record = target_record(plan) | {"count": count} | record
+        if stats:
+            record["stats"] = stats.as_dict()
+        print(json.dumps(record))
+
+
+def format_stats(plan, stats) -> str:
+    """Per-level iterations with the filters placed at each level and what they rejected."""
+    rows = []
+    for index, level in enumerate(plan.plan.levels):
+        iterations = stats.levels[index][1]
+        rows.append([str(index), level.iterator.name, f"{iterations:,}", "", ""])
+        for item in level.items[1:]:
+            if item.kind == "filter":
+                rows.append(["", "", "", f"filter {item.name}", f"{stats.rejections[item.name]:,}"])
+            if stats.errors.get(item.name):
+                rows.append(["", "", "", f"{item.kind} {item.name} raised", f"{stats.errors[item.name]:,}"])
+        if stats.errors.get(level.iterator.name):
+            rows.append(["", "", "", "domain raised", f"{stats.errors[level.iterator.name]:,}"])
+    return format_table(["level", "iterator", "iterations", "filter placed here", "rejected"], rows)

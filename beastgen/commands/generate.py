@@ -1,0 +1,14 @@
+"""``beastgen generate``: write the generated enumerator."""
+import os
+
+from .common import compile_target
+
+
+def run(args) -> int:
+    plan = compile_target(args)
+    if plan.plan is None:
+        print(f"nothing to generate: {plan.empty_reason}")
+        return 0
+    plan.write()
+    print(f"wrote {os.path.relpath(plan.path)} (loop order: {', '.join(plan.plan.order)})")
+    return 0

@@ -1,0 +1,41 @@
+"""``beastgen show``: variables, dependency DAG and the loop nest with each filter placed."""
+import os
+
+from ..compiler.language.printer import expr_source
+from .common import compile_target, describe_target
+
+
+def run(args) -> int:
+    plan = compile_target(args)
+    space = plan.specialized.space
+    print(describe_target(plan))
+    print()
+    for kind, label in (("device", "device properties"), ("iterator", "iterators"),
+                        ("derived", "derived values"),
+                        ("filter", "filters"), ("bound", "bound terms")):
+        variables = space.of_kind(kind)
+        if variables:
+            print(f"{label}: {', '.join(variables)}")
+    spec = plan.specialized
+    if spec.dropped_filters:
+        print(f"filters always false for these settings (dropped): {', '.join(spec.dropped_filters)}")
+    if plan.plan is None:
+        print(f"\nempty: {plan.empty_reason}")
+        return 0
+    print("\ndependency DAG (variable <- what it reads):")
+    for name, item in spec.items.items():
+        print(f"  {name:<24} <- {', '.join(item.deps) or '(constants only)'}")
+    print("\nloop nest (a filter REJECTS when true):")
+    for index, level in enumerate(plan.plan.levels):
+        pad = "  " * index
+        print(f"  {pad}for {level.iterator.name} in {level.iterator.source_text}")
+        if level.solved:
+            solution = level.solved
+            print(f"  {pad}  (no loop: filter {solution.filter.name} is solved, {level.iterator.name} = "
+                  f"{expr_source(solution.numerator)} / {expr_source(solution.denominator)} "
+                  "when divisible and inside the domain)")
+        for item in level.body:
+            what = {"filter": "rejects when ", "bound": ">= "}.get(item.kind, "= ")
+            print(f"  {pad}  {item.kind} {item.name} {what}{item.source_text}")
+    print(f"\ngenerated enumerator: {os.path.relpath(plan.path)}")
+    return 0
