@@ -74,9 +74,15 @@ def _jobs(args) -> int:
 
 
 def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786), or local:N "
-                        "for N local worker processes (needs pip install 'beastgen[dask]')")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786, "
+                            "tls://...), or local:N for N local worker processes (needs pip install "
+                            "'beastgen[dask]')")
+    group.add_argument("--scheduler-file", dest="scheduler", metavar="FILE",
+                       type=lambda path: f"scheduler-file:{os.path.abspath(path)}",
+                       help="the same, the scheduler's address read from the file that "
+                            "`dask scheduler --scheduler-file FILE` writes")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random descents (knuth, default 100000) or runs (chen, default 30000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    _add_scheduler_arg(p, "estimate in tasks of independent random streams (seed, seed+1, ...)")
 
     p = sub.add_parser("rank", help="the configurations with the smallest lower bounds")
     _add_space_args(p)
@@ -369,7 +376,12 @@ def cmd_estimate(args) -> int:
         raise BeastError("--samples must be at least 2")
     _, plan = _compile(args)
     print(_describe_target(plan))
-    estimate = plan.estimate(args.samples, args.seed, method=args.method)
+    if args.scheduler:
+        from . import distributed
+        with distributed.Cluster(args.scheduler) as client:
+            estimate = distributed.estimate(plan, client, args.samples, args.seed, args.method)
+    else:
+        estimate = plan.estimate(args.samples, args.seed, method=args.method)
     what = "random descents" if estimate.method == "knuth" else "runs of Chen's heuristic sampling"
     print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
           f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "

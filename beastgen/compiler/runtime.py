@@ -100,6 +100,15 @@ class Estimate:
     seconds: float
     method: str = "knuth"  # "knuth" or "chen"
 
+    @classmethod
+    def of_sums(cls, total: float, total_sq: float, samples: int, seconds: float,
+                method: str) -> "Estimate":
+        """The mean of ``samples`` estimates and its 95% confidence interval (normal
+        approximation), from their sum and sum of squares."""
+        mean = total / samples
+        spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
+        return cls(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples, seconds, method)
+
 
 @dataclass
 class Census:
@@ -295,18 +304,25 @@ class CompiledPlan:
         method. Chen is the default: on gemm (h100) at equal time its interval is 4 to 5 times
         narrower, but a run costs about, per stratum, the product of two consecutive levels' domain
         sizes (the lookahead), where a descent costs their sum."""
+        samples = self.ESTIMATE_SAMPLES.get(method, 1) if samples is None else int(samples)
+        if self.plan is None:
+            self._check_estimate(samples, method)
+            return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
+        total, total_sq = self.estimate_sums(samples, seed, method)
+        return Estimate.of_sums(total, total_sq, samples, self.last_seconds, method)
+
+    def _check_estimate(self, samples: int, method: str) -> None:
         if method not in self.ESTIMATE_SAMPLES:
             raise BeastError(f"unknown estimation method {method!r} (knuth or chen)")
-        samples = self.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
         if samples < 1:
             raise BeastError("an estimate needs at least one sample")
-        if self.plan is None:
-            return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
-        total, total_sq = self._run("probe" if method == "knuth" else "chen", samples, int(seed))
-        mean = total / samples
-        spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
-        return Estimate(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples,
-                        self.last_seconds, method)
+
+    def estimate_sums(self, samples: int, seed: int, method: str) -> tuple[float, float]:
+        """(sum, sum of squares) of ``samples`` independent estimates drawn with ``seed``: what
+        :meth:`estimate` summarises (the sums of several seeds merge into one estimate)."""
+        self._check_estimate(samples, method)
+        total, total_sq = self._run("probe" if method == "knuth" else "chen", int(samples), int(seed))
+        return float(total), float(total_sq)
 
     def stats(self, chunk: tuple[int, int] | None = None) -> Stats:
         """Count with per-level iterations and per-filter rejections. With ``chunk``, the levels
