@@ -4,7 +4,9 @@ every result in the one results store (on its machine only) as it arrives.
 
 Batches: a Dask task costs milliseconds of scheduling, more than a replayed measurement, so the
 driver sends candidates in batches sized to take about :data:`BATCH_SECONDS` on a worker (learnt
-from the batches that came back; the first holds one candidate), two queued per GPU worker.
+from the batches that came back; the first holds one candidate), one per GPU worker at a time, or
+two when candidates are fast (:data:`QUEUE_BELOW_SECONDS`: replayed ones), so that a worker never
+waits for the driver.
 
 Pruning stays exact and shared: a batch carries the best time and the violated bound terms known
 when it was sent, and a worker reads newer ones from a Dask ``Variable`` (published by the driver
@@ -135,7 +137,7 @@ class _SharedBest:
         if name:
             import distributed
             self.variable = distributed.Variable(name, client=distributed.get_client())
-        self.read_at = time.monotonic()
+        self.read_at = -math.inf  # the first candidate reads it: the batch may have waited
 
     def refresh(self) -> None:
         if self.variable is None or time.monotonic() - self.read_at < SHARED_REFRESH_SECONDS:
@@ -262,8 +264,10 @@ class TunePool:
 BATCH_SECONDS = 0.25
 #: ... and holds at most this many candidates (the strategy learns from results between batches)
 MAX_BATCH = 256
-#: batches queued per GPU worker: the next one waits on the worker while one runs
-BATCHES_PER_WORKER = 2
+#: candidates faster than this (replayed ones) queue a second batch per GPU worker, which waits
+#: on the worker while one runs; slower ones (real kernels) one batch per worker, so that every
+#: batch is sent with the newest best time
+QUEUE_BELOW_SECONDS = 0.005
 
 
 class _Search:
@@ -297,7 +301,7 @@ class _Search:
         try:
             while True:
                 self.collect(block=False)
-                if len(self.inflight) >= BATCHES_PER_WORKER * self.slots or (self.over() and self.inflight):
+                if len(self.inflight) >= self.depth() * self.slots or (self.over() and self.inflight):
                     self.collect(block=True, completions=completions)
                     continue
                 batch, exhausted = self.next_batch(proposals)
@@ -338,6 +342,11 @@ class _Search:
         if self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit:
             return f"time limit of {self.time_limit:g} s reached"
         return ""
+
+    def depth(self) -> int:
+        """Batches in flight per GPU worker."""
+        fast = self.seconds_per_candidate is not None and self.seconds_per_candidate < QUEUE_BELOW_SECONDS
+        return 2 if fast else 1
 
     def batch_size(self) -> int:
         if self.one_by_one:
