@@ -78,9 +78,9 @@ class PlanRecipe:
     def of(cls, plan) -> "PlanRecipe":
         spec = plan.specialized
         space = spec.space
-        if not space.path or not os.path.exists(space.path) or not space.path.endswith(".py"):
-            raise BeastError(f"space '{space.name}' was not loaded from a .py space file: a "
-                             "distributed run loads the space file again on every worker")
+        if not space.path or not os.path.exists(space.path):
+            raise BeastError(f"space '{space.name}' was not loaded from a file: a distributed run "
+                             "loads the space file again on every worker")
         return cls(SpaceFiles.of(space.path), spec.device, tuple(spec.settings.items()), space.path,
                    plan.source, __version__)
 
