@@ -35,6 +35,7 @@ recorded. The watchdog's child process needs non-daemonic Dask workers
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import multiprocessing
@@ -285,7 +286,7 @@ class _Search:
         self.recipe = client.scatter(recipe, broadcast=True)
         self.shared_name = f"beastgen-best-{os.urandom(8).hex()}"
         self.shared = distributed.Variable(self.shared_name, client=client)
-        self.published = (math.inf, ())
+        self.published = None  # set before the first batch goes out: workers read it
         self.inflight: dict = {}  # future -> [(candidate, key), ...]
         self.queued = 0  # candidates in flight
         self.seen: set[str] = set()  # keys sent or answered in this invocation
@@ -334,7 +335,8 @@ class _Search:
         finally:
             if self.inflight:
                 self.client.cancel(list(self.inflight))
-            self.shared.delete()
+            with contextlib.suppress(OSError, TimeoutError):  # the scheduler may be gone
+                self.shared.delete()
 
     def over(self) -> str:
         if self.budget is not None and self.result.ran_now + self.queued >= self.budget:
