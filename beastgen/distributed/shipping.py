@@ -42,6 +42,10 @@ class SpaceFiles:
             if relative in texts:
                 continue
             path = os.path.join(directory, relative)
+            if os.path.normpath(relative).startswith(os.pardir):
+                raise BeastError("a file the space needs lies outside its directory, so it cannot "
+                                 "be shipped to the Dask workers: move it beside the space, or name "
+                                 "it by an absolute path that the workers see", path)
             try:
                 with open(path, encoding="utf-8") as f:
                     texts[relative] = f.read()
