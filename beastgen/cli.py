@@ -66,9 +66,15 @@ def _add_progress_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786), or local:N "
-                        "for N local worker processes (needs pip install 'beastgen[dask]')")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786, "
+                            "tls://...), or local:N for N local worker processes (needs pip install "
+                            "'beastgen[dask]')")
+    group.add_argument("--scheduler-file", dest="scheduler", metavar="FILE",
+                       type=lambda path: f"scheduler-file:{os.path.abspath(path)}",
+                       help="the same, the scheduler's address read from the file that "
+                            "`dask scheduler --scheduler-file FILE` writes")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     _add_progress_arg(p)
+    _add_scheduler_arg(p, "estimate in tasks of independent random streams (seed, seed+1, ...)")
 
     p = sub.add_parser("rank", help="the configurations with the smallest lower bounds")
     _add_space_args(p)

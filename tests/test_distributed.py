@@ -1,9 +1,13 @@
-"""Past one machine: count, statistics, enumeration and tuning on a Dask cluster (one LocalCluster
-of 2 worker processes for the whole module) give exactly what the local run gives."""
+"""Past one machine: count, statistics, enumeration, estimates and tuning on a Dask cluster give
+exactly what the local run gives. The cluster (one for the whole module) is a `dask scheduler` and
+a `dask worker` with 2 worker processes, started as separate processes in another directory."""
 import json
 import os
+import signal
 import sqlite3
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -65,24 +69,64 @@ def test_balanced_chunks_balance_random_estimates():
             assert max(sizes) <= share + 2 * estimates.max() + 1e-9
 
 
-# -- one cluster for the module ---------------------------------------------------------------------
+# -- one real cluster for the module -----------------------------------------------------------------
+def _stop(process) -> None:
+    """End ``process`` and its children (its own process group): SIGTERM, then SIGKILL."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=15)
+    except ProcessLookupError:
+        pass
+
+
 @pytest.fixture(scope="module")
-def cluster(_generated_code_outside_the_repository):
-    """A LocalCluster of 2 worker processes, 1 thread each, each declaring one GPU (started after
-    the conftest set BEASTGEN_GENERATED_DIR: the workers inherit the environment), not daemonic
-    (kernels run in a watchdog child process), as ``--scheduler local:2`` starts for ``tune``."""
-    import logging
+def cluster_processes(tmp_path_factory):
+    """``dask scheduler`` and ``dask worker`` (2 worker processes of 1 thread, each declaring one
+    GPU, not daemonic) started as separate processes in a directory of their own, as a cluster's
+    job system would start them: their working directory holds nothing of the project, their
+    generated directory is their own. Stopped by process group, also when the tests fail."""
+    home = tmp_path_factory.mktemp("cluster")
+    scheduler_file = home / "scheduler.json"
+    environment = dict(os.environ, PYTHONPATH=REPO, BEASTGEN_GENERATED_DIR=str(home / "worker-generated"),
+                       DASK_DISTRIBUTED__WORKER__DAEMON="False")
+    def dask(command, *arguments):  # `dask scheduler ...`, with this Python
+        return [sys.executable, "-m", f"distributed.cli.dask_{command}", *arguments]
 
-    import dask
+    started = []
+    try:
+        for command, log in (
+                (dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                      "--scheduler-file", str(scheduler_file)), "scheduler.log"),
+                (dask("worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
+                      "--nthreads", "1", "--resources", "GPU=1", "--no-dashboard"), "worker.log")):
+            with open(home / log, "wb") as output:
+                started.append(subprocess.Popen(command, cwd=home, env=environment, stdout=output,
+                                                stderr=subprocess.STDOUT, start_new_session=True))
+            deadline = time.monotonic() + 60
+            while not scheduler_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        assert scheduler_file.exists(), (home / "scheduler.log").read_text()
+        yield {"file": str(scheduler_file), "address": json.loads(scheduler_file.read_text())["address"],
+               "home": home}
+    finally:
+        for process in reversed(started):
+            _stop(process)
 
-    with dask.config.set({"distributed.worker.daemon": False}):
-        local = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                         resources={"GPU": 1}, dashboard_address=None,
-                                         silence_logs=logging.ERROR)
-        client = distributed.Client(local, set_as_default=False)
+
+@pytest.fixture(scope="module")
+def cluster(cluster_processes):
+    """A client of the module's cluster, once both of its workers have joined."""
+    client = distributed.Client(cluster_processes["address"], set_as_default=False, timeout=30)
+    try:
+        client.wait_for_workers(2, timeout=60)
         yield client
+    finally:
         client.close()
-        local.close()
 
 
 @pytest.fixture(scope="module")
@@ -134,17 +178,109 @@ def test_distributed_enumeration_is_a_parquet_dataset_of_the_local_rows(cluster,
     pd.testing.assert_frame_equal(concatenated, expected)
 
 
-def test_cli_count_on_the_cluster(cluster, generated_dir, capsys):
+def test_cli_count_through_the_scheduler_file_from_any_directory(cluster, cluster_processes,
+                                                                  generated_dir, capsys, monkeypatch):
+    """The workers run elsewhere (their own directory and generated code): a relative and an
+    absolute path to the space, from the driver's working directory, count the same."""
     from beastgen.cli import main
 
-    address = cluster.scheduler.address
-    code = main(["count", GEMM, "--scheduler", address, "--generated-dir", generated_dir, "--json"])
-    assert code == 0
-    out = capsys.readouterr().out
-    record = json.loads(out.strip().splitlines()[-1])
-    assert record["count"] == 459_316 and record["scheduler"] == address
-    assert record["distributed"]["workers"] == 2
-    assert "459,316 valid configurations (on 2 Dask workers" in out and "chunk balance" in out
+    monkeypatch.chdir(REPO)
+    for space in (os.path.relpath(GEMM), GEMM):
+        code = main(["count", space, "--scheduler-file", cluster_processes["file"], "--generated-dir",
+                     generated_dir, "--json"])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        record = json.loads(out.strip().splitlines()[-1])
+        assert record["count"] == 459_316 and record["distributed"]["workers"] == 2
+        assert "459,316 valid configurations (on 2 Dask workers" in out and "chunk balance" in out
+    assert not os.path.exists(os.path.join(cluster_processes["home"], "generated"))
+    assert os.listdir(os.path.join(cluster_processes["home"], "worker-generated"))
+
+
+def test_estimate_on_the_cluster_merges_the_streams_as_one_process_does(cluster, write_space,
+                                                                       tmp_path, capsys):
+    import beastgen
+    from beastgen import distributed as dist
+    from beastgen.cli import main
+
+    path = write_space("""
+        import beastgen as beast
+        n = beast.setting(600)
+        @beast.iterator
+        def a():
+            return range(1, 65)
+        @beast.iterator
+        def b():
+            return range(1, 65)
+        @beast.iterator
+        def c():
+            return range(1, 65)
+        @beast.filter
+        def too_big():
+            return a * b * c > n
+        """)
+    generated = str(tmp_path / "generated")
+    plan = beastgen.load(path).specialize(device="h100", generated_dir=generated)
+    samples = 3 * dist.chunks.ESTIMATE_TASK_SAMPLES["knuth"] + 100  # 4 tasks
+    remote = dist.estimate(plan, cluster, samples, seed=4, method="knuth")
+    local = dist.estimate(plan, None, samples, seed=4, method="knuth")
+    assert (remote.count, remote.low, remote.high, remote.samples) == \
+        (local.count, local.low, local.high, samples)
+    assert remote.low < plan.count() < remote.high
+    # what fits one task is one process's estimate exactly
+    one = plan.estimate(500, seed=4)
+    assert main(["estimate", path, "--device", "h100", "--samples", "500", "--seed", "4", "--json",
+                 "--generated-dir", generated, "--scheduler", cluster.scheduler.address]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (record["estimate"], record["low"], record["high"]) == (one.count, one.low, one.high)
+
+
+def test_a_space_importing_a_module_beside_it_is_shipped_to_the_workers(cluster, tmp_path):
+    """The driver's space lies in a directory the workers never see; it imports a helper module
+    from beside it, which travels with it."""
+    import beastgen
+    from beastgen import distributed as dist
+
+    (tmp_path / "tile_sizes.py").write_text("TILES = (1, 2, 4, 8, 16, 32)\n")
+    (tmp_path / "shipped.py").write_text(
+        "import beastgen as beast\nfrom tile_sizes import TILES\n"
+        "n = beast.setting(64)\n"
+        "@beast.iterator\ndef a():\n    return TILES\n"
+        "@beast.iterator\ndef b():\n    return range(1, 65)\n"
+        "@beast.filter\ndef too_big():\n    return a * b > n\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        plan = beastgen.load(str(tmp_path / "shipped.py")).specialize(
+            device="h100", generated_dir=str(tmp_path / "generated"))
+    finally:
+        sys.path.remove(str(tmp_path))
+    run = dist.count(plan, cluster, n_chunks=3, progress=False)
+    assert run.count == plan.count() == sum(64 // t for t in (1, 2, 4, 8, 16, 32))
+
+
+def test_a_worker_with_another_beastgen_names_the_difference():
+    from beastgen.distributed.shipping import check_same_enumerator
+    from beastgen.version import __version__
+
+    source = "regenerate: beastgen generate spaces/s.py\n# filter f (spaces/s.py:3)\nx = 1\n"
+    moved = source.replace("spaces/s.py", "/elsewhere/s.py")
+    check_same_enumerator(__version__, source, "spaces/s.py", moved, "/elsewhere/s.py")  # paths only
+    with pytest.raises(BeastError, match=r"runs beastgen .* the driver beastgen 0\.0\.0-other"):
+        check_same_enumerator("0.0.0-other", source, "spaces/s.py", source, "spaces/s.py")
+    with pytest.raises(BeastError, match=r"line 2: worker 'x = 2', driver 'x = 1'"):
+        check_same_enumerator(__version__, source, "spaces/s.py", source.replace("x = 1", "x = 2"),
+                              "spaces/s.py")
+
+
+def test_a_missing_scheduler_file_is_one_line(tmp_path, capsys):
+    from beastgen.cli import main
+
+    assert main(["count", GEMM, "--scheduler-file", str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read the Dask scheduler file" in err and "Traceback" not in err
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["count", GEMM, "--scheduler-file", str(tmp_path / "bad.json")]) == 2
+    assert "not a Dask scheduler file" in capsys.readouterr().err
 
 
 def test_cli_enumerate_on_the_cluster_needs_a_directory(tmp_path, capsys):
@@ -164,6 +300,7 @@ def _rows(path):
 
 
 def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_path):
+    """Batches on 2 workers, the best shared: the same runs, results and store as one process."""
     from beastgen.distributed import tune_on_cluster
     from beastgen.harness import tune
 

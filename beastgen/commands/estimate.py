@@ -17,6 +17,12 @@ def run(args) -> int:
     with Elapsed("estimating", shows_progress(args)):
         estimate = plan.estimate(args.samples, args.seed, method=args.method,
                                  seconds=None if args.samples else ESTIMATE_SECONDS)
+    report(args, plan, estimate)
+    return 0
+
+
+def report(args, plan, estimate) -> None:
+    """The estimate's line (and JSON record)."""
     what = "random descents" if estimate.method == "knuth" else "runs of Chen's heuristic sampling"
     if estimate.method == "exact":
         print(f"{estimate.count:,.0f} valid configurations (counted exactly in {estimate.seconds:.2f} s, "
@@ -29,4 +35,3 @@ def run(args) -> int:
         print(json.dumps(target_record(plan) | {
             "estimate": estimate.count, "low": estimate.low, "high": estimate.high,
             "samples": estimate.samples, "seconds": estimate.seconds, "method": estimate.method}))
-    return 0

@@ -9,12 +9,14 @@ import time
 
 from .. import distributed
 from ..errors import BeastError
+from . import estimate as estimate_command
 from . import tune
 from .common import compile_target, describe_target, report_count
 
 
 def run(args) -> int:
-    return {"count": count, "enumerate": enumerate_parquet, "tune": tune_candidates}[args.command](args)
+    return {"count": count, "enumerate": enumerate_parquet, "estimate": estimate,
+            "tune": tune_candidates}[args.command](args)
 
 
 def count(args) -> int:
@@ -40,6 +42,18 @@ def count(args) -> int:
     report_count(args, plan, count, stats, {"seconds": run.seconds, "total_seconds": total,
                                             "scheduler": args.scheduler, "distributed": run.as_dict()},
                  why_empty)
+    return 0
+
+
+def estimate(args) -> int:
+    """Chen's or Knuth's estimate in tasks of independent random streams (seed, seed+1, ...)."""
+    if args.samples is not None and args.samples < 2:
+        raise BeastError("--samples must be at least 2")
+    plan = compile_target(args)
+    print(describe_target(plan))
+    with distributed.Cluster(args.scheduler) as client:
+        result = distributed.estimate(plan, client, args.samples, args.seed, args.method)
+    estimate_command.report(args, plan, result)
     return 0
 
 

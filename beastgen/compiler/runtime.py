@@ -129,6 +129,15 @@ class Estimate:
     seconds: float
     method: str = "knuth"  # "knuth", "chen", or "exact" (counted within the time budget)
 
+    @classmethod
+    def of_sums(cls, total: float, total_sq: float, samples: int, seconds: float,
+                method: str) -> "Estimate":
+        """The mean of ``samples`` estimates and its 95% confidence interval (normal
+        approximation), from their sum and sum of squares."""
+        mean = total / samples
+        spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
+        return cls(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples, seconds, method)
+
 
 @dataclass
 class Census:
@@ -346,17 +355,28 @@ class CompiledPlan:
         With ``seconds`` (and no ``samples``), a time budget: the exact count (method ``"exact"``,
         an interval of one point) when the split census predicts it fits in half the budget and it
         does, else batches of runs until the budget is spent (at most :attr:`ESTIMATE_SAMPLES`)."""
+        if seconds is not None and samples is None:
+            self._check_estimate(1, method)
+            return self._estimate_within(float(seconds), seed, method)
+        samples = self.ESTIMATE_SAMPLES.get(method, 1) if samples is None else int(samples)
+        if self.plan is None:
+            self._check_estimate(samples, method)
+            return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
+        total, total_sq = self.estimate_sums(samples, seed, method)
+        return Estimate.of_sums(total, total_sq, samples, self.last_seconds, method)
+
+    def _check_estimate(self, samples: int, method: str) -> None:
         if method not in self.ESTIMATE_SAMPLES:
             raise BeastError(f"unknown estimation method {method!r} (knuth or chen)")
-        if seconds is not None and samples is None:
-            return self._estimate_within(float(seconds), seed, method)
-        samples = self.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
         if samples < 1:
             raise BeastError("an estimate needs at least one sample")
-        if self.plan is None:
-            return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
-        total, total_sq = self._run("probe" if method == "knuth" else "chen", samples, int(seed))
-        return _estimate_from_sums(total, total_sq, samples, self.last_seconds, method)
+
+    def estimate_sums(self, samples: int, seed: int, method: str) -> tuple[float, float]:
+        """(sum, sum of squares) of ``samples`` independent estimates drawn with ``seed``: what
+        :meth:`estimate` summarises (the sums of several seeds merge into one estimate)."""
+        self._check_estimate(samples, method)
+        total, total_sq = self._run("probe" if method == "knuth" else "chen", int(samples), int(seed))
+        return float(total), float(total_sq)
 
     def _estimate_within(self, budget: float, seed: int, method: str) -> Estimate:
         if self.path is None:
@@ -380,7 +400,7 @@ class CompiledPlan:
             left = budget - (time.perf_counter() - start)
             batch = int(max(1, min(2 * batch, left / per_sample if per_sample > 0 else 2 * batch,
                                    limit - samples)))
-        return _estimate_from_sums(total, total_sq, samples, time.perf_counter() - start, method)
+        return Estimate.of_sums(total, total_sq, samples, time.perf_counter() - start, method)
 
     #: loop iterations per second assumed before the first chunk of an exact count has run
     _ASSUMED_RATE = 1e8
@@ -614,13 +634,6 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
         cuts[j] = min(max(cuts[j], low), n - (m - 1 - j))
     bounds = [0, *cuts, n]
     return [(bounds[j], bounds[j + 1]) for j in range(m)]
-
-
-def _estimate_from_sums(total: float, total_sq: float, samples: int, seconds: float,
-                        method: str) -> Estimate:
-    mean = total / samples
-    spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
-    return Estimate(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples, seconds, method)
 
 
 def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:

@@ -4,18 +4,21 @@
 - :mod:`.chunks`: the outer loop levels cut into chunks balanced by estimated subtree size; every
   worker runs the same generated enumerator on its chunks; counts and statistics are merged, and an
   enumeration is written as a partitioned Parquet dataset.
-- :mod:`.pool`: each candidate of a search runs on a worker holding a GPU (the Dask worker resource
-  ``GPU``), one at a time per GPU worker; the driver keeps the one results store.
+- :mod:`.pool`: the candidates of a search run in batches on workers holding a GPU (the Dask worker
+  resource ``GPU``), the best time shared among them; the driver keeps the one results store.
+- :mod:`.shipping`: what travels to the workers (the space file and what it imports from beside
+  it, the kernel sources), and the check that a worker generates the driver's enumerator.
 
-The workers load the space file again (by absolute path) and write/read the generated enumerator in
-the driver's generated directory: the driver and the workers must share a filesystem (true for a
-LocalCluster and for most clusters' home or project directories).
+The workers need nothing from the driver's file system: they write the shipped files and compile
+the generated enumerator into their own generated directory (``BEASTGEN_GENERATED_DIR`` in their
+environment, else ``~/.cache/beastgen/generated``). Only an enumeration's output directory is
+written by the workers directly when they see it; otherwise its parts come back to the driver.
 """
 from .chunks import (ChunkedRun, PlanRecipe, balanced_chunks, count, enumerate_to_parquet,
-                     merge_stats, stats)
+                     estimate, merge_stats, stats)
 from .cluster import GPU, Cluster, import_distributed, worker_count
 from .pool import tune_on_cluster
 
 __all__ = ["ChunkedRun", "Cluster", "GPU", "PlanRecipe", "balanced_chunks", "count",
-           "enumerate_to_parquet", "import_distributed", "merge_stats", "stats", "tune_on_cluster",
+           "enumerate_to_parquet", "estimate", "import_distributed", "merge_stats", "stats", "tune_on_cluster",
            "worker_count"]

@@ -6,11 +6,13 @@ subtree of every node (``CompiledPlan.split_census``: Knuth descents below each 
 valid configurations and the loop iterations enumerating them takes), cuts the nodes into
 contiguous ranges of about equal estimated work (:func:`balanced_chunks`) and sends
 one task per range. Each worker rebuilds the same compiled plan from a :class:`PlanRecipe` (the
-space file is loaded again there: a space holds the user's functions, which need not pickle) and
-runs ``count`` / ``stats`` / ``enumerate`` with ``chunk=(lo, hi)``.
+shipped space file is loaded again there: a space holds the user's functions, which need not pickle) and
+runs ``count`` / ``stats`` / ``enumerate`` with ``chunk=(lo, hi)``; an estimate splits its samples
+into tasks of independent random streams and merges their sums.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -20,10 +22,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..compiler.runtime import Stats, balanced_chunks, compile_space
+from ..compiler.runtime import Estimate, Stats, balanced_chunks, compile_space
 from ..errors import BeastError
 from ..loading import load
+from ..output import AtomicOutput
+from ..version import __version__
 from .cluster import import_distributed, worker_count
+from .shipping import SpaceFiles, check_same_enumerator, importable_beside, worker_generated_dir
 
 #: chunks per worker: enough that a worker finishing early takes more, few enough to stay cheap
 CHUNKS_PER_WORKER = 4
@@ -56,17 +61,18 @@ def chunk_estimates(estimates, chunks) -> list[float]:
 # -- rebuilding the plan on a worker ----------------------------------------------------------------
 @dataclass(frozen=True)
 class PlanRecipe:
-    """What a worker needs to rebuild a compiled plan: the space file (absolute path; the cluster
-    must see the same file: a shared filesystem), its hash, the device profile, every setting's
-    value, the generated directory and the driver's generated source (the worker checks that it
-    generates the same code, then uses the driver's file byte for byte)."""
+    """What a worker needs to rebuild a compiled plan, none of it from the driver's file system: the
+    space's files (:class:`~.shipping.SpaceFiles`), the device profile, every setting's value, and
+    the driver's beastgen version, space path and generated source (the worker checks that it
+    generates the same enumerator, then compiles the driver's source into its own generated
+    directory)."""
 
-    path: str
-    source_hash: str
+    space: SpaceFiles
     device: object  # DeviceProfile (a frozen dataclass: pickles)
     settings: tuple  # ((name, value), ...)
-    generated_dir: str
+    space_path: str  # as the driver's generated source names it
     source: str
+    version: str
 
     @classmethod
     def of(cls, plan) -> "PlanRecipe":
@@ -75,41 +81,31 @@ class PlanRecipe:
         if not space.path or not os.path.exists(space.path):
             raise BeastError(f"space '{space.name}' was not loaded from a file: a distributed run "
                              "loads the space file again on every worker")
-        directory = os.path.dirname(os.path.abspath(plan.path)) if plan.path else ""
-        return cls(os.path.abspath(space.path), space.source_hash, spec.device,
-                   tuple(spec.settings.items()), directory, plan.source)
+        return cls(SpaceFiles.of(space.path), spec.device, tuple(spec.settings.items()), space.path,
+                   plan.source, __version__)
 
     def key(self) -> tuple:
-        return (self.path, self.source_hash, self.device.fingerprint(), repr(self.settings),
-                self.generated_dir, hash(self.source))
+        return (self.space.digest, self.device.fingerprint(), repr(self.settings),
+                hashlib.sha256(self.source.encode()).hexdigest(), self.version)
 
 
 _PLANS: dict = {}  # per worker process: recipe key -> CompiledPlan
 
 
-def _strip_regenerate(source: str) -> str:
-    return "\n".join(line for line in source.splitlines() if not line.startswith("regenerate: "))
-
-
 def worker_plan(recipe: PlanRecipe):
-    """The compiled plan of ``recipe`` in this process (built once, then cached)."""
+    """The compiled plan of ``recipe`` in this process (built once, then cached): the shipped space
+    loaded from this worker's generated directory, compiled there."""
     key = recipe.key()
     plan = _PLANS.get(key)
     if plan is not None:
         return plan
-
-    space = load(recipe.path)
-    if space.source_hash != recipe.source_hash:
-        raise BeastError(f"the space file differs on this worker ({os.uname().nodename}) from the "
-                         "driver's: distributed runs need the same file everywhere", recipe.path)
+    path = recipe.space.materialize()
+    with importable_beside(path):
+        space = load(path)
     plan = compile_space(space, device=recipe.device, settings=dict(recipe.settings),
-                         generated_dir=recipe.generated_dir or None)
-    # the source records the space's path as seen from the working directory: only that may differ
-    if _strip_regenerate(plan.source) != _strip_regenerate(recipe.source):
-        raise BeastError(f"beastgen on this worker ({os.uname().nodename}) generates another "
-                         "enumerator than the driver's: install the same beastgen version everywhere",
-                         recipe.path)
-    plan.source = recipe.source
+                         generated_dir=worker_generated_dir())
+    check_same_enumerator(recipe.version, recipe.source, recipe.space_path, plan.source, space.path)
+    plan.source = recipe.source  # byte for byte the driver's (its messages name the driver's paths)
     _PLANS[key] = plan
     return plan
 
@@ -126,19 +122,34 @@ def _stats_task(recipe: PlanRecipe, chunk: tuple[int, int]):
     return plan.stats(chunk=chunk)
 
 
-def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str):
+def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str, token: str):
     """Enumerate one chunk into the Parquet file ``path`` (written under a hidden name, then
-    renamed); (rows, seconds of the enumeration)."""
-    import pandas as pd  # optional (beastgen[data]), checked by enumerate_to_parquet
+    renamed) when this worker sees the driver's output directory (it holds the driver's ``token``
+    file); else the Parquet bytes go back to the driver, which writes them. (rows, seconds of the
+    enumeration, the bytes or None)."""
+    import io
+
+    import pandas as pd
 
     plan = worker_plan(recipe)
     configs = plan.enumerate(chunk=chunk)
     seconds = plan.last_seconds
     directory, name = os.path.split(path)
+    if not os.path.exists(os.path.join(directory, token)):
+        buffer = io.BytesIO()
+        pd.DataFrame(configs).to_parquet(buffer, index=False)
+        return len(configs), seconds, buffer.getvalue()
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     pd.DataFrame(configs).to_parquet(tmp, index=False)
     os.replace(tmp, path)
-    return len(configs), seconds
+    return len(configs), seconds, None
+
+
+def _estimate_task(recipe: PlanRecipe, method: str, samples: int, seed: int):
+    """(sum, sum of squares, seconds) of ``samples`` estimates from the random stream ``seed``."""
+    plan = worker_plan(recipe)
+    total, total_sq = plan.estimate_sums(samples, seed, method)
+    return float(total), float(total_sq), plan.last_seconds
 
 
 # -- the driver -------------------------------------------------------------------------------------
@@ -328,12 +339,23 @@ def enumerate_to_parquet(plan, client, directory: str, n_chunks: int | None = No
         run = ChunkedRun(0, [], [], [0], [0.0], time.perf_counter() - start, 0.0, 0)
     else:
         workers, chunks, census, census_seconds = _prepare(plan, client, n_chunks, samples_per_node)
-        results = _run_tasks(client, _enumerate_task, recipe, chunks, progress=progress,
-                             extra=lambda i: (os.path.join(directory, PART_NAME.format(i)),))
-        actual = [int(n) for n, _ in results]
+        token = f".beastgen-driver-{os.urandom(8).hex()}"  # a worker seeing it shares the directory
+        with open(os.path.join(directory, token), "w", encoding="utf-8"):
+            pass
+        try:
+            results = _run_tasks(client, _enumerate_task, recipe, chunks, progress=progress,
+                                 extra=lambda i: (os.path.join(directory, PART_NAME.format(i)), token))
+        finally:
+            os.remove(os.path.join(directory, token))
+        for i, (_, _, data) in enumerate(results):
+            if data is not None:  # from a worker that does not see this directory
+                with AtomicOutput(os.path.join(directory, PART_NAME.format(i))) as temporary:
+                    with open(temporary, "wb") as f:
+                        f.write(data)
+        actual = [int(n) for n, _, _ in results]
         run = ChunkedRun(sum(actual), chunks, chunk_estimates(census.configurations, chunks), actual,
-                         [float(s) for _, s in results], time.perf_counter() - start, census_seconds, workers,
-                      chunk_estimates(census.iterations, chunks))
+                         [float(s) for _, s, _ in results], time.perf_counter() - start, census_seconds,
+                         workers, chunk_estimates(census.iterations, chunks))
     spec = plan.specialized
     with open(os.path.join(directory, METADATA_NAME), "w", encoding="utf-8") as f:
         json.dump({"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
@@ -344,3 +366,46 @@ def enumerate_to_parquet(plan, client, directory: str, n_chunks: int | None = No
                              for i, (n, c) in enumerate(zip(run.actual, run.chunks or [(0, 0)]))]},
                   f, indent=1, default=str)
     return run
+
+
+#: samples per estimate task (Chen's runs are far more work than Knuth's descents)
+ESTIMATE_TASK_SAMPLES = {"knuth": 25_000, "chen": 2_500}
+
+
+def estimate_parts(samples: int, method: str) -> list[int]:
+    """``samples`` cut into tasks of at most :data:`ESTIMATE_TASK_SAMPLES` (the last one smaller)."""
+    size = ESTIMATE_TASK_SAMPLES[method]
+    return [min(size, samples - start) for start in range(0, samples, size)]
+
+
+def estimate(plan, client, samples: int | None = None, seed: int = 0, method: str = "chen") -> Estimate:
+    """:meth:`~beastgen.compiler.runtime.CompiledPlan.estimate` in tasks of
+    :data:`ESTIMATE_TASK_SAMPLES`, task ``i`` drawing from the random stream ``seed + i``, their sums
+    merged into one estimate; on the cluster ``client``, or in this process (``client`` None: the
+    same tasks, the same estimate)."""
+    if method not in ESTIMATE_TASK_SAMPLES:
+        raise BeastError(f"unknown estimation method {method!r} (knuth or chen)")
+    samples = plan.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
+    if plan.plan is None or samples < 1:
+        return plan.estimate(samples, seed, method)
+    parts = estimate_parts(samples, method)
+    start = time.perf_counter()
+    if client is None:
+        sums = [plan.estimate_sums(n, seed + i, method) for i, n in enumerate(parts)]
+    else:
+        import distributed
+
+        recipe = client.scatter(PlanRecipe.of(plan), broadcast=True)
+        futures = [client.submit(_estimate_task, recipe, method, n, seed + i, pure=False,
+                                 key=f"beastgen-estimate-{i}-{os.urandom(4).hex()}")
+                   for i, n in enumerate(parts)]
+        try:
+            for future in distributed.as_completed(futures, loop=client.loop):
+                if future.status == "error":
+                    _reraise(future)
+            sums = [future.result()[:2] for future in futures]
+        finally:
+            client.cancel(futures)
+    total = math.fsum(s for s, _ in sums)
+    total_sq = math.fsum(s for _, s in sums)
+    return Estimate.of_sums(total, total_sq, samples, time.perf_counter() - start, method)

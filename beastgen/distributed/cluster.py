@@ -1,8 +1,12 @@
-"""Connecting to a Dask cluster: ``--scheduler ADDRESS`` (a running scheduler) or ``local:N`` (an
-in-process LocalCluster of N worker processes with one thread each)."""
+"""Connecting to a Dask cluster: ``--scheduler ADDRESS`` (a running scheduler: ``tcp://`` or, with
+Dask's TLS settings in its configuration, ``tls://``), ``--scheduler-file FILE`` (the JSON file
+``dask scheduler --scheduler-file FILE`` writes; ``--scheduler scheduler-file:FILE`` says the same)
+or ``local:N`` (an in-process LocalCluster of N
+worker processes with one thread each)."""
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import re
 import time
@@ -14,6 +18,25 @@ SCHEDULER_TIMEOUT = 10.0
 #: the Dask worker resource a GPU worker declares (``dask worker ADDRESS --resources GPU=1``)
 GPU = "GPU"
 _LOCAL = re.compile(r"local(?::(\d+))?$")
+#: ``--scheduler scheduler-file:FILE`` (what ``--scheduler-file FILE`` passes on): the address is
+#: read from FILE when connecting
+SCHEDULER_FILE_PREFIX = "scheduler-file:"
+
+
+def read_scheduler_file(path: str) -> str:
+    """The scheduler address in a file written by ``dask scheduler --scheduler-file``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            address = json.load(f)["address"]
+    except OSError as e:
+        raise BeastError(f"cannot read the Dask scheduler file: {e.strerror} (start the scheduler "
+                         "with `dask scheduler --scheduler-file FILE` first)", path) from None
+    except (ValueError, KeyError, TypeError):
+        raise BeastError("not a Dask scheduler file (JSON with an \"address\", as `dask scheduler "
+                         "--scheduler-file FILE` writes it)", path) from None
+    if not isinstance(address, str):
+        raise BeastError("the Dask scheduler file's \"address\" is not a string", path)
+    return address
 
 
 def import_distributed():
@@ -62,11 +85,14 @@ class Cluster:
                 resources={GPU: 1} if self.gpu else None, silence_logs=logging.ERROR)
             self.client = distributed.Client(self.local, set_as_default=False)
             return self.client
+        address = self.address
+        if address.startswith(SCHEDULER_FILE_PREFIX):
+            address = read_scheduler_file(address[len(SCHEDULER_FILE_PREFIX):])
         try:
-            self.client = distributed.Client(self.address, timeout=self.timeout, set_as_default=False)
+            self.client = distributed.Client(address, timeout=self.timeout, set_as_default=False)
         except Exception as e:  # noqa: BLE001 - OSError, TimeoutError, ValueError (bad address)
             detail = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise BeastError(f"cannot reach the Dask scheduler at {self.address!r} within "
+            raise BeastError(f"cannot reach the Dask scheduler at {address!r} within "
                              f"{self.timeout:g} s ({detail}); start one with `dask scheduler` and "
                              "workers with `dask worker ADDRESS`, or use --scheduler local:N") from None
         return self.client
