@@ -8,13 +8,12 @@ generated module and the sha256 of its text, checked before the module is used.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
 import sys
 
-from .compiler.model import display_path
+from .compiler.model import display_path, imported_module_names
 from .compiler.runtime import (
     CompiledPlan,
     Target,
@@ -157,7 +156,7 @@ def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
     pending = [(source, path)]
     while pending:
         text, where = pending.pop()
-        for name in _imported_names(text, where):
+        for name in imported_module_names(text, where) - {"beastgen"}:
             spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
             origin = getattr(spec, "origin", None)
             if not origin or not os.path.isfile(origin):
@@ -177,21 +176,6 @@ def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
                 digests[file] = hashlib.sha256(content).hexdigest()
                 pending.append((content, file))
     return digests
-
-
-def _imported_names(source: bytes, path: str) -> set[str]:
-    """Top-level module names a file imports (absolute imports)."""
-    try:
-        tree = ast.parse(source, path)
-    except (SyntaxError, ValueError):
-        return set()  # the build reports it
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names - {"beastgen"}
 
 
 def _space_name(shown: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from ..devices import DEFAULT_DEVICE
 from ..errors import BeastError
@@ -36,6 +37,12 @@ def compile_target(args):
     """The compiled plan, from the plan cache when nothing it depends on changed."""
     return compile_cached(args.space, device=args.device, settings=parse_settings(args.settings),
                           generated_dir=args.generated_dir)
+
+
+def announce_compiling(plan) -> None:
+    """Say so on stderr when the count is about to compile (Numba's cache does not hold it)."""
+    if plan.path is not None and not plan.numba_cached("count"):
+        print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
 
 
 def describe_target(plan) -> str:

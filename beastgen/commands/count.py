@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 
 from ..bounds import format_seconds, parse_threshold
 from ..errors import BeastError
 from ..progress import Elapsed, ShareBar
-from .common import compile_target, describe_target, jobs, report_count, shows_progress, target_record
+from .common import announce_compiling, compile_target, describe_target, jobs, report_count, shows_progress, target_record
 
 
 def run(args) -> int:
     start = time.perf_counter()
     plan = compile_target(args)
     print(describe_target(plan))
-    if plan.path is not None and not plan.numba_cached("count"):
-        print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
+    announce_compiling(plan)
     if args.threshold is not None:
         if args.stats:
             raise BeastError("--stats counts the exhaustive space; use `beastgen compare` for "

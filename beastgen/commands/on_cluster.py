@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import time
 
 from .. import distributed
 from ..errors import BeastError
 from . import estimate as estimate_command
 from . import tune
-from .common import compile_target, describe_target, report_count
+from .common import announce_compiling, compile_target, describe_target, report_count
 
 
 def run(args) -> int:
@@ -23,8 +22,7 @@ def count(args) -> int:
     start = time.perf_counter()
     plan = compile_target(args)
     print(describe_target(plan))
-    if plan.path is not None and not plan.numba_cached("count"):
-        print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
+    announce_compiling(plan)
     if args.threshold is not None:
         raise BeastError("--threshold with --scheduler: a bound-pruned count runs on one machine "
                          "(drop --scheduler; it is fast)")

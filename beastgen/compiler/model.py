@@ -132,6 +132,22 @@ def display_path(path: str) -> str:
     return absolute if relative.startswith(os.pardir) else relative
 
 
+def imported_module_names(source: str | bytes, path: str) -> set[str]:
+    """Top-level names of the modules a Python file imports (absolute imports), read without
+    running it; empty when it does not parse (loading the file reports that, with its line)."""
+    try:
+        tree = ast.parse(source, path)
+    except (SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
 def _user_traceback_origin(exc: BaseException, path: str) -> str:
     tb, where = exc.__traceback__, path
     while tb is not None:

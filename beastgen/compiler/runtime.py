@@ -13,7 +13,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -98,9 +98,7 @@ class Target:
     settings: dict
 
     def as_dict(self) -> dict:
-        return {"space": self.space, "path": self.path, "device": self.device,
-                "device_name": self.device_name, "device_source": self.device_source,
-                "settings": self.settings}
+        return asdict(self)
 
 
 @dataclass
@@ -355,12 +353,11 @@ class CompiledPlan:
         With ``seconds`` (and no ``samples``), a time budget: the exact count (method ``"exact"``,
         an interval of one point) when the split census predicts it fits in half the budget and it
         does, else batches of runs until the budget is spent (at most :attr:`ESTIMATE_SAMPLES`)."""
+        self._check_estimate(1 if samples is None else int(samples), method)
         if seconds is not None and samples is None:
-            self._check_estimate(1, method)
             return self._estimate_within(float(seconds), seed, method)
-        samples = self.ESTIMATE_SAMPLES.get(method, 1) if samples is None else int(samples)
-        if self.plan is None:
-            self._check_estimate(samples, method)
+        samples = self.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
+        if self.path is None:  # an empty space (its plan is not needed to know that)
             return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
         total, total_sq = self.estimate_sums(samples, seed, method)
         return Estimate.of_sums(total, total_sq, samples, self.last_seconds, method)

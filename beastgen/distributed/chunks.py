@@ -27,7 +27,7 @@ from ..errors import BeastError
 from ..loading import load
 from ..output import AtomicOutput
 from ..version import __version__
-from .cluster import import_distributed, worker_count
+from .cluster import import_distributed, raise_worker_error, worker_count
 from .shipping import SpaceFiles, check_same_enumerator, importable_beside, worker_generated_dir
 
 #: chunks per worker: enough that a worker finishing early takes more, few enough to stay cheap
@@ -145,8 +145,10 @@ def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str, token
     return len(configs), seconds, None
 
 
-def _estimate_task(recipe: PlanRecipe, method: str, samples: int, seed: int):
-    """(sum, sum of squares, seconds) of ``samples`` estimates from the random stream ``seed``."""
+def _estimate_task(recipe: PlanRecipe, part: tuple[int, int], method: str):
+    """(sum, sum of squares, seconds) of ``samples`` estimates from the random stream ``seed``
+    (``part = (samples, seed)``)."""
+    samples, seed = part
     plan = worker_plan(recipe)
     total, total_sq = plan.estimate_sums(samples, seed, method)
     return float(total), float(total_sq), plan.last_seconds
@@ -198,7 +200,7 @@ def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what
     try:
         for future in distributed.as_completed(futures, loop=client.loop):
             if future.status == "error":
-                _reraise(future)
+                raise_worker_error(future)
             if bar is not None:
                 bar.update(1)
         return [f.result() for f in futures]
@@ -206,13 +208,6 @@ def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what
         if bar is not None:
             bar.close()
         client.cancel(futures)
-
-
-def _reraise(future) -> None:
-    error = future.exception()
-    if isinstance(error, BeastError):
-        raise BeastError(error.message, error.where)
-    raise BeastError(f"a Dask worker failed: {type(error).__name__}: {error}")
 
 
 def _progress_bar(enabled: bool, total: int, unit: str):
@@ -388,24 +383,14 @@ def estimate(plan, client, samples: int | None = None, seed: int = 0, method: st
     samples = plan.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
     if plan.plan is None or samples < 1:
         return plan.estimate(samples, seed, method)
-    parts = estimate_parts(samples, method)
+    parts = [(n, seed + i) for i, n in enumerate(estimate_parts(samples, method))]
     start = time.perf_counter()
     if client is None:
-        sums = [plan.estimate_sums(n, seed + i, method) for i, n in enumerate(parts)]
+        sums = [plan.estimate_sums(n, part_seed, method) for n, part_seed in parts]
     else:
-        import distributed
-
-        recipe = client.scatter(PlanRecipe.of(plan), broadcast=True)
-        futures = [client.submit(_estimate_task, recipe, method, n, seed + i, pure=False,
-                                 key=f"beastgen-estimate-{i}-{os.urandom(4).hex()}")
-                   for i, n in enumerate(parts)]
-        try:
-            for future in distributed.as_completed(futures, loop=client.loop):
-                if future.status == "error":
-                    _reraise(future)
-            sums = [future.result()[:2] for future in futures]
-        finally:
-            client.cancel(futures)
+        results = _run_tasks(client, _estimate_task, PlanRecipe.of(plan), parts,
+                             extra=lambda i: (method,), progress=False, what="tasks")
+        sums = [result[:2] for result in results]
     total = math.fsum(s for s, _ in sums)
     total_sq = math.fsum(s for _, s in sums)
     return Estimate.of_sums(total, total_sq, samples, time.perf_counter() - start, method)

@@ -49,6 +49,14 @@ def import_distributed():
     return distributed
 
 
+def raise_worker_error(future) -> None:
+    """The error of a failed task as one BeastError (a worker's BeastError as it was raised)."""
+    error = future.exception()
+    if isinstance(error, BeastError):
+        raise BeastError(error.message, error.where)
+    raise BeastError(f"a Dask worker failed: {type(error).__name__}: {error}")
+
+
 def local_workers(address: str) -> int | None:
     """N for ``local:N`` (``local`` alone: 2), None for a scheduler address."""
     m = _LOCAL.match(address.strip())

@@ -50,9 +50,10 @@ from ..harness.store import config_key
 from ..harness.strategies import STRATEGIES
 from ..harness.tune import TuneResult, measure, setup_backend, tune
 from ..loading import load
+from ..output import AtomicOutput
 from ..version import __version__
-from .cluster import GPU, Cluster, worker_count
-from .shipping import SpaceFiles, importable_beside
+from .cluster import GPU, Cluster, import_distributed, raise_worker_error, worker_count
+from .shipping import SpaceFiles, check_same_version, importable_beside
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,7 @@ class _Context:
 
     def __init__(self, recipe: MeasureRecipe):
         host = os.uname().nodename
-        if recipe.version != __version__:
-            raise BeastError(f"Dask worker {host} runs beastgen {__version__}, the driver beastgen "
-                             f"{recipe.version}: install the same version on the workers")
+        check_same_version(recipe.version)
         path = recipe.space.materialize()
         with importable_beside(path):
             space = load(path)
@@ -98,10 +97,8 @@ class _Context:
             digest = hashlib.sha256(recipe.replay).hexdigest()[:16]
             replay = os.path.join(os.path.dirname(path), f"replay-{digest}-{recipe.replay_name}")
             if not os.path.exists(replay):
-                temporary = f"{replay}.{os.getpid()}.tmp"
-                with open(temporary, "wb") as f:
+                with AtomicOutput(replay) as temporary, open(temporary, "wb") as f:
                     f.write(recipe.replay)
-                os.replace(temporary, replay)
         _, self.runner, self.language = setup_backend(recipe.backend, recipe.device, replay, self.kernel)
         self.settings = dict(recipe.settings)
         self.source = self.kernel.source_text(self.language) if self.language else ""
@@ -136,7 +133,7 @@ class _SharedBest:
         self.best, self.violated = best, set(violated)
         self.variable = None
         if name:
-            import distributed
+            distributed = import_distributed()
             self.variable = distributed.Variable(name, client=distributed.get_client())
         self.read_at = -math.inf  # the first candidate reads it: the batch may have waited
 
@@ -277,15 +274,13 @@ class _Search:
 
     def __init__(self, client, slots, strategy, state, recipe, previous, measured, resumed, budget,
                  time_limit, start, result):
-        import distributed
-
-        self.distributed = distributed
+        self.distributed = import_distributed()
         self.client, self.slots, self.strategy, self.state = client, slots, strategy, state
         self.previous, self.measured, self.resumed = previous, measured, resumed
         self.budget, self.time_limit, self.start, self.result = budget, time_limit, start, result
         self.recipe = client.scatter(recipe, broadcast=True)
         self.shared_name = f"beastgen-best-{os.urandom(8).hex()}"
-        self.shared = distributed.Variable(self.shared_name, client=client)
+        self.shared = self.distributed.Variable(self.shared_name, client=client)
         self.published = None  # set before the first batch goes out: workers read it
         self.inflight: dict = {}  # future -> [(candidate, key), ...]
         self.queued = 0  # candidates in flight
@@ -407,7 +402,7 @@ class _Search:
         for future in [f for f in self.inflight if f.done()]:
             batch = self.inflight.pop(future)
             self.queued -= len(batch)
-            outcomes = _outcomes(future, len(batch))
+            outcomes = _outcomes(future)
             if outcomes is None:  # it killed its workers: run its candidates one by one
                 if len(batch) == 1:
                     candidate, key = batch[0]
@@ -431,18 +426,13 @@ class _Search:
         self.publish()
 
 
-def _outcomes(future, size: int):
+def _outcomes(future):
     """(outcomes, seconds) of a finished batch; None when it killed every worker that ran it."""
-    import distributed
-
     if future.status != "error":
         return future.result()
-    error = future.exception()
-    if isinstance(error, distributed.KilledWorker):
+    if isinstance(future.exception(), import_distributed().KilledWorker):
         return None
-    if isinstance(error, BeastError):
-        raise BeastError(error.message, error.where)
-    raise BeastError(f"a Dask worker failed: {type(error).__name__}: {error}")
+    raise_worker_error(future)
 
 
 def tune_on_cluster(space_path: str, scheduler: str, backend: str = "opencl", device=None,

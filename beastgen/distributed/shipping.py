@@ -5,15 +5,16 @@ the check that the worker generates the same enumerator as the driver (:func:`ch
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import os
 import sys
 from dataclasses import dataclass
 
+from ..compiler.model import imported_module_names
 from ..compiler.runtime import GENERATED_DIR_ENV
 from ..errors import BeastError
+from ..output import AtomicOutput
 from ..harness.tune import default_generated_dir
 from ..trust import check_generated_directory
 from ..version import __version__
@@ -71,35 +72,22 @@ class SpaceFiles:
         directory = os.path.join(root, self.digest[:24])
         for relative, text in self.files:
             path = os.path.join(directory, relative)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
             try:
                 with open(path, encoding="utf-8") as f:
                     if f.read() == text:
                         continue
             except OSError:
                 pass
-            temporary = f"{path}.{os.getpid()}.tmp"
-            with open(temporary, "w", encoding="utf-8") as f:
+            with AtomicOutput(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
                 f.write(text)
-            os.replace(temporary, path)
         return os.path.join(directory, self.name)
 
 
 def _local_imports(source: str, path: str, directory: str) -> list[str]:
     """Files beside the space (``directory``) that ``source`` imports: ``name.py``, or every
     ``.py`` file of the package ``name/``."""
-    try:
-        tree = ast.parse(source, path)
-    except SyntaxError:
-        return []  # loading the space reports it, with its line
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
     found = []
-    for name in sorted(names):
+    for name in sorted(imported_module_names(source, path)):
         if os.path.isfile(os.path.join(directory, f"{name}.py")):
             found.append(f"{name}.py")
         elif os.path.isfile(os.path.join(directory, name, "__init__.py")):
@@ -134,14 +122,19 @@ def comparable(source: str, space_path: str) -> str:
     return "\n".join(lines).replace(space_path, "<space>")
 
 
+def check_same_version(driver_version: str) -> None:
+    """A clear error when this worker's beastgen is another version than the driver's."""
+    if driver_version != __version__:
+        raise BeastError(f"Dask worker {os.uname().nodename} runs beastgen {__version__}, the driver "
+                         f"beastgen {driver_version}: install the same version on the workers")
+
+
 def check_same_enumerator(driver_version: str, driver_source: str, driver_space_path: str,
                           worker_source: str, worker_space_path: str) -> None:
     """A clear error when this worker's beastgen differs from the driver's (its version), or
     generates another enumerator (the first line that differs)."""
+    check_same_version(driver_version)
     host = os.uname().nodename
-    if driver_version != __version__:
-        raise BeastError(f"Dask worker {host} runs beastgen {__version__}, the driver beastgen "
-                         f"{driver_version}: install the same version on the workers")
     ours = comparable(worker_source, worker_space_path).splitlines()
     theirs = comparable(driver_source, driver_space_path).splitlines()
     if ours == theirs:

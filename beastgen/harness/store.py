@@ -99,12 +99,7 @@ class Store:
 
     def results(self, run: str) -> dict[str, dict]:
         """config_key -> row, for everything this run recorded."""
-        cursor = self.db.execute("SELECT config_key, config, status, time, times, bound, bottleneck, "
-                                 "message FROM results WHERE run = ? ORDER BY recorded", (run,))
-        return {row[0]: {"config": json.loads(row[1]), "status": row[2], "time": row[3],
-                         "times": json.loads(row[4]) if row[4] else None,
-                         "bound": row[5] if row[5] is not None else math.nan,
-                         "bottleneck": row[6], "message": row[7]} for row in cursor}
+        return dict(_result_rows(self.db, run))
 
     def record(self, run: str, key: str, config: dict, status: str, time_s=None, times=None,
                bound=None, bottleneck=None, message=None) -> bool:
@@ -121,6 +116,17 @@ class Store:
     def close(self) -> None:
         self.db.close()
         self._lock.close()  # releases the lock
+
+
+def _result_rows(db, run: str):
+    """(config_key, row) for each result of ``run``, in the order recorded."""
+    cursor = db.execute("SELECT config_key, config, status, time, times, bound, bottleneck, message, "
+                        "recorded FROM results WHERE run = ? ORDER BY recorded", (run,))
+    for key, config, status, time_s, times, bound, bottleneck, message, recorded in cursor:
+        yield key, {"config": json.loads(config), "status": status, "time": time_s,
+                    "times": json.loads(times) if times else None,
+                    "bound": bound if bound is not None else math.nan,
+                    "bottleneck": bottleneck, "message": message, "recorded": recorded}
 
 
 def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
@@ -141,8 +147,7 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
             if chosen is None:
                 raise BeastError(f"no run '{run}' in the results store; it holds "
                                  f"{', '.join(r[0] for r in runs)}", path)
-            rows = db.execute("SELECT config, status, time, times, recorded FROM results "
-                              "WHERE run = ? ORDER BY recorded", (chosen[0],)).fetchall()
+            rows = [row for _, row in _result_rows(db, chosen[0])]
         finally:
             db.close()
     except sqlite3.Error as e:
@@ -150,6 +155,4 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
     description = dict(zip(("run", "space", "device", "backend", "strategy", "settings", "created"),
                            chosen))
     description["settings"] = json.loads(description["settings"] or "{}")
-    return description, [{"config": json.loads(config), "status": status, "time": time_s,
-                          "times": json.loads(times) if times else None, "recorded": recorded}
-                         for config, status, time_s, times, recorded in rows]
+    return description, rows

@@ -36,6 +36,11 @@ def _milliseconds(seconds):
     return None if seconds is None else seconds * 1000.0
 
 
+def _runtimes_ms(row: dict) -> list:
+    """Every timed run of an ok result in milliseconds (its time alone if the runs were not kept)."""
+    return [_milliseconds(t) for t in row["times"] or [row["time"]]]
+
+
 def _parameter_names(rows: list[dict]) -> list[str]:
     names = []
     for row in rows:
@@ -56,7 +61,7 @@ def kernel_tuner_cache(description: dict, rows: list[dict], kernel_name: str | N
         entry = dict(zip(keys, values))
         if row["status"] == "ok":
             entry["time"] = _milliseconds(row["time"])
-            entry["times"] = [_milliseconds(t) for t in row["times"] or [row["time"]]]
+            entry["times"] = _runtimes_ms(row)
         else:
             entry["time"] = _KERNEL_TUNER_ERRORS.get(row["status"], "RuntimeFailedConfig")
         entry["timestamp"] = _timestamp(row["recorded"])
@@ -73,7 +78,7 @@ def t4_results(description: dict, rows: list[dict]) -> dict:
     results = []
     for row in rows:
         ok = row["status"] == "ok"
-        runtimes = [_milliseconds(t) for t in row["times"] or [row["time"]]] if ok else []
+        runtimes = _runtimes_ms(row) if ok else []
         results.append({
             "timestamp": _timestamp(row["recorded"]),
             "configuration": dict(row["config"]),
