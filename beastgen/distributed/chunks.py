@@ -13,6 +13,7 @@ into tasks of independent random streams and merges their sums.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
@@ -127,9 +128,7 @@ def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str, token
     renamed) when this worker sees the driver's output directory (it holds the driver's ``token``
     file); else the Parquet bytes go back to the driver, which writes them. (rows, seconds of the
     enumeration, the bytes or None)."""
-    import io
-
-    import pandas as pd
+    import pandas as pd  # optional (beastgen[data]), checked by enumerate_to_parquet
 
     plan = worker_plan(recipe)
     configs = plan.enumerate(chunk=chunk)
