@@ -11,7 +11,6 @@ import math
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from .errors import BeastError
 from .table import format_table
@@ -112,7 +111,7 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
         raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]'") from None
 
     levels = comparison.levels
-    x = np.arange(len(levels))
+    x = list(range(len(levels)))
     series = [("visited, no bound", [lv.visited_exhaustive for lv in levels]),
               ("visited, bounds hoisted", [lv.visited_hoisted for lv in levels]),
               ("visited, bounds innermost", [lv.visited_innermost for lv in levels]),
@@ -121,7 +120,7 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
     width = 0.8 / len(series)
     fig, ax = plt.subplots(figsize=(max(8, len(levels) * 0.9), 5))
     for i, (label, values) in enumerate(series):
-        ax.bar(x + (i - len(series) / 2 + 0.5) * width, [max(v, 0) for v in values], width, label=label)
+        ax.bar([at + (i - len(series) / 2 + 0.5) * width for at in x], [max(v, 0) for v in values], width, label=label)
     ax.set_yscale("symlog", linthresh=1)
     ax.set_xticks(x, [lv.iterator for lv in levels], rotation=45, ha="right")
     ax.set_xlabel("loop level (outermost first)")

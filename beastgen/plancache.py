@@ -13,6 +13,7 @@ import json
 import os
 import sys
 
+from .compiler import native
 from .compiler.model import display_path, imported_module_names
 from .compiler.runtime import (
     CompiledPlan,
@@ -53,32 +54,40 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     cached = _read_record(record_path, digest, directory, build)
     if cached is not None:
         return cached
-    return RecordingPlan(build(), lambda plan: _write_record(record_path, digest, plan))
+    return RecordingPlan(build(), record_path, digest)
 
 
 class RecordingPlan(CompiledPlan):
     """A freshly built plan that records itself in the plan cache once its module is written (so
     that nothing lands in the generated directory before the command's own checks pass)."""
 
-    def __init__(self, built: CompiledPlan, record):
+    def __init__(self, built: CompiledPlan, record_path: str, digest: str):
         self.__dict__.update(built.__dict__)
-        self._record_plan = record
+        self._record_path, self._digest = record_path, digest
 
     def write(self) -> str | None:
         path = super().write()
         if path:
-            self._record_plan(self)
+            _write_record(self._record_path, self._digest, self)
         return path
+
+    def _load_native(self):
+        nest = super()._load_native()
+        if self.path and native.enabled():  # the record learns the library (or that there is none)
+            _write_record(self._record_path, self._digest, self, nest)
+        return nest
 
 
 class CachedPlan(CompiledPlan):
     """A compiled plan known from its cache record: counting needs only the generated module; the
     specialized space, plan and source are built on first use (``specialized``, ``plan``...)."""
 
-    def __init__(self, record: dict, module_path: str | None, build):
+    def __init__(self, record: dict, module_path: str | None, build, record_path: str):
         self.path = module_path
         self._record, self._build, self._built = record, build, None
+        self._record_path = record_path
         self._module = None
+        self._native = None
         self.last_seconds = 0.0
 
     @property
@@ -108,6 +117,24 @@ class CachedPlan(CompiledPlan):
         if self.path:
             check_generated_directory(os.path.dirname(self.path))
         return self.path
+
+    def _load_native(self):
+        """The library the record names, once its sha256 matches; built (and recorded) when the
+        record does not know it yet or the file no longer matches."""
+        if self.path is None or not native.enabled():
+            return None
+        known = self._record.get("native")
+        if known is not None and known["library"] is None:
+            return None  # the C target does not print this plan, or there was no C compiler
+        if known is not None:
+            library = os.path.join(os.path.dirname(self.write()), known["library"])
+            if os.path.basename(known["library"]) == known["library"] and os.path.isfile(library) \
+                    and native.file_sha256(library) == known["sha256"]:
+                return native.NativeNest(library)
+        nest = self._full.native
+        self._record["native"] = _native_entry(nest)
+        _update_record(self._record_path, self._record)
+        return nest
 
 
 def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] | None:
@@ -194,7 +221,7 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
             return None
         module = record["module"]
         if module is None:
-            return CachedPlan(record, None, build)
+            return CachedPlan(record, None, build, record_path)
         if os.path.basename(module) != module or not module.endswith(".py"):
             return None
         module_path = os.path.join(directory, module)
@@ -202,19 +229,33 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
             if hashlib.sha256(f.read()).hexdigest() != record["module_sha256"]:
                 return None
         Target(**record["target"])  # well formed
-        return CachedPlan(record, module_path, build)
+        return CachedPlan(record, module_path, build, record_path)
     except (OSError, KeyError, TypeError):
         return None
 
 
-def _write_record(record_path: str, digest: str, plan: CompiledPlan) -> None:
-    """Record a freshly built plan (nothing when the directory cannot be written: the module's own
-    write reports that)."""
+def _write_record(record_path: str, digest: str, plan: CompiledPlan, nest=None) -> None:
+    """Record a freshly built plan, with its native library once that was looked for (``nest``:
+    the :class:`~beastgen.compiler.native.NativeNest`, or False for none)."""
     record = {"key": digest,
               "module": os.path.basename(plan.path) if plan.path else None,
               "module_sha256": hashlib.sha256(plan.source.encode("utf-8")).hexdigest(),
               "empty_reason": plan.empty_reason, "columns": plan.columns,
               "target": plan.target.as_dict()}
+    if nest is not None:
+        record["native"] = _native_entry(nest)
+    _update_record(record_path, record)
+
+
+def _native_entry(nest) -> dict:
+    if not nest:
+        return {"library": None}
+    return {"library": os.path.basename(nest.path), "sha256": native.file_sha256(nest.path)}
+
+
+def _update_record(record_path: str, record: dict) -> None:
+    """Write the record (nothing when the directory cannot be written: the module's own write
+    reports that)."""
     try:
         write_if_changed(record_path, json.dumps(record, indent=1) + "\n")
     except (OSError, TypeError, ValueError):

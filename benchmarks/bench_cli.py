@@ -64,6 +64,8 @@ def main() -> None:
 
     work = tempfile.mkdtemp(prefix="bench-cli-")
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # as installed: Python's bytecode cache on (an installed package has it; some sandboxes turn it off)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     beastgen = [sys.executable, "-m", "beastgen"]
     flagship = f"{FLAGSHIP_COUNT:,} valid configurations"
     binary = compile_c_nest(work)

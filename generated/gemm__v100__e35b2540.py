@@ -53,13 +53,6 @@ vector__VALUES = np.array([0, 1], dtype=np.int64)
 tex_a__VALUES = np.array([0, 1], dtype=np.int64)
 tex_b__VALUES = np.array([0, 1], dtype=np.int64)
 
-# filter a_incongruent (spaces/gemm.py:80), form: value
-@numba.njit(cache=True, error_model='python', nogil=True)
-def a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a):
-    pass
-    return blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-
-
 # filter b_incongruent (spaces/gemm.py:86), form: value
 @numba.njit(cache=True, error_model='python', nogil=True)
 def b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b):
@@ -172,12 +165,10 @@ def count(_lo, _hi):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -344,13 +335,11 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     _rejections[40] += 1
                                     continue
                                 _visits[7] += 1
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     _rejections[41] += 1
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     _rejections[41] += 1
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
@@ -486,12 +475,10 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -720,12 +707,10 @@ def census(_samples, _seed, _configurations, _iterations):
                     blk_n_a = threads // blk_m_a
                     if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                         continue
-                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                    try:
-                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                    except Exception:  # a_incongruent raised: rejected
+                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                    if blk_m_a * type_len == 0:  # would divide by zero
                         continue
-                    if a_incongruent__rejects:
+                    if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                         continue
                     blk_m_a__passed += 1
                     if np.random.randint(0, blk_m_a__passed) == 0:
@@ -741,12 +726,10 @@ def census(_samples, _seed, _configurations, _iterations):
                 blk_n_a = threads // blk_m_a
                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                     continue
-                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                try:
-                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                except Exception:  # a_incongruent raised: rejected
+                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                if blk_m_a * type_len == 0:  # would divide by zero
                     continue
-                if a_incongruent__rejects:
+                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                     continue
                 blk_m_b__passed = 0
                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
@@ -930,12 +913,10 @@ def count_pruned(_threshold):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -1109,12 +1090,10 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                 _cut_8 = _cut_7
                                 if _cut_8 >= 0:
                                     _skipped[7] += 1
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -1276,12 +1255,10 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -1556,12 +1533,10 @@ def probe(_samples, _seed):
             blk_n_a = threads // blk_m_a
             if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                 continue
-            # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-            try:
-                a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-            except Exception:  # a_incongruent raised: rejected
+            # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+            if blk_m_a * type_len == 0:  # would divide by zero
                 continue
-            if a_incongruent__rejects:
+            if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                 continue
             blk_m_a__passed += 1
             if np.random.randint(0, blk_m_a__passed) == 0:
@@ -1577,12 +1552,10 @@ def probe(_samples, _seed):
         blk_n_a = threads // blk_m_a
         if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
             continue
-        # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-        try:
-            a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-        except Exception:  # a_incongruent raised: rejected
+        # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+        if blk_m_a * type_len == 0:  # would divide by zero
             continue
-        if a_incongruent__rejects:
+        if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
             continue
         blk_m_b__passed = 0
         # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
@@ -2042,13 +2015,11 @@ def chen(_runs, _seed):
                     if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                         if _live:
                             continue
-                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                    try:
-                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                    except Exception:  # a_incongruent raised: rejected
+                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                    if blk_m_a * type_len == 0:  # would divide by zero
                         if _live:
                             continue
-                    if a_incongruent__rejects:
+                    if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                         if _live:
                             continue
                     _h += 1
@@ -2108,13 +2079,11 @@ def chen(_runs, _seed):
                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                     if _live:
                         continue
-                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                try:
-                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                except Exception:  # a_incongruent raised: rejected
+                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
+                if blk_m_a * type_len == 0:  # would divide by zero
                     if _live:
                         continue
-                if a_incongruent__rejects:
+                if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                     if _live:
                         continue
                 _h = 0  # the lookahead: values of the next unit that pass its filters

@@ -41,7 +41,7 @@ def compile_target(args):
 
 def announce_compiling(plan) -> None:
     """Say so on stderr when the count is about to compile (Numba's cache does not hold it)."""
-    if plan.path is not None and not plan.numba_cached("count"):
+    if plan.count_needs_compiling():
         print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
 
 

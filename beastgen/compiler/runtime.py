@@ -16,17 +16,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from .language import nodes as L
 from ..bounds import Comparison, LevelCuts, Threshold
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import call_interruptibly, wait_interruptibly
 from ..trust import check_generated_directory
+from . import native
+from .native import NativeNest
 
 # specialize, plan and codegen (sympy, networkx) are imported where they are used, so that a plan
-# answered from the plan cache never imports them
+# answered from the plan cache never imports them; so is numpy, which a native count does not need
 if TYPE_CHECKING:
     from .plan import Plan
     from .specialize import Specialized
@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
+_NATIVE_CHUNKS_PER_JOB = 32  # even chunks (in split nodes) of a native count on threads
 _CENSUS_SAMPLES_PER_NODE = 8  # a rough census is enough for that, and costs little next to the work
 #: column types by value type (string values are stored as indices into their constant tuple)
-_DTYPES = {"int": np.dtype(np.int64), "str": np.dtype(np.int64), "float": np.dtype(np.float64),
-           "bool": np.dtype(np.bool_)}
+_DTYPES = {"int": "int64", "str": "int64", "float": "float64", "bool": "bool"}
 
 
 def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
@@ -132,6 +132,7 @@ class Estimate:
                 method: str) -> "Estimate":
         """The mean of ``samples`` estimates and its 95% confidence interval (normal
         approximation), from their sum and sum of squares."""
+        import numpy as np
         mean = total / samples
         spread = math.sqrt(max(total_sq / samples - mean * mean, 0.0) / samples)
         return cls(mean, max(mean - 1.96 * spread, 0.0), mean + 1.96 * spread, samples, seconds, method)
@@ -159,6 +160,7 @@ class CompiledPlan:
         self.path = generated_path(spec, generated_dir) if plan else None
         self.source = generate_module(plan) if plan else ""
         self._module = None
+        self._native = None  # not looked for yet; False: none (Numba counts)
         self.last_seconds = 0.0
 
     # -- description -----------------------------------------------------------------------------
@@ -210,6 +212,43 @@ class CompiledPlan:
         return bool(glob.glob(os.path.join(glob.escape(os.path.dirname(self.path)), "__pycache__",
                                            f"{glob.escape(stem)}.{function_name}-*.nbi")))
 
+    # -- the native count (C target) ---------------------------------------------------------
+    @property
+    def native(self) -> NativeNest | None:
+        """The C target's ``count`` and ``split_nodes``, compiled and loaded (see
+        :mod:`beastgen.compiler.native`); None where Numba counts instead."""
+        if self._native is None:
+            self._native = self._load_native() or False
+        return self._native or None
+
+    def _load_native(self) -> NativeNest | None:
+        if self.path is None or not native.enabled():
+            return None
+        source = self.native_source()
+        self.write()
+        library = native.build_library(self.path, source) if source is not None else None
+        return native.NativeNest(library) if library else None
+
+    def native_source(self) -> str | None:
+        """The plan's count as C (:mod:`.codegen.c_nest`); None when the C target cannot print it."""
+        from .codegen.c_nest import Unsupported, generate_c_module
+
+        try:
+            return generate_c_module(self.plan)
+        except Unsupported:
+            return None
+
+    def count_needs_compiling(self) -> bool:
+        """Whether the next count compiles for a while (Numba's cache lacks it and no C library
+        counts: building one takes a fraction of a second)."""
+        return self.path is not None and self.native is None and not self.numba_cached("count")
+
+    def _nest_function(self, function_name: str, *args):
+        """A generated function: the native count or split_nodes when there is one, else Numba's."""
+        if function_name in native.FUNCTIONS and self.native is not None:
+            return self.native.function(function_name)
+        return self._compiled(function_name, *args)
+
     def _compiled(self, function_name: str, *args):
         """The generated function, compiled for these arguments' types (a readable error if not)."""
         function = getattr(self.module, function_name)
@@ -220,7 +259,7 @@ class CompiledPlan:
         return function
 
     def _run(self, function_name: str, *args):
-        function = self._compiled(function_name, *args)
+        function = self._nest_function(function_name, *args)
         start = time.perf_counter()
         result = call_interruptibly(function, *args)
         self.last_seconds = time.perf_counter() - start
@@ -293,6 +332,7 @@ class CompiledPlan:
     def rank(self, k: int = 10, threshold: float = math.inf) -> np.ndarray:
         """The ``k`` valid configurations with the smallest bounds (at most ``threshold``), best
         first, with fields ``bound`` (seconds) and ``bottleneck`` (the dominating term)."""
+        import numpy as np
         self._require_bounds()
         names = self.columns
         if self.plan is None or k <= 0:
@@ -316,6 +356,7 @@ class CompiledPlan:
 
     def compare(self, threshold: Threshold) -> Comparison:
         """Exhaustive versus bound-pruned counts, and per loop level where the cuts happen."""
+        import numpy as np
         self._require_bounds()
         spec = self.specialized
         best = self.best_bound()
@@ -406,6 +447,7 @@ class CompiledPlan:
         """The exact count, in chunks balanced by the census's estimated work (loop iterations), if
         it takes less than ``budget`` seconds: None as soon as the next chunk, at the rate measured
         so far, would end past the budget. (A census far below the real work can overrun it.)"""
+        import numpy as np
         census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
         work = np.maximum(np.nan_to_num(census.iterations, nan=0.0, posinf=np.inf), 0.0)
         count = done_work = 0
@@ -422,6 +464,7 @@ class CompiledPlan:
     def stats(self, chunk: tuple[int, int] | None = None) -> Stats:
         """Count with per-level iterations and per-filter rejections. With ``chunk``, the levels
         above :attr:`split_level` (and what their filters reject) are still counted whole."""
+        import numpy as np
         if self.plan is None:
             return Stats(0, [], {}, {}, 0.0)
         from .codegen.nest import stat_slots
@@ -446,6 +489,7 @@ class CompiledPlan:
     def split_census(self, samples_per_node: int = 32, seed: int = 0) -> "Census":
         """Per split node, in walk order (the numbering of ``chunk=(lo, hi)``), Knuth descents'
         estimates of the valid configurations below it and of the loop iterations (work) they take."""
+        import numpy as np
         if self.path is None:
             return Census(np.zeros(0), np.zeros(0))
         nodes = self.split_node_count()
@@ -460,7 +504,11 @@ class CompiledPlan:
         return int(self._run("split_nodes"))
 
     def _compile_chunking(self, jobs: int) -> None:
-        """Compile the count, and the census only when several threads balance their chunks."""
+        """Compile the count, and the census only when several threads balance their chunks (a
+        native count needs neither)."""
+        if self.native is not None:
+            return
+        import numpy as np
         self._compiled("count", *_WHOLE)
         if jobs > 1:
             self._compiled("census", 0, 0, np.zeros(0), np.zeros(0))
@@ -469,6 +517,11 @@ class CompiledPlan:
         """``chunk`` (or every split node) for one job; balanced chunks for several."""
         if jobs <= 1:
             return [_chunk(chunk)]
+        if self.native is not None:  # no census: many even chunks, taken by threads as they finish
+            nodes = self.split_node_count()
+            pieces = min(nodes, _NATIVE_CHUNKS_PER_JOB * jobs)
+            return [(nodes * i // pieces, nodes * (i + 1) // pieces if i + 1 < pieces else _WHOLE[1])
+                    for i in range(pieces)] or [_WHOLE]
         census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
         return balanced_chunks(census.iterations, _CHUNKS_PER_JOB * jobs)
 
@@ -488,7 +541,7 @@ class CompiledPlan:
         """Run generated functions (name, *args) on ``jobs`` threads (they release the GIL); their
         integer results in order. Compiles first, then times the runs alone (``last_seconds``).
         Ctrl-C is heard while they run; ``progress(done, seconds)`` hears the share of calls done."""
-        functions = [self._compiled(name, *args) for name, *args in calls]
+        functions = [self._nest_function(name, *args) for name, *args in calls]
         start = time.perf_counter() if start is None else start
         if jobs <= 1 or len(calls) <= 1:
             results = [call_interruptibly(f, *args) for f, (_, *args) in zip(functions, calls)]
@@ -534,6 +587,7 @@ class CompiledPlan:
         split nodes lo <= i < hi: chunks partitioning the nodes concatenate to the whole, in order.
         With ``jobs`` > 1, counted then written in balanced chunks on that many threads (same rows,
         same order)."""
+        import numpy as np
         if self.plan is None:
             return np.zeros(0, dtype=[(n, np.int64) for n in self.columns])
         jobs = jobs if chunk is None else 1
@@ -564,6 +618,7 @@ class CompiledPlan:
     def _structured(self, columns: dict, extra=()) -> np.ndarray:
         """One structured array: iterator fields in declaration order (strings mapped back), then
         ``extra`` (name, array) fields."""
+        import numpy as np
         items = self.specialized.items
         fields = []
         for name in self.columns:
@@ -588,8 +643,9 @@ class CompiledPlan:
         return pd.DataFrame(self.enumerate())
 
     def _column_dtype(self, item) -> np.dtype:
+        import numpy as np
         if item.value_type in _DTYPES:
-            return _DTYPES[item.value_type]
+            return np.dtype(_DTYPES[item.value_type])
         if item.function is not None:
             return _function_value_dtype(getattr(self.module, item.function.name))
         # values(...) (or a derived value) reading function values: the types Numba gave them
@@ -598,7 +654,7 @@ class CompiledPlan:
         items = self.specialized.items
         parts = item.domain[1:] if item.domain else [item.expr]
         return np.result_type(*(self._column_dtype(items[p.target]) if isinstance(p, L.Ref)
-                                else _DTYPES.get(infer_type(p, items), np.dtype(np.float64))
+                                else np.dtype(_DTYPES.get(infer_type(p, items), "float64"))
                                 for p in parts))
 
 
@@ -607,6 +663,7 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
     them and never empty, with about equal sums of ``estimates``: the cuts are the prefix sums
     closest to the multiples of total / n_chunks. Negative and NaN estimates count as 0; when every
     estimate is 0, the nodes are cut into equal numbers."""
+    import numpy as np
     values = np.nan_to_num(np.asarray(estimates, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
     values = np.maximum(values, 0.0)
     n = len(values)
@@ -647,6 +704,7 @@ def _numba_typeof(value):
 
 def _function_value_dtype(dispatcher) -> np.dtype:
     """The element type of what a compiled function iterator returns or yields."""
+    import numpy as np
     from numba.core import types  # lazy, as in _numba_typeof
 
     signatures = dispatcher.nopython_signatures

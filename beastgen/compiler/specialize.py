@@ -444,7 +444,8 @@ class _Folder(ExpressionFolder):
         """A function that (after folding) is one ``return <expression>`` becomes an expression
         item (an iterator returning ``range(...)`` a range domain): no helper to compile, and the
         planner and sympy see through it. False when some construct has no expression form."""
-        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        body = [s for s in node.body if not isinstance(s, ast.Pass)
+                and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
             return False
         constants = dict(var.function.constant_refs)

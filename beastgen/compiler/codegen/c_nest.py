@@ -1,0 +1,514 @@
+"""The C target: a plan's ``count`` and ``split_nodes`` nests printed as C, for a shared library
+that :mod:`beastgen.compiler.native` compiles with the system C compiler and loads with ctypes. A
+warm count then imports neither Numba nor LLVM, and a cold one compiles in a fraction of Numba's
+time. The Numba module stays the full enumerator (every other mode); this target covers the plans
+whose items are all expressions over int, bool and float values (:class:`Unsupported` otherwise).
+
+Python's semantics are kept where C's differ: floor division and modulo (``bg_floordiv``,
+``bg_mod``), float floor division and modulo as CPython computes them, ``min``/``max`` as Python
+folds them, and every operation that raises in Python (a zero divisor, a float power that
+overflows, ``math.ceil(inf)``...) sets ``_err``, which rejects the configuration as the Numba nest
+does. Integers are 64-bit and wrap (compiled with ``-fwrapv``), as in Numba.
+"""
+from __future__ import annotations
+
+import math
+
+from ...quoting import comment_text
+from ..analysis.symbolic import SymbolicContext
+from ..language import nodes as L
+from ..language.mapper import Mapper
+from ..plan import Plan
+from ..specialize import Item, infer_type
+from .nest import PythonPowers, _countable_tail, _domain_size, constant_values, risky_nodes, split_level
+
+
+class Unsupported(Exception):
+    """The plan has something the C target does not print (a space function, a string...)."""
+
+
+C_TYPES = {"int": "int64_t", "bool": "int64_t", "float": "double"}
+
+#: the helpers every module starts with: Python's operators where C's differ
+PRELUDE = r"""#include <math.h>
+#include <stdint.h>
+
+/* C's / and % on 64-bit integers, through the CPU's much faster 32-bit division when both fit
+   (as LLVM does for Numba on x86). */
+static inline int64_t bg_cdiv(int64_t a, int64_t b) {
+    if ((((uint64_t)a | (uint64_t)b) >> 32) == 0) return (int64_t)((uint32_t)a / (uint32_t)b);
+    return a / b;
+}
+static inline int64_t bg_cmod(int64_t a, int64_t b) {
+    if ((((uint64_t)a | (uint64_t)b) >> 32) == 0) return (int64_t)((uint32_t)a % (uint32_t)b);
+    return a % b;
+}
+/* Python's // and % on integers (floor, the remainder takes the divisor's sign); a zero divisor
+   sets *err (Python raises ZeroDivisionError: the configuration is rejected). */
+static inline int64_t bg_floordiv(int64_t a, int64_t b, int *err) {
+    if (b == 0) { *err = 1; return 0; }
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = bg_cdiv(a, b);
+    return (bg_cmod(a, b) != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+/* The same for a divisor proven never zero. */
+static inline int64_t bg_floordiv_nz(int64_t a, int64_t b) {
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = bg_cdiv(a, b);
+    return (bg_cmod(a, b) != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t bg_mod_nz(int64_t a, int64_t b) {
+    if (b == -1) return 0;
+    int64_t r = bg_cmod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t bg_mod(int64_t a, int64_t b, int *err) {
+    if (b == 0) { *err = 1; return 0; }
+    if (b == -1) return 0;
+    int64_t r = bg_cmod(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+/* CPython's float floor division and modulo (floatobject.c, _float_div_mod). */
+static inline void bg_divmod_f(double vx, double wx, double *floordiv, double *mod) {
+    double div;
+    *mod = fmod(vx, wx);
+    div = (vx - *mod) / wx;
+    if (*mod) {
+        if ((wx < 0) != (*mod < 0)) { *mod += wx; div -= 1.0; }
+    } else {
+        *mod = copysign(0.0, wx);
+    }
+    if (div) {
+        *floordiv = floor(div);
+        if (div - *floordiv > 0.5) *floordiv += 1.0;
+    } else {
+        *floordiv = copysign(0.0, vx / wx);
+    }
+}
+static inline double bg_floordiv_f(double a, double b, int *err) {
+    double q, r;
+    if (b == 0.0) { *err = 1; return 0.0; }
+    bg_divmod_f(a, b, &q, &r);
+    return q;
+}
+static inline double bg_mod_f(double a, double b, int *err) {
+    double q, r;
+    if (b == 0.0) { *err = 1; return 0.0; }
+    bg_divmod_f(a, b, &q, &r);
+    return r;
+}
+static inline double bg_truediv(double a, double b, int *err) {
+    if (b == 0.0) { *err = 1; return 0.0; }
+    return a / b;
+}
+/* int ** int, the exponent proven >= 0 (wraps like Numba). */
+static inline int64_t bg_pow_i(int64_t base, int64_t exponent) {
+    uint64_t result = 1, b = (uint64_t)base;
+    while (exponent > 0) {
+        if (exponent & 1) result *= b;
+        b *= b;
+        exponent >>= 1;
+    }
+    return (int64_t)result;
+}
+/* float ** float as Python: 0.0 ** negative raises, a negative base with a fractional exponent
+   gives a complex number (rejected, as nestlib.float_power), a finite power that overflows raises
+   OverflowError. */
+static inline double bg_pow_f(double base, double exponent, int *err) {
+    if (base == 0.0 && exponent < 0) { *err = 1; return 0.0; }
+    if (base < 0 && exponent != floor(exponent) && isfinite(exponent)) { *err = 1; return 0.0; }
+    double result = pow(base, exponent);
+    if (isinf(result) && isfinite(base) && isfinite(exponent)) { *err = 1; return 0.0; }
+    return result;
+}
+/* math.ceil, math.floor, int() of a float: an infinity or NaN raises in Python; so does a value
+   past 64 bits here (Python would give a big integer). */
+static inline int64_t bg_to_int(double x, int *err) {
+    if (!(x > -9223372036854775808.0 && x < 9223372036854775808.0)) { *err = 1; return 0; }
+    return (int64_t)x;
+}
+static inline int64_t bg_min_i(int64_t a, int64_t b) { return b < a ? b : a; }
+static inline int64_t bg_max_i(int64_t a, int64_t b) { return b > a ? b : a; }
+static inline double bg_min_f(double a, double b) { return b < a ? b : a; }
+static inline double bg_max_f(double a, double b) { return b > a ? b : a; }
+static inline int64_t bg_abs_i(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
+"""
+
+
+def c_name(name: str) -> str:
+    """A space name as a C identifier: prefixed, so no name meets a C keyword or libc function."""
+    if not name.isascii() or not name.isidentifier():
+        raise Unsupported(f"name {name!r} is not an ASCII identifier")
+    return f"v_{name}"
+
+
+def c_comment(text: str) -> str:
+    """User text for a ``//`` comment: printable ASCII without backslashes (a trailing backslash
+    would splice the next line into the comment)."""
+    return "".join(c if " " <= c <= "~" and c != "\\" else "?" for c in comment_text(text))
+
+
+def c_literal(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        if not -2 ** 63 <= value < 2 ** 63:
+            raise Unsupported(f"the integer {value} needs more than 64 bits")
+        if value == -2 ** 63:
+            return "(-9223372036854775807LL - 1)"
+        text = f"{value}LL" if abs(value) > 1 else str(value)
+        return f"({text})" if value < 0 else text
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NAN"
+        if math.isinf(value):
+            return "INFINITY" if value > 0 else "(-INFINITY)"
+        return f"({value.hex()})" if value < 0 else value.hex()
+    raise Unsupported(f"the constant {value!r} is not a number")
+
+
+class CExpression(Mapper):
+    """C source for an expression, fully parenthesized; proofs (``symbolic``) that a divisor is never
+    zero, or that both operands are nonnegative, choose plainer operations. :attr:`may_fail` becomes
+    true once an operation that can set ``_err`` is printed."""
+
+    def __init__(self, items: dict, symbolic: SymbolicContext):
+        self.items = items
+        self.nonzero, self.nonnegative = symbolic.provably_nonzero, symbolic.provably_nonnegative
+        self.may_fail = False
+
+    def type_of(self, expr: L.Expr) -> str:
+        kind = infer_type(expr, self.items)
+        if kind not in C_TYPES:
+            raise Unsupported(f"a value of type {kind}")
+        return "float" if kind == "float" else "int"
+
+    def source(self, expr: L.Expr) -> str:
+        self.type_of(expr)
+        name = getattr(expr, "name", None)
+        if name is not None and name in self.items:
+            return c_name(name)
+        return self(expr)
+
+    def map_object(self, expr):
+        raise Unsupported(f"no C form for {type(expr).__name__}")
+
+    def map_Const(self, expr: L.Const) -> str:
+        return c_literal(expr.value)
+
+    def map_Ref(self, expr: L.Ref) -> str:
+        if expr.target not in self.items:
+            raise Unsupported(f"a reference to {expr.target!r} outside the nest")
+        return c_name(expr.target)
+
+    def _checked(self, call: str, divisor: L.Expr | None = None) -> str:
+        if divisor is None or not self.nonzero(divisor):
+            self.may_fail = True
+        return call
+
+    def map_BinOp(self, expr: L.BinOp) -> str:
+        left, right = self.source(expr.left), self.source(expr.right)
+        floats = "float" in (self.type_of(expr.left), self.type_of(expr.right))
+        op = expr.op
+        if op in ("+", "-", "*"):
+            return f"({left} {op} {right})"
+        if op == "/":
+            if self.nonzero(expr.right):
+                return f"((double)({left}) / (double)({right}))"
+            return self._checked(f"bg_truediv((double)({left}), (double)({right}), &_err)")
+        if op in ("//", "%"):
+            helper = {"//": "bg_floordiv", "%": "bg_mod"}[op]
+            if floats:
+                return self._checked(f"{helper}_f({left}, {right}, &_err)", expr.right)
+            if self.nonzero(expr.right):
+                if self.nonnegative(expr.left) and self.nonnegative(expr.right):
+                    return f"bg_c{'div' if op == '//' else 'mod'}({left}, {right})"  # C's agrees
+                return f"{helper}_nz({left}, {right})"
+            return self._checked(f"{helper}({left}, {right}, &_err)")
+        if op == "**":
+            if floats:
+                return self._checked(f"bg_pow_f((double)({left}), (double)({right}), &_err)")
+            return f"bg_pow_i({left}, {right})"  # a negative exponent was refused (nest writer)
+        raise Unsupported(f"operator {op}")
+
+    def map_UnaryOp(self, expr: L.UnaryOp) -> str:
+        return f"(-{self.source(expr.operand)})"
+
+    def map_Not(self, expr: L.Not) -> str:
+        return f"(!{self.source(expr.operand)})"
+
+    def map_Compare(self, expr: L.Compare) -> str:
+        return f"({self.source(expr.left)} {expr.op} {self.source(expr.right)})"
+
+    def map_BoolOp(self, expr: L.BoolOp) -> str:
+        operands = [self.source(o) for o in expr.operands]
+        if all(infer_type(o, self.items) == "bool" for o in expr.operands):
+            return "(" + f" {'&&' if expr.op == 'and' else '||'} ".join(operands) + ")"
+        # Python's value: the deciding operand (operands are pure: evaluating one twice is harmless)
+        result = operands[-1]
+        for operand in reversed(operands[:-1]):
+            result = (f"({operand} ? {result} : {operand})" if expr.op == "and"
+                      else f"({operand} ? {operand} : {result})")
+        return result
+
+    def map_IfExp(self, expr: L.IfExp) -> str:
+        return f"({self.source(expr.test)} ? {self.source(expr.body)} : {self.source(expr.orelse)})"
+
+    def map_Call(self, expr: L.Call) -> str:
+        args = [self.source(a) for a in expr.args]
+        floats = any(self.type_of(a) == "float" for a in expr.args)
+        func = expr.func
+        if func in ("min", "max"):
+            helper = f"bg_{func}_{'f' if floats else 'i'}"
+            result = f"(double)({args[0]})" if floats else args[0]
+            for arg in args[1:]:
+                result = f"{helper}({result}, {arg})"
+            return result
+        if func == "abs":
+            return f"fabs({args[0]})" if floats else f"bg_abs_i({args[0]})"
+        if func in ("ceil", "floor", "int"):
+            if not floats:
+                return f"((int64_t)({args[0]}))"
+            inner = args[0] if func == "int" else f"{func}({args[0]})"
+            return self._checked(f"bg_to_int({inner}, &_err)")
+        if func == "float":
+            return f"((double)({args[0]}))"
+        if func == "float_power":
+            return self._checked(f"bg_pow_f((double)({args[0]}), (double)({args[1]}), &_err)")
+        raise Unsupported(f"function {func}")
+
+
+def needed_items(plan: Plan) -> set[str]:
+    """The items a count reads: iterators, filters and what they read (not what only bound terms
+    read), transitively."""
+    items = plan.specialized.items
+    pending = [name for name, item in items.items() if item.kind in ("iterator", "filter")]
+    for level in plan.levels:
+        if level.solved:
+            pending += [level.solved.filter.name]
+    needed: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in needed or name not in items:
+            continue
+        needed.add(name)
+        pending += items[name].deps
+    return needed
+
+
+class CNestWriter:
+    """The ``count(_lo, _hi)`` and ``split_nodes()`` nests of a plan as C (the same loops, tests
+    and split nodes as the Numba nest's, so chunks number the same split nodes)."""
+
+    def __init__(self, plan: Plan, symbolic: SymbolicContext):
+        self.plan, self.symbolic = plan, symbolic
+        self.items = plan.specialized.items
+        self.python_powers = PythonPowers(self.items, symbolic)
+        self.lines: list[str] = []
+        self.depth = 1
+        self.loops = 0
+        self.needed = needed_items(plan)
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def expression(self, item: Item, expr: L.Expr) -> tuple[str, bool]:
+        """C source for ``expr`` and whether it can fail (set ``_err``)."""
+        printer = CExpression(self.items, self.symbolic)
+        expr = self.python_powers(expr)
+        source = printer.source(expr)
+        risky = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
+        return source, printer.may_fail or risky
+
+    def assign(self, item: Item, target: str, expr: L.Expr) -> None:
+        source, may_fail = self.expression(item, expr)
+        self.emit(f"{target} = {source};")
+        if may_fail:
+            self.reject_if("_err", "raised (division by zero or similar): rejected", reset=True)
+
+    def reject(self) -> str:
+        return "continue;" if self.loops else "return _n;"
+
+    def reject_if(self, test: str, why: str, reset: bool = False) -> None:
+        self.emit(f"if ({test}) {{  // {why}")
+        if reset:
+            self.emit("    _err = 0;")
+        self.emit(f"    {self.reject()}")
+        self.emit("}")
+
+    # -- functions -------------------------------------------------------------------------------
+    def count(self) -> list[str]:
+        levels = self.plan.levels
+        split = split_level(self.plan)
+        counted = _countable_tail(levels)
+        self.lines = ["/* Number of valid configurations below split nodes _lo <= node < _hi. */",
+                      "int64_t count(int64_t _lo, int64_t _hi) {"]
+        self._declarations(levels)
+        self.emit("int64_t _n = 0;")
+        if split == 0:
+            self.emit("if (_lo > 0 || _hi < 1) return _n;  // the only split node is the root")
+        else:
+            self.emit("int64_t _node = 0;  // split nodes seen")
+        for index, level in enumerate(levels[:len(levels) - len(counted)]):
+            self._level(level, index)
+            if index == split - 1:
+                self.emit("// split node (SPLIT_LEVEL): only the subtrees of split nodes _lo <= _node - 1 < _hi")
+                self.emit("_node += 1;")
+                self.emit(f"if (_node <= _lo) {self.reject()}")
+                self.emit("if (_node > _hi) return _n;")
+        if counted:
+            size = math.prod(_domain_size(level.iterator) for level in counted)
+            self.emit(f"_n += {c_literal(size)};  // the innermost loops "
+                      f"({', '.join(level.iterator.name for level in counted)}) test nothing: counted")
+        else:
+            self.emit("_n += 1;")
+        return self._close()
+
+    def split_nodes(self) -> list[str]:
+        split = split_level(self.plan)
+        self.lines = ["/* How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are. */",
+                      "int64_t split_nodes(void) {"]
+        self.depth, self.loops = 1, 0
+        self._declarations(self.plan.levels[:split])
+        self.emit("int64_t _n = 0;")
+        for index, level in enumerate(self.plan.levels[:split]):
+            self._level(level, index)
+        self.emit("_n += 1;")
+        return self._close()
+
+    def _close(self) -> list[str]:
+        while self.depth > 1:
+            self.depth -= 1
+            self.emit("}")
+        self.emit("return _n;")
+        self.lines.append("}")
+        return self.lines
+
+    def _declarations(self, levels) -> None:
+        self.emit("int _err = 0;  // set by an operation that raises in Python")
+        for level in levels:
+            for item in [level.iterator, *level.body]:
+                if item.kind in ("iterator", "derived"):
+                    if item.value_type not in C_TYPES:
+                        raise Unsupported(f"{item.kind} {item.name!r} of type {item.value_type}")
+                    self.emit(f"{C_TYPES[item.value_type]} {c_name(item.name)};")
+
+    # -- a level ---------------------------------------------------------------------------------
+    def _level(self, level, index: int) -> None:
+        it = level.iterator
+        if it.function is not None:
+            raise Unsupported(f"iterator {it.name!r} is a space function")
+        self.emit(f"// loop {index}: iterator {c_comment(it.name)} ({c_comment(it.origin or '')}): "
+                  f"{c_comment(it.source_text)}")
+        if it.domain[0] == "values":
+            self._values(it)
+        elif level.solved:
+            self._solved(level)
+        else:
+            self._range(it)
+        for item in level.body:
+            self._item(item)
+
+    def _range_parts(self, it: Item) -> list[str]:
+        names = [f"{c_name(it.name)}__{part}" for part in ("lo", "hi", "step")]
+        for name, part in zip(names, it.domain[1:]):
+            if infer_type(part, self.items) not in ("int", "bool"):
+                raise Unsupported(f"range of {it.name!r} has a non-integer part")
+            self.emit(f"int64_t {name};")
+            self.assign(it, name, part)
+        return names
+
+    def _range(self, it: Item) -> None:
+        lo, hi, step = self._range_parts(it)
+        var = c_name(it.name)
+        step_value = it.domain[3]
+        if self.symbolic.provably_nonnegative(step_value) and self.symbolic.provably_nonzero(step_value):
+            condition = f"{var} < {hi}"
+        else:
+            self.reject_if(f"{step} == 0", "range() step zero")
+            condition = f"({step} > 0 ? {var} < {hi} : {var} > {hi})"
+        self._open(f"for ({var} = {lo}; {condition}; {var} += {step}) {{")
+
+    def _values(self, it: Item) -> None:
+        kind = it.value_type
+        if kind not in C_TYPES:
+            raise Unsupported(f"values of {it.name!r} of type {kind}")
+        var, parts = c_name(it.name), it.domain[1:]
+        cast = {"int": int, "bool": int, "float": float}[kind]
+        if constant_values(it):
+            literals = ", ".join(c_literal(cast(p.value)) for p in parts)
+            self.emit(f"static const {C_TYPES[kind]} {var}__values[{len(parts)}] = {{{literals}}};")
+        else:
+            self.emit(f"{C_TYPES[kind]} {var}__values[{len(parts)}];")
+            for position, part in enumerate(parts):
+                self.assign(it, f"{var}__values[{position}]", part)
+        self._open(f"for (int64_t {var}__i = 0; {var}__i < {len(parts)}; {var}__i++) {{")
+        self.emit(f"{var} = {var}__values[{var}__i];")
+
+    def _solved(self, level) -> None:
+        it, solution = level.iterator, level.solved
+        item = solution.filter
+        lo, hi, step = self._range_parts(it)
+        var = c_name(it.name)
+        self.emit(f"// filter {c_comment(item.name)} ({c_comment(item.origin or '')}): rejects when "
+                  f"{c_comment(item.source_text)}; solved for {c_comment(it.name)} instead of looping")
+        for part in (solution.numerator, solution.denominator):
+            if infer_type(part, self.items) not in ("int", "bool"):
+                raise Unsupported(f"the solution for {it.name!r} is not an integer")
+        numerator, denominator = f"{var}__num", f"{var}__den"
+        self.emit(f"int64_t {numerator}, {denominator};")
+        self.assign(item, numerator, solution.numerator)
+        self.assign(item, denominator, solution.denominator)
+        self.reject_if(f"bg_mod_nz({numerator}, {denominator}) != 0", "no integer solution")
+        self.emit(f"{var} = bg_floordiv_nz({numerator}, {denominator});  // the denominator: proven never zero")
+        inside = f"{lo} <= {var} && {var} < {hi}"
+        if not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
+            inside = (f"(({step} > 0 && {lo} <= {var} && {var} < {hi}) || ({step} < 0 && {hi} < {var} "
+                      f"&& {var} <= {lo})) && bg_mod({var} - {lo}, {step}, &_err) == 0")
+        self.reject_if(f"!({inside})", f"outside the domain of {c_comment(it.name)}")
+
+    def _open(self, header: str) -> None:
+        self.emit(header)
+        self.depth += 1
+        self.loops += 1
+
+    # -- a derived value or filter ----------------------------------------------------------------
+    def _item(self, item: Item) -> None:
+        if item.kind == "bound":
+            return
+        if item.function is not None:
+            raise Unsupported(f"{item.kind} {item.name!r} is a space function")
+        self.emit(f"// {item.kind} {c_comment(item.name)} ({c_comment(item.origin or '')}): "
+                  f"{'rejects when ' if item.kind == 'filter' else ''}{c_comment(item.source_text)}")
+        if item.kind == "derived":
+            source, may_fail = self.expression(item, item.expr)
+            if item.name not in self.needed and not may_fail:
+                self.lines.pop()  # its comment: read by bound terms alone, and it cannot raise
+                return
+            self.emit(f"{c_name(item.name)} = {source};")
+            if may_fail:
+                self.reject_if("_err", "raised (division by zero or similar): rejected", reset=True)
+            return
+        source, may_fail = self.expression(item, item.expr)
+        if may_fail:
+            self.emit(f"if (({source}) || _err) {{")
+            self.emit("    _err = 0;")
+        else:
+            self.emit(f"if ({source}) {{")
+        self.emit(f"    {self.reject()}")
+        self.emit("}")
+
+
+def generate_c_module(plan: Plan) -> str:
+    """The C source of the plan's count and split_nodes; raises :class:`Unsupported`."""
+    spec = plan.specialized
+    symbolic = SymbolicContext(spec.items)
+    header = [f"// beastgen C target of space {c_comment(spec.space.name)} on {c_comment(spec.device.key)}: "
+              "do not edit.",
+              f"// loop order: {', '.join(c_comment(name) for name in plan.order)}",
+              f"// SPLIT_LEVEL = {split_level(plan)}",
+              "// A filter REJECTS a configuration when it is true; _err rejects one whose values raise.",
+              ""]
+    count = CNestWriter(plan, symbolic).count()
+    nodes = CNestWriter(plan, symbolic).split_nodes()
+    return "\n".join(header + [PRELUDE] + count + [""] + nodes) + "\n"

@@ -1,0 +1,87 @@
+"""The native count: the C target (:mod:`.codegen.c_nest`) compiled by the system C compiler into a
+shared library beside the generated module, and called through ctypes (which releases the GIL, so
+chunks run on threads as the Numba nest's do).
+
+The library's file name holds the sha256 of its C source, so a changed plan never loads a stale
+library; the plan cache records the library's own sha256, checked before it is loaded. Where no C
+compiler is found (``$CC``, ``cc``, ``gcc``, ``clang``), the plan is one the C target does not print,
+or ``BEASTGEN_NATIVE=0``, counting goes through Numba as before.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+NATIVE_ENV = "BEASTGEN_NATIVE"
+#: -fwrapv: 64-bit integers wrap as Numba's do; no -ffast-math (NaN and infinities must follow IEEE)
+C_FLAGS = ["-O2", "-fwrapv", "-shared", "-fPIC"]
+SOURCE_SUFFIX, LIBRARY_SUFFIX = ".c", ".so"
+FUNCTIONS = ("count", "split_nodes")
+
+
+def enabled() -> bool:
+    return os.environ.get(NATIVE_ENV, "1").strip().lower() not in ("0", "no", "off", "false")
+
+
+def c_compiler() -> str | None:
+    chosen = os.environ.get("CC")
+    if chosen:
+        return shutil.which(chosen.split()[0])
+    return next((found for name in ("cc", "gcc", "clang") if (found := shutil.which(name))), None)
+
+
+def library_path(module_path: str, c_source: str) -> str:
+    """Where the library of ``c_source`` for the generated module at ``module_path`` lives."""
+    stem = os.path.splitext(module_path)[0]
+    return f"{stem}.{hashlib.sha256(c_source.encode()).hexdigest()[:16]}{LIBRARY_SUFFIX}"
+
+
+def build_library(module_path: str, c_source: str) -> str | None:
+    """The compiled library of ``c_source`` (compiled unless already there); None when there is no
+    C compiler, or it fails (said on stderr: counting goes on with Numba)."""
+    target = library_path(module_path, c_source)
+    if os.path.exists(target):
+        return target
+    compiler = c_compiler()
+    if compiler is None:
+        return None
+    source = os.path.splitext(module_path)[0] + SOURCE_SUFFIX
+    tmp = f"{target}.{os.getpid()}.tmp"
+    with open(source, "w", encoding="utf-8") as f:
+        f.write(c_source)
+    try:
+        subprocess.run([compiler, *C_FLAGS, "-o", tmp, source, "-lm"], check=True,
+                       capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
+        print(f"beastgen: the C compiler ({compiler}) failed on {source}"
+              f"{': ' + detail[0] if detail else ''}; counting with Numba", file=sys.stderr)
+        return None
+    os.replace(tmp, target)
+    return target
+
+
+def file_sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class NativeNest:
+    """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures."""
+
+    def __init__(self, path: str):
+        self.path = path
+        library = ctypes.CDLL(os.path.abspath(path))
+        self.count = library.count
+        self.count.argtypes = [ctypes.c_int64, ctypes.c_int64]
+        self.count.restype = ctypes.c_int64
+        self.split_nodes = library.split_nodes
+        self.split_nodes.argtypes = []
+        self.split_nodes.restype = ctypes.c_int64
+
+    def function(self, name: str):
+        return {"count": self.count, "split_nodes": self.split_nodes}[name]
