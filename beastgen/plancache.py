@@ -128,9 +128,10 @@ class CachedPlan(CompiledPlan):
             return None  # the C target does not print this plan, or there was no C compiler
         if known is not None:
             library = os.path.join(os.path.dirname(self.write()), known["library"])
-            if os.path.basename(known["library"]) == known["library"] and os.path.isfile(library) \
-                    and native.file_sha256(library) == known["sha256"]:
-                return native.NativeNest(library)
+            if os.path.basename(known["library"]) == known["library"] and os.path.isfile(library):
+                if native.file_sha256(library) == known["sha256"]:
+                    return native.load(library)
+                os.remove(library)  # changed since it was recorded: compiled again below
         nest = self._full.native
         self._record["native"] = _native_entry(nest)
         _update_record(self._record_path, self._record)

@@ -53,13 +53,6 @@ vector__VALUES = np.array([0, 1], dtype=np.int64)
 tex_a__VALUES = np.array([0, 1], dtype=np.int64)
 tex_b__VALUES = np.array([0, 1], dtype=np.int64)
 
-# filter a_incongruent (spaces/gemm.py:80), form: value
-@numba.njit(cache=True, error_model='python', nogil=True)
-def a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a):
-    return blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
-    return blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-
-
 STAT_SLOTS = ('dim_m', 'a_lanes', 'dim_n', 'threads', 'over_max_threads', 'partial_warp', 'warps', 'b_lanes', 'blk_m', 'thr_m', 'blk_n', 'thr_n', 'low_fma_ratio', 'blocks', 'blocks_on_busiest_sm', 'fma_time', 'b_runs', 'blk_k', 'smem', 'over_max_shmem', 'regs', 'over_max_regs', 'blocks_per_sm', 'low_occupancy', 'k_tiles', 'resident_blocks', 'a_run', 'a_runs', 'b_run', 'copy_a', 'copy_b', 'instructions_per_tile', 'issue_time', 'wave_time', 'wavefronts_per_tile', 'lsu_time', 'vector', 'type_len', 'blk_m_a', 'blk_n_a', 'a_shape', 'a_incongruent', 'blk_m_b', 'blk_n_b', 'b_shape', 'b_incongruent', 'tex_a', 'tex_b',)  # _rejections[i] counts what slot i rejected or raised
 
 SPLIT_LEVEL = 2  # chunks of the work split the nest below this many outer levels
@@ -165,12 +158,10 @@ def count(_lo, _hi):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -335,13 +326,11 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     _rejections[40] += 1
                                     continue
                                 _visits[7] += 1
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     _rejections[41] += 1
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     _rejections[41] += 1
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
@@ -475,12 +464,10 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -707,12 +694,10 @@ def census(_samples, _seed, _configurations, _iterations):
                     blk_n_a = threads // blk_m_a
                     if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                         continue
-                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                    try:
-                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                    except Exception:  # a_incongruent raised: rejected
+                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                    if blk_m_a * type_len == 0:  # would divide by zero
                         continue
-                    if a_incongruent__rejects:
+                    if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                         continue
                     blk_m_a__passed += 1
                     if np.random.randint(0, blk_m_a__passed) == 0:
@@ -728,12 +713,10 @@ def census(_samples, _seed, _configurations, _iterations):
                 blk_n_a = threads // blk_m_a
                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                     continue
-                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                try:
-                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                except Exception:  # a_incongruent raised: rejected
+                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                if blk_m_a * type_len == 0:  # would divide by zero
                     continue
-                if a_incongruent__rejects:
+                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                     continue
                 blk_m_b__passed = 0
                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
@@ -913,12 +896,10 @@ def count_pruned(_threshold):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -1090,12 +1071,10 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                 _cut_8 = _cut_7
                                 if _cut_8 >= 0:
                                     _skipped[7] += 1
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -1255,12 +1234,10 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                                     continue
-                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                                try:
-                                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                                except Exception:  # a_incongruent raised: rejected
+                                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                                if blk_m_a * type_len == 0:  # would divide by zero
                                     continue
-                                if a_incongruent__rejects:
+                                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
                                 if type_len == 0:  # would divide by zero
@@ -1533,12 +1510,10 @@ def probe(_samples, _seed):
             blk_n_a = threads // blk_m_a
             if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                 continue
-            # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-            try:
-                a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-            except Exception:  # a_incongruent raised: rejected
+            # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+            if blk_m_a * type_len == 0:  # would divide by zero
                 continue
-            if a_incongruent__rejects:
+            if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                 continue
             blk_m_a__passed += 1
             if np.random.randint(0, blk_m_a__passed) == 0:
@@ -1554,12 +1529,10 @@ def probe(_samples, _seed):
         blk_n_a = threads // blk_m_a
         if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
             continue
-        # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-        try:
-            a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-        except Exception:  # a_incongruent raised: rejected
+        # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+        if blk_m_a * type_len == 0:  # would divide by zero
             continue
-        if a_incongruent__rejects:
+        if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
             continue
         blk_m_b__passed = 0
         # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
@@ -2015,13 +1988,11 @@ def chen(_runs, _seed):
                     if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                         if _live:
                             continue
-                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                    try:
-                        a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                    except Exception:  # a_incongruent raised: rejected
+                    # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                    if blk_m_a * type_len == 0:  # would divide by zero
                         if _live:
                             continue
-                    if a_incongruent__rejects:
+                    if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                         if _live:
                             continue
                     _h += 1
@@ -2081,13 +2052,11 @@ def chen(_runs, _seed):
                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                     if _live:
                         continue
-                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent()
-                try:
-                    a_incongruent__rejects = a_incongruent__value(blk_m, blk_k, type_len, blk_m_a, blk_n_a)
-                except Exception:  # a_incongruent raised: rejected
+                # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
+                if blk_m_a * type_len == 0:  # would divide by zero
                     if _live:
                         continue
-                if a_incongruent__rejects:
+                if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                     if _live:
                         continue
                 _h = 0  # the lookahead: values of the next unit that pass its filters

@@ -53,13 +53,6 @@ vector__VALUES = np.array([0, 1], dtype=np.int64)
 tex_a__VALUES = np.array([0, 1], dtype=np.int64)
 tex_b__VALUES = np.array([0, 1], dtype=np.int64)
 
-# filter b_incongruent (spaces/gemm.py:86), form: value
-@numba.njit(cache=True, error_model='python', nogil=True)
-def b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b):
-    return blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
-    return blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-
-
 STAT_SLOTS = ('dim_m', 'a_lanes', 'dim_n', 'threads', 'over_max_threads', 'partial_warp', 'warps', 'b_lanes', 'blk_m', 'thr_m', 'blk_n', 'thr_n', 'low_fma_ratio', 'blocks', 'blocks_on_busiest_sm', 'fma_time', 'b_runs', 'blk_k', 'smem', 'over_max_shmem', 'regs', 'over_max_regs', 'blocks_per_sm', 'low_occupancy', 'k_tiles', 'resident_blocks', 'a_run', 'a_runs', 'b_run', 'copy_a', 'copy_b', 'instructions_per_tile', 'issue_time', 'wave_time', 'wavefronts_per_tile', 'lsu_time', 'vector', 'type_len', 'blk_m_a', 'blk_n_a', 'a_shape', 'a_incongruent', 'blk_m_b', 'blk_n_b', 'b_shape', 'b_incongruent', 'tex_a', 'tex_b',)  # _rejections[i] counts what slot i rejected or raised
 
 SPLIT_LEVEL = 2  # chunks of the work split the nest below this many outer levels
@@ -181,12 +174,10 @@ def count(_lo, _hi):
                                     blk_n_b = threads // blk_m_b
                                     if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
-                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                    try:
-                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                    except Exception:  # b_incongruent raised: rejected
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                                    if blk_m_b * type_len == 0:  # would divide by zero
                                         continue
-                                    if b_incongruent__rejects:
+                                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                                         continue
                                     _n += 4  # the innermost loops (tex_a, tex_b) test nothing: counted, not iterated
     return _n
@@ -358,13 +349,11 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                         _rejections[44] += 1
                                         continue
                                     _visits[9] += 1
-                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                    try:
-                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                    except Exception:  # b_incongruent raised: rejected
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                                    if blk_m_b * type_len == 0:  # would divide by zero
                                         _rejections[45] += 1
                                         continue
-                                    if b_incongruent__rejects:
+                                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                                         _rejections[45] += 1
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
@@ -491,12 +480,10 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                     blk_n_b = threads // blk_m_b
                                     if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
-                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                    try:
-                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                    except Exception:  # b_incongruent raised: rejected
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                                    if blk_m_b * type_len == 0:  # would divide by zero
                                         continue
-                                    if b_incongruent__rejects:
+                                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
                                     for tex_a in tex_a__VALUES:
@@ -744,12 +731,10 @@ def census(_samples, _seed, _configurations, _iterations):
                     blk_n_b = threads // blk_m_b
                     if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                         continue
-                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                    try:
-                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                    except Exception:  # b_incongruent raised: rejected
+                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                    if blk_m_b * type_len == 0:  # would divide by zero
                         continue
-                    if b_incongruent__rejects:
+                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                         continue
                     blk_m_b__passed += 1
                     if np.random.randint(0, blk_m_b__passed) == 0:
@@ -765,12 +750,10 @@ def census(_samples, _seed, _configurations, _iterations):
                 blk_n_b = threads // blk_m_b
                 if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                     continue
-                # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                try:
-                    b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                except Exception:  # b_incongruent raised: rejected
+                # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                if blk_m_b * type_len == 0:  # would divide by zero
                     continue
-                if b_incongruent__rejects:
+                if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                     continue
                 tex_a__passed = 0
                 # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
@@ -929,12 +912,10 @@ def count_pruned(_threshold):
                                     blk_n_b = threads // blk_m_b
                                     if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
-                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                    try:
-                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                    except Exception:  # b_incongruent raised: rejected
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                                    if blk_m_b * type_len == 0:  # would divide by zero
                                         continue
-                                    if b_incongruent__rejects:
+                                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                                         continue
                                     _n += 4  # the innermost loops (tex_a, tex_b) test nothing: counted, not iterated
     return _n
@@ -1114,12 +1095,10 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     _cut_10 = _cut_9
                                     if _cut_10 >= 0:
                                         _skipped[9] += 1
-                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                    try:
-                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                    except Exception:  # b_incongruent raised: rejected
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                                    if blk_m_b * type_len == 0:  # would divide by zero
                                         continue
-                                    if b_incongruent__rejects:
+                                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
                                     for tex_a in tex_a__VALUES:
@@ -1271,12 +1250,10 @@ def rank(_threshold, _bounds, _terms, _rows):
                                     blk_n_b = threads // blk_m_b
                                     if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                                         continue
-                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                                    try:
-                                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                                    except Exception:  # b_incongruent raised: rejected
+                                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                                    if blk_m_b * type_len == 0:  # would divide by zero
                                         continue
-                                    if b_incongruent__rejects:
+                                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
                                     for tex_a in tex_a__VALUES:
@@ -1569,12 +1546,10 @@ def probe(_samples, _seed):
             blk_n_b = threads // blk_m_b
             if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                 continue
-            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-            try:
-                b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-            except Exception:  # b_incongruent raised: rejected
+            # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+            if blk_m_b * type_len == 0:  # would divide by zero
                 continue
-            if b_incongruent__rejects:
+            if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                 continue
             blk_m_b__passed += 1
             if np.random.randint(0, blk_m_b__passed) == 0:
@@ -1590,12 +1565,10 @@ def probe(_samples, _seed):
         blk_n_b = threads // blk_m_b
         if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
             continue
-        # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-        try:
-            b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-        except Exception:  # b_incongruent raised: rejected
+        # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+        if blk_m_b * type_len == 0:  # would divide by zero
             continue
-        if b_incongruent__rejects:
+        if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
             continue
         tex_a__passed = 0
         # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
@@ -2101,13 +2074,11 @@ def chen(_runs, _seed):
                     if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                         if _live:
                             continue
-                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                    try:
-                        b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                    except Exception:  # b_incongruent raised: rejected
+                    # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                    if blk_m_b * type_len == 0:  # would divide by zero
                         if _live:
                             continue
-                    if b_incongruent__rejects:
+                    if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                         if _live:
                             continue
                     _h += 1
@@ -2172,13 +2143,11 @@ def chen(_runs, _seed):
                 if not (1 <= blk_n_b < blk_k + 1):  # outside the domain of blk_n_b
                     if _live:
                         continue
-                # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent()
-                try:
-                    b_incongruent__rejects = b_incongruent__value(blk_n, blk_k, type_len, blk_m_b, blk_n_b)
-                except Exception:  # b_incongruent raised: rejected
+                # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0
+                if blk_m_b * type_len == 0:  # would divide by zero
                     if _live:
                         continue
-                if b_incongruent__rejects:
+                if blk_n % (blk_m_b * type_len) != 0 or blk_k % blk_n_b != 0:
                     if _live:
                         continue
                 _h = 0  # the lookahead: values of the next unit that pass its filters

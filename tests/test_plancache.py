@@ -85,13 +85,14 @@ def test_a_changed_module_is_not_trusted_from_the_record(space_with_helper, tmp_
 
 
 def test_a_warm_command_imports_no_sympy(tmp_path):
-    """A second `beastgen count` on the same space imports neither sympy, networkx nor the planner."""
+    """A second `beastgen count` on the same space imports neither sympy, networkx nor the planner,
+    nor (counting through the C target) Numba or NumPy."""
     space = tmp_path / "warm.py"
     space.write_text("import beastgen as beast\nx = beast.range(1, 9)\ny = beast.values(1, 2, 3)\n"
                      "f = beast.filter(x == y)\n")
     probe = ("import sys\nfrom beastgen.cli import main\ncode = main(['count', sys.argv[1]])\n"
              "heavy = [m for m in ('sympy', 'networkx', 'beastgen.compiler.plan', "
-             "'beastgen.compiler.specialize') if m in sys.modules]\nprint('HEAVY', heavy)\n")
+             "'beastgen.compiler.specialize', 'numba', 'numpy') if m in sys.modules]\nprint('HEAVY', heavy)\n")
     env = dict(os.environ, PYTHONPATH=REPO, BEASTGEN_GENERATED_DIR=str(tmp_path / "gen"))
     runs = [subprocess.run([sys.executable, "-c", probe, str(space)], capture_output=True, text=True,
                            env=env, cwd=tmp_path, timeout=300) for _ in range(2)]

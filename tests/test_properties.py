@@ -513,12 +513,25 @@ def check_exact(space, overrides, generated_dir, order=None):
     assert Counter(map(tuple, table.tolist())) == expected
     total = sum(expected.values())
     assert plan.count() == total
+    if plan.path is not None:  # both targets, whichever count() chose
+        assert plan.module.count(0, 2 ** 62) == total
+        event("C target" if plan.native else "no C target: " + _why_no_c_target(plan))
+        assert plan.native is None or plan.native.count(0, 2 ** 62) == total
     stats = plan.stats()
     assert stats.count == total
     if plan.plan is not None:
         assert stats.levels[-1][1] >= total
     check_chunks(plan, table)
     return plan, total
+
+
+def _why_no_c_target(plan) -> str:
+    from beastgen.compiler.codegen.c_nest import Unsupported, generate_c_module
+    try:
+        generate_c_module(plan.plan)
+    except Unsupported as e:
+        return str(e)
+    return "not built"
 
 
 def check_chunks(plan, table):

@@ -85,3 +85,12 @@ class NativeNest:
 
     def function(self, name: str):
         return {"count": self.count, "split_nodes": self.split_nodes}[name]
+
+
+def load(path: str) -> NativeNest | None:
+    """The library at ``path``; None (said on stderr: counting goes on with Numba) when it does not load."""
+    try:
+        return NativeNest(path)
+    except (OSError, AttributeError) as e:
+        print(f"beastgen: cannot load {path} ({e}); counting with Numba", file=sys.stderr)
+        return None

@@ -227,7 +227,7 @@ class CompiledPlan:
         source = self.native_source()
         self.write()
         library = native.build_library(self.path, source) if source is not None else None
-        return native.NativeNest(library) if library else None
+        return native.load(library) if library else None
 
     def native_source(self) -> str | None:
         """The plan's count as C (:mod:`.codegen.c_nest`); None when the C target cannot print it."""

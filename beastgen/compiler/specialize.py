@@ -446,6 +446,8 @@ class _Folder(ExpressionFolder):
         planner and sympy see through it. False when some construct has no expression form."""
         body = [s for s in node.body if not isinstance(s, ast.Pass)
                 and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        returns = [i for i, s in enumerate(body) if isinstance(s, ast.Return)]
+        body = body[:returns[0] + 1] if returns else body  # past the first return: unreachable
         if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
             return False
         constants = dict(var.function.constant_refs)

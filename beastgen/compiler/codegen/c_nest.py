@@ -2,7 +2,8 @@
 that :mod:`beastgen.compiler.native` compiles with the system C compiler and loads with ctypes. A
 warm count then imports neither Numba nor LLVM, and a cold one compiles in a fraction of Numba's
 time. The Numba module stays the full enumerator (every other mode); this target covers the plans
-whose items are all expressions over int, bool and float values (:class:`Unsupported` otherwise).
+whose items are all expressions over int, bool and float values, and listed strings compared with
+constants (:class:`Unsupported` otherwise).
 
 Python's semantics are kept where C's differ: floor division and modulo (``bg_floordiv``,
 ``bg_mod``), float floor division and modulo as CPython computes them, ``min``/``max`` as Python
@@ -20,7 +21,7 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..plan import Plan
 from ..specialize import Item, infer_type
-from .nest import PythonPowers, _countable_tail, _domain_size, constant_values, risky_nodes, split_level
+from .nest import PythonPowers, constant_values, countable_tail, domain_size, risky_nodes, split_level
 
 
 class Unsupported(Exception):
@@ -238,7 +239,25 @@ class CExpression(Mapper):
         return f"(!{self.source(expr.operand)})"
 
     def map_Compare(self, expr: L.Compare) -> str:
+        if "str" in (infer_type(expr.left, self.items), infer_type(expr.right, self.items)):
+            return self._string_compare(expr)
         return f"({self.source(expr.left)} {expr.op} {self.source(expr.right)})"
+
+    def _string_compare(self, expr: L.Compare) -> str:
+        """A string iterator (looped over by index) compared with a string constant: which indices
+        hold that string."""
+        iterator, constant = expr.left, expr.right
+        if isinstance(iterator, L.Const):
+            iterator, constant = constant, iterator
+        name = getattr(iterator, "name", None) or getattr(iterator, "target", None)
+        item = self.items.get(name)
+        if (expr.op not in ("==", "!=") or not isinstance(constant, L.Const) or item is None
+                or item.kind != "iterator" or item.domain[0] != "values" or not constant_values(item)):
+            raise Unsupported("a string comparison other than iterator == constant")
+        indices = [str(i) for i, p in enumerate(item.domain[1:]) if p.value == constant.value]
+        index = f"{c_name(item.name)}__index"
+        test = " || ".join(f"{index} == {i}" for i in indices) or "0"
+        return f"({test})" if expr.op == "==" else f"(!({test}))"
 
     def map_BoolOp(self, expr: L.BoolOp) -> str:
         operands = [self.source(o) for o in expr.operands]
@@ -278,14 +297,12 @@ class CExpression(Mapper):
         raise Unsupported(f"function {func}")
 
 
-def needed_items(plan: Plan) -> set[str]:
-    """The items a count reads: iterators, filters and what they read (not what only bound terms
-    read), transitively."""
+def needed_items(plan: Plan, may_fail) -> set[str]:
+    """The items a count computes: iterators, filters, derived values that may raise (a raise
+    rejects), and what they read, transitively; not what only bound terms read."""
     items = plan.specialized.items
-    pending = [name for name, item in items.items() if item.kind in ("iterator", "filter")]
-    for level in plan.levels:
-        if level.solved:
-            pending += [level.solved.filter.name]
+    pending = [name for name, item in items.items() if item.kind in ("iterator", "filter")
+               or (item.kind == "derived" and (item.function is not None or may_fail(item)))]
     needed: set[str] = set()
     while pending:
         name = pending.pop()
@@ -307,7 +324,7 @@ class CNestWriter:
         self.lines: list[str] = []
         self.depth = 1
         self.loops = 0
-        self.needed = needed_items(plan)
+        self.needed = needed_items(plan, lambda item: self.expression(item, item.expr)[1])
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -340,7 +357,7 @@ class CNestWriter:
     def count(self) -> list[str]:
         levels = self.plan.levels
         split = split_level(self.plan)
-        counted = _countable_tail(levels)
+        counted = countable_tail(levels)
         self.lines = ["/* Number of valid configurations below split nodes _lo <= node < _hi. */",
                       "int64_t count(int64_t _lo, int64_t _hi) {"]
         self._declarations(levels)
@@ -357,7 +374,7 @@ class CNestWriter:
                 self.emit(f"if (_node <= _lo) {self.reject()}")
                 self.emit("if (_node > _hi) return _n;")
         if counted:
-            size = math.prod(_domain_size(level.iterator) for level in counted)
+            size = math.prod(domain_size(level.iterator) for level in counted)
             self.emit(f"_n += {c_literal(size)};  // the innermost loops "
                       f"({', '.join(level.iterator.name for level in counted)}) test nothing: counted")
         else:
@@ -388,7 +405,9 @@ class CNestWriter:
         self.emit("int _err = 0;  // set by an operation that raises in Python")
         for level in levels:
             for item in [level.iterator, *level.body]:
-                if item.kind in ("iterator", "derived"):
+                if item.kind == "iterator" and item.value_type == "str":
+                    self.emit(f"int64_t {c_name(item.name)}__index;  // into its listed strings")
+                elif item.kind in ("iterator", "derived"):
                     if item.value_type not in C_TYPES:
                         raise Unsupported(f"{item.kind} {item.name!r} of type {item.value_type}")
                     self.emit(f"{C_TYPES[item.value_type]} {c_name(item.name)};")
@@ -431,6 +450,10 @@ class CNestWriter:
 
     def _values(self, it: Item) -> None:
         kind = it.value_type
+        if kind == "str" and constant_values(it):
+            index = f"{c_name(it.name)}__index"
+            self._open(f"for ({index} = 0; {index} < {len(it.domain) - 1}; {index}++) {{")
+            return
         if kind not in C_TYPES:
             raise Unsupported(f"values of {it.name!r} of type {kind}")
         var, parts = c_name(it.name), it.domain[1:]
@@ -481,10 +504,10 @@ class CNestWriter:
         self.emit(f"// {item.kind} {c_comment(item.name)} ({c_comment(item.origin or '')}): "
                   f"{'rejects when ' if item.kind == 'filter' else ''}{c_comment(item.source_text)}")
         if item.kind == "derived":
-            source, may_fail = self.expression(item, item.expr)
-            if item.name not in self.needed and not may_fail:
+            if item.name not in self.needed:
                 self.lines.pop()  # its comment: read by bound terms alone, and it cannot raise
                 return
+            source, may_fail = self.expression(item, item.expr)
             self.emit(f"{c_name(item.name)} = {source};")
             if may_fail:
                 self.reject_if("_err", "raised (division by zero or similar): rejected", reset=True)

@@ -95,13 +95,13 @@ def constant_values(item: Item) -> bool:
     return all(isinstance(p, L.Const) for p in item.domain[1:])
 
 
-def _domain_size(it: Item) -> int:
+def domain_size(it: Item) -> int:
     kind, *parts = it.domain
     values = [p.value for p in parts]
     return len(range(*values)) if kind == "range" else len(values)
 
 
-def _countable_tail(levels) -> list:
+def countable_tail(levels) -> list:
     """The innermost levels that test nothing and whose domains are constant: only their sizes matter."""
     tail = []
     for level in reversed(levels):
@@ -122,10 +122,10 @@ def split_level(plan: Plan) -> int:
     prefix size reaches ``_SPLIT_TARGET``, among depths inside the iterated nest (not the counted tail)
     whose next level is scanned (not solved): the census probes below it."""
     levels = plan.levels
-    iterated = len(levels) - len(_countable_tail(levels))
+    iterated = len(levels) - len(countable_tail(levels))
     allowed = [k for k in range(1, iterated) if not levels[k].solved]
     for k in allowed:
-        raw = math.prod(_domain_size(l.iterator) if _constant_domain(l) else _UNKNOWN_DOMAIN
+        raw = math.prod(domain_size(l.iterator) if _constant_domain(l) else _UNKNOWN_DOMAIN
                         for l in levels[:k] if not l.solved)
         if raw >= _SPLIT_TARGET:
             return k
@@ -251,7 +251,7 @@ class NestWriter:
             self.emit("_total_sq = 0.0")
             self._open_descents()
         levels = self.plan.levels
-        counted = _countable_tail(levels) if self.mode in ("count", "pruned") else []
+        counted = countable_tail(levels) if self.mode in ("count", "pruned") else []
         scanned = False  # probing: a level was scanned, so the solved levels below it were tested
         for index, level in enumerate(levels[:len(levels) - len(counted)]):
             if self.mode == "probe" or (self.mode == "census" and index >= split):
@@ -269,7 +269,7 @@ class NestWriter:
             elif index == split - 1 and self.mode == "census":
                 self._census_node()
         if counted:
-            size = math.prod(_domain_size(level.iterator) for level in counted)
+            size = math.prod(domain_size(level.iterator) for level in counted)
             self.emit(f"_n += {size}  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
                       " test nothing: counted, not iterated")
             self.depth = 1

@@ -1,0 +1,181 @@
+"""The C target of the count (codegen/c_nest.py, compiler/native.py): the same counts as the Numba
+nest and the reference enumerator, Python's semantics where C's differ, and every way it can be
+absent (no compiler, a failing compiler, a plan it cannot print, BEASTGEN_NATIVE=0) falling back to
+Numba with the right count. tests/test_properties.py checks it on random spaces too."""
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REFERENCE_DIR, REPO
+
+import beastgen
+from beastgen.compiler import native
+from beastgen.compiler.codegen.c_nest import Unsupported, c_comment, generate_c_module
+from beastgen.compiler.runtime import compile_space
+from beastgen.plancache import CachedPlan, compile_cached
+from beastgen.reference import ReferenceEnumerator
+
+WHOLE = (0, 2 ** 62)
+CHUNKS = [(0, 1), (1, 3), (3, 2 ** 62)]
+
+SHIPPED = [("spaces/gemm.py", "h100", {}),
+           ("spaces/gemm.py", "v100", {"precision": "d", "trans_a": 0, "trans_b": 1}),
+           ("spaces/gemm.py", "titanrtx", {"trans_a": 1}),
+           ("spaces/gemm_clblast.py", "titanrtx", {}),
+           ("spaces/reduction.py", "h100", {}),
+           ("spaces/hotspot.py", "a100", {}),
+           ("spaces/dedispersion.py", "h100", {})]
+
+
+def test_the_c_target_prints_the_shipped_spaces():
+    """Which shipped spaces the C target covers (space functions keep conv2d and hpl on Numba)."""
+    covered = {}
+    for name in ("gemm", "gemm_clblast", "reduction", "hotspot", "dedispersion", "conv2d", "hpl"):
+        plan = compile_space(beastgen.load(os.path.join(REPO, "spaces", f"{name}.py")), "h100")
+        try:
+            generate_c_module(plan.plan)
+            covered[name] = True
+        except Unsupported:
+            covered[name] = False
+    assert covered == {"gemm": True, "gemm_clblast": True, "reduction": True, "hotspot": True,
+                       "dedispersion": True, "conv2d": False, "hpl": False}
+
+
+@pytest.mark.parametrize("path, device, settings", SHIPPED + [
+    (os.path.join(REFERENCE_DIR, f"{name}.json"), "h100", {})
+    for name in ("dedispersion", "gemm_clblast", "hotspot")])
+def test_native_count_equals_the_numba_count(path, device, settings, generated_dir):
+    space = beastgen.load(os.path.join(REPO, path))
+    plan = compile_space(space, device, settings, generated_dir)
+    assert plan.native is not None
+    numba_count = plan.module.count(*WHOLE)
+    assert plan.native.count(*WHOLE) == numba_count == plan.count() == plan.count(jobs=2)
+    assert plan.native.split_nodes() == plan.module.split_nodes()
+    assert [plan.native.count(*c) for c in CHUNKS] == [plan.module.count(*c) for c in CHUNKS]
+
+
+SEMANTICS = """\
+import math
+import beastgen as beast
+
+a = beast.range(-7, 8)
+b = beast.range(-4, 5)
+f = beast.values(-2.5, -1.0, 0.0, 0.5, 3.0)
+colour = beast.values('red', 'green', 'blue', 'red')
+c = beast.range(a, 4, b)                  # a step of either sign, or zero (rejected)
+
+q = a // b                                # floor division and modulo of negatives; b == 0 rejects
+r = a % b
+fq = f // (b * 0.5)                       # CPython's float divmod
+fm = f % (b - 0.5)
+td = a / b
+p = f ** b                                # 0.0 ** negative raises
+big = 10.0 ** (a * 50)                    # overflows (raises) for a >= 7
+@beast.derived
+def up():                                 # one return: an expression, int() included
+    return math.ceil(f * a) + math.floor(f - b) + int(f * 3)
+
+lo = beast.min(a, f, c)                   # ints among floats
+hi = beast.max(a, b, 2)
+either = beast.where(a > 0, a, f)
+product = a * b                           # read by the bound alone (not computed by the count) ...
+ratio = 12 // product                     # ... but read by this value, which may raise: it is
+
+keep = beast.filter((q + r + c) % 3 == 0)
+f1 = beast.filter(fq > fm + td)
+f2 = beast.filter(p > 50.0)
+f3 = beast.filter((big < 1.0) & (colour == 'red') | (colour == 'blue') & (up > 2))
+f4 = beast.filter(lo + hi + either > 6.5)
+time = beast.bound(1e-9 * product)
+"""
+
+
+def test_python_semantics(write_space, generated_dir):
+    """Negative floor division and modulo, float divmod, true division, float powers that raise,
+    ceil/floor/int, min/max of mixed types, string tests, a value that raises though only a bound
+    reads it: the C target counts what Python's reference enumerator counts."""
+    space = beastgen.load(write_space(SEMANTICS, "semantics.py"))
+    plan = compile_space(space, "h100", {}, generated_dir)
+    assert plan.native is not None
+    expected = sum(1 for _ in ReferenceEnumerator(space, "h100", {}).configurations())
+    assert 0 < expected
+    assert plan.native.count(*WHOLE) == expected
+    assert sum(plan.native.count(*c) for c in CHUNKS) == expected
+
+
+def test_a_space_function_counts_through_numba(write_space, generated_dir):
+    space = beastgen.load(write_space("""\
+        import beastgen as beast
+        x = beast.range(1, 30)
+
+        @beast.filter
+        def composite():
+            for d in range(2, x):
+                if x % d == 0:
+                    return True
+            return False
+        """, "function.py"))
+    plan = compile_space(space, "h100", {}, generated_dir)
+    assert plan.native is None
+    assert plan.count() == 11  # 1 and the ten primes below 30
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"BEASTGEN_NATIVE": "0"}, ""),
+    ({"CC": "/nonexistent/cc"}, ""),
+    ({"CC": "false"}, "the C compiler (")])
+def test_without_a_working_c_compiler_numba_counts(setting, message, write_space, tmp_path,
+                                                   monkeypatch, capsys):
+    for key, value in setting.items():
+        monkeypatch.setenv(key, value)
+    space = beastgen.load(write_space("import beastgen as beast\nx = beast.range(1, 9)\n"
+                                      "y = beast.range(1, 9)\nf = beast.filter((x * y) % 3 == 0)\n"))
+    plan = compile_space(space, "h100", {}, str(tmp_path / "gen"))
+    assert plan.native is None
+    assert plan.count() == 36  # x and y both not multiples of 3
+    assert message in capsys.readouterr().err
+    assert not [name for name in os.listdir(tmp_path / "gen") if name.endswith(".so")]
+
+
+def test_the_plan_cache_checks_the_library(write_space, tmp_path):
+    """The record names the library and its sha256: a library changed on disk is rebuilt."""
+    path = write_space("import beastgen as beast\nx = beast.range(1, 50)\nf = beast.filter(x % 7 == 0)\n")
+    generated = str(tmp_path / "gen")
+    built = compile_cached(path, generated_dir=generated)
+    assert built.count() == 42 and built.native is not None
+    library = built.native.path
+    cached = compile_cached(path, generated_dir=generated)
+    assert isinstance(cached, CachedPlan) and cached.count() == 42 and cached.native.path == library
+    os.remove(library)  # a changed file (removed first: this process still maps the old one)
+    with open(library, "wb") as f:
+        f.write(b"not a library")
+    again = compile_cached(path, generated_dir=generated)
+    assert isinstance(again, CachedPlan)
+    assert again.count() == 42 and again.native is not None
+    with open(library, "rb") as f:
+        assert f.read(4) == b"\x7fELF"  # compiled again
+
+
+def test_user_text_stays_inside_c_comments(tmp_path, generated_dir):
+    """A path with a backslash, '*/' or a newline cannot end a comment or splice the next line."""
+    text = c_comment("a */ b \\\nint x;")
+    assert "\\" not in text and "\n" not in text
+    folder = tmp_path / "odd *" / " name \\"  # the path holds "*/" and ends in a backslash
+    folder.mkdir(parents=True)
+    path = folder / "space.py"
+    path.write_text("import beastgen as beast\nx = beast.range(1, 9)\nf = beast.filter(x > 5)\n")
+    plan = compile_space(beastgen.load(str(path)), "h100", {}, generated_dir)
+    source = generate_c_module(plan.plan)
+    assert "\\" not in "".join(line for line in source.splitlines() if line.lstrip().startswith("//"))
+    assert plan.native.count(*WHOLE) == 5
+
+
+def test_a_warm_count_command_uses_the_library(tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO, BEASTGEN_GENERATED_DIR=str(tmp_path / "gen"))
+    command = [sys.executable, "-m", "beastgen", "count", os.path.join(REPO, "spaces", "gemm.py")]
+    runs = [subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+            for _ in range(2)]
+    assert all("459,316 valid configurations" in run.stdout for run in runs), runs
+    assert "compiling" not in runs[1].stderr
+    assert [name for name in os.listdir(tmp_path / "gen") if name.endswith(".so")]
