@@ -34,33 +34,37 @@ def c_compiler() -> str | None:
     return next((found for name in ("cc", "gcc", "clang") if (found := shutil.which(name))), None)
 
 
-def library_path(module_path: str, c_source: str) -> str:
-    """Where the library of ``c_source`` for the generated module at ``module_path`` lives."""
-    stem = os.path.splitext(module_path)[0]
-    return f"{stem}.{hashlib.sha256(c_source.encode()).hexdigest()[:16]}{LIBRARY_SUFFIX}"
+def library_path(directory: str, space_name: str, c_source: str) -> str:
+    """Where the library of ``c_source`` lives: named by its sha256, so settings that change only
+    what the count does not read (a problem size read by bound terms alone) share one library."""
+    digest = hashlib.sha256(c_source.encode()).hexdigest()[:16]
+    return os.path.join(directory, f"{space_name}__c{digest}{LIBRARY_SUFFIX}")
 
 
-def build_library(module_path: str, c_source: str) -> str | None:
-    """The compiled library of ``c_source`` (compiled unless already there); None when there is no
-    C compiler, or it fails (said on stderr: counting goes on with Numba)."""
-    target = library_path(module_path, c_source)
+def build_library(directory: str, space_name: str, c_source: str) -> str | None:
+    """The compiled library of ``c_source`` (compiled unless already there), its source beside it;
+    None when there is no C compiler, or it fails (said on stderr: counting goes on with Numba)."""
+    target = library_path(directory, space_name, c_source)
     if os.path.exists(target):
         return target
     compiler = c_compiler()
     if compiler is None:
         return None
-    source = os.path.splitext(module_path)[0] + SOURCE_SUFFIX
-    tmp = f"{target}.{os.getpid()}.tmp"
-    with open(source, "w", encoding="utf-8") as f:
+    stem = os.path.splitext(target)[0]
+    source = stem + SOURCE_SUFFIX
+    # per process, renamed into place: workers on one machine may compile it at once
+    tmp_source, tmp = f"{stem}.{os.getpid()}{SOURCE_SUFFIX}", f"{target}.{os.getpid()}.tmp"
+    with open(tmp_source, "w", encoding="utf-8") as f:
         f.write(c_source)
     try:
-        subprocess.run([compiler, *C_FLAGS, "-o", tmp, source, "-lm"], check=True,
+        subprocess.run([compiler, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], check=True,
                        capture_output=True, text=True)
     except (OSError, subprocess.CalledProcessError) as e:
         detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
-        print(f"beastgen: the C compiler ({compiler}) failed on {source}"
+        print(f"beastgen: the C compiler ({compiler}) failed on {tmp_source}"
               f"{': ' + detail[0] if detail else ''}; counting with Numba", file=sys.stderr)
         return None
+    os.replace(tmp_source, source)
     os.replace(tmp, target)
     return target
 

@@ -153,12 +153,14 @@ class CompiledPlan:
     """A space specialized to one device and settings, with its generated, Numba-compiled enumerator."""
 
     def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
+        from .analysis.symbolic import SymbolicContext
         from .codegen.module import generate_module
 
         self.specialized = spec
         self.plan = plan
         self.path = generated_path(spec, generated_dir) if plan else None
-        self.source = generate_module(plan) if plan else ""
+        self._symbolic = SymbolicContext(spec.items)  # the proofs, shared by both code writers
+        self.source = generate_module(plan, self._symbolic) if plan else ""
         self._module = None
         self._native = None  # not looked for yet; False: none (Numba counts)
         self.last_seconds = 0.0
@@ -226,7 +228,9 @@ class CompiledPlan:
             return None
         source = self.native_source()
         self.write()
-        library = native.build_library(self.path, source) if source is not None else None
+        library = (native.build_library(os.path.dirname(self.path),
+                                        file_name_part(self.specialized.space.name), source)
+                   if source is not None else None)
         return native.load(library) if library else None
 
     def native_source(self) -> str | None:
@@ -234,7 +238,7 @@ class CompiledPlan:
         from .codegen.c_nest import Unsupported, generate_c_module
 
         try:
-            return generate_c_module(self.plan)
+            return generate_c_module(self.plan, getattr(self, "_symbolic", None))
         except Unsupported:
             return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..language import nodes as L
 from ..language.mapper import Mapper
+from ..language.printer import expr_source
 from ..specialize import infer_type
 
 
@@ -14,6 +15,7 @@ class SymbolicContext:
     def __init__(self, items: dict):
         self.items = items
         self._cache: dict = {}  # name -> sympy expression
+        self._proofs: dict = {}  # (question, expression source) -> answer: both code writers ask
 
     def provably_nonzero(self, expr: L.Expr) -> bool:
         if isinstance(expr, L.Const):  # the common cases need no sympy (nor its import time)
@@ -22,16 +24,21 @@ class SymbolicContext:
             return True
         if infer_type(expr, self.items) not in ("int", "bool"):
             return False  # sympy reasons with exact reals: (a + 1e-17) - a is 0.0 in doubles
-        value = self.to_sympy(expr)
-        return value is not None and value.is_nonzero is True
+        return self._proof("is_nonzero", expr)
 
     def provably_nonnegative(self, expr: L.Expr) -> bool:
         if isinstance(expr, L.Const):
             return isinstance(expr.value, (int, float)) and expr.value >= 0
         if isinstance(expr, L.Ref) and self._positive_without_sympy(expr.target):
             return True
-        value = self.to_sympy(expr)
-        return value is not None and value.is_nonnegative is True
+        return self._proof("is_nonnegative", expr)
+
+    def _proof(self, question: str, expr: L.Expr) -> bool:
+        key = (question, expr_source(expr))
+        if key not in self._proofs:
+            value = self.to_sympy(expr)
+            self._proofs[key] = value is not None and getattr(value, question) is True
+        return self._proofs[key]
 
     def _positive_without_sympy(self, name: str) -> bool:
         item = self.items.get(name)

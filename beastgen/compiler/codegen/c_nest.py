@@ -358,6 +358,7 @@ class CNestWriter:
         levels = self.plan.levels
         split = split_level(self.plan)
         counted = countable_tail(levels)
+        self.depth, self.loops = 1, 0
         self.lines = ["/* Number of valid configurations below split nodes _lo <= node < _hi. */",
                       "int64_t count(int64_t _lo, int64_t _hi) {"]
         self._declarations(levels)
@@ -522,16 +523,17 @@ class CNestWriter:
         self.emit("}")
 
 
-def generate_c_module(plan: Plan) -> str:
+def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
     """The C source of the plan's count and split_nodes; raises :class:`Unsupported`."""
     spec = plan.specialized
-    symbolic = SymbolicContext(spec.items)
+    symbolic = symbolic or SymbolicContext(spec.items)
     header = [f"// beastgen C target of space {c_comment(spec.space.name)} on {c_comment(spec.device.key)}: "
               "do not edit.",
               f"// loop order: {', '.join(c_comment(name) for name in plan.order)}",
               f"// SPLIT_LEVEL = {split_level(plan)}",
               "// A filter REJECTS a configuration when it is true; _err rejects one whose values raise.",
               ""]
-    count = CNestWriter(plan, symbolic).count()
-    nodes = CNestWriter(plan, symbolic).split_nodes()
+    writer = CNestWriter(plan, symbolic)
+    count = writer.count()
+    nodes = writer.split_nodes()
     return "\n".join(header + [PRELUDE] + count + [""] + nodes) + "\n"

@@ -13,8 +13,9 @@ from .estimator import ChenWriter
 from .nest import CASTS, NJIT, NJIT_GENERATOR, NestWriter, constant_values, split_level, stat_slots
 
 
-def generate_module(plan: Plan) -> str:
-    """The whole generated module, deterministic for a given plan."""
+def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
+    """The whole generated module, deterministic for a given plan (``symbolic``: the proofs,
+    shared with the C target's writer)."""
     spec = plan.specialized
     space = spec.space
     settings = ", ".join(f"{k}={v!r}" for k, v in spec.settings.items()) or "(none)"
@@ -43,7 +44,7 @@ def generate_module(plan: Plan) -> str:
     out += _constants_section(plan)
     out += _helpers_section(plan)
     out += _stat_labels(plan)
-    symbolic = SymbolicContext(spec.items)
+    symbolic = symbolic or SymbolicContext(spec.items)
     out += [f"SPLIT_LEVEL = {split_level(plan)}  # chunks of the work split the nest below this many "
             "outer levels", ""]
     modes = ["count", "nodes", "stats", "fill", "census"]
