@@ -11,4 +11,6 @@ def run(args) -> int:
         return 0
     plan.write()
     print(f"wrote {os.path.relpath(plan.path)} (loop order: {', '.join(plan.plan.order)})")
+    if plan.native is not None:
+        print(f"wrote {os.path.relpath(plan.native.source_path)} (the count as C, compiled beside it)")
     return 0

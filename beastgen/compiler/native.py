@@ -87,6 +87,11 @@ class NativeNest:
         self.split_nodes.argtypes = []
         self.split_nodes.restype = ctypes.c_int64
 
+    @property
+    def source_path(self) -> str:
+        """The C source the library was compiled from (beside it)."""
+        return os.path.splitext(self.path)[0] + SOURCE_SUFFIX
+
     def function(self, name: str):
         return {"count": self.count, "split_nodes": self.split_nodes}[name]
 
