@@ -12,6 +12,8 @@ flagship gemm on h100 with its filters placed by hand) measured in the same roun
 - ``count cold``: the same with an empty generated directory (no plan cache, no Numba cache);
 - ``1024 values cold``: ``beastgen count`` of a space with one parameter of 1024 listed values,
   cold (what it takes to compile);
+- ``small KT space cold``: ``beastgen count data/reference-spaces/hotspot.json`` (a Kernel Tuner
+  space in T1 JSON: 82,984 valid), cold;
 - ``count --set M=<new>``: warm cache, a problem size never used before (a new M each round);
 - ``estimate``: ``beastgen estimate spaces/gemm.py`` (the default: a 1.5 s budget), warm.
 
@@ -31,6 +33,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_enumeration import C_NEST, FLAGSHIP_COUNT, REPO
 
+#: a small Kernel Tuner space (T1 JSON of the AutoTuningAssociation benchmark hub) and its count
+SMALL_SPACE = os.path.join(REPO, "data", "reference-spaces", "hotspot.json")
+SMALL_SPACE_COUNT = 82_984
 LONG_VALUES = [3 * i + 1 for i in range(1024)]
 LONG_VALUES_COUNT = 4096  # (x + y) even for y in 1..8: half of 1024 * 8
 
@@ -93,8 +98,12 @@ def main() -> None:
             runs["1024 values cold"] = lambda d=os.path.join(work, f"long{round_}"): timed(
                 [*beastgen, "count", long_space, "--generated-dir", d],
                 f"{LONG_VALUES_COUNT:,} valid configurations", env)
+            runs["small KT space cold"] = lambda d=os.path.join(work, f"small{round_}"): timed(
+                [*beastgen, "count", SMALL_SPACE, "--generated-dir", d],
+                f"{SMALL_SPACE_COUNT:,} valid configurations", env)
         if round_ >= args.repeats:
-            runs = {k: v for k, v in runs.items() if k in ("c_nest", "count cold", "1024 values cold")}
+            runs = {k: v for k, v in runs.items()
+                    if k in ("c_nest", "count cold", "1024 values cold", "small KT space cold")}
         for name, run in runs.items():
             rows.setdefault(name, []).append(run())
         print(f"round {round_ + 1} done", file=sys.stderr, flush=True)

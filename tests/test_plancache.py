@@ -63,7 +63,7 @@ def test_a_change_rebuilds(space_with_helper, tmp_path, change):
         with open(path, "a") as f:
             f.write("even_x = beast.filter(x % 2 == 0)\n")
     elif change == "helper":
-        helper.write_text("LIMIT = 5\n")
+        helper.write_text("LIMIT = 5  # was 4\n")  # a new size: Python's bytecode cache sees it
         sys.modules.pop(helper.stem, None)  # a new process imports it afresh
     elif change == "setting":
         options = {"settings": {"n": 7}}
