@@ -63,31 +63,6 @@ vec_in__VALUES = np.array([1, 2, 4], dtype=np.int64)
 vec_f__VALUES = np.array([1, 2, 4], dtype=np.int64)
 stages__VALUES = np.array([1, 2], dtype=np.int64)
 
-# derived smem (spaces/conv2d.py:102), form: value
-@numba.njit(cache=True, error_model='python', nogil=True)
-def smem__value(blk_pix, blk_k, blk_crs, split_block, stages):
-    """Shared memory per block: the staged input and filter tiles, the indirection table, and
-    (when the reduction is split inside the block) the buffer that sums the partial tiles."""
-    tile_bytes = stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes
-    table_bytes = 4 * blk_crs
-    if split_block > 1:
-        reduce_bytes = (split_block - 1) * blk_pix * blk_k * acc_bytes
-        return max(tile_bytes, reduce_bytes) + table_bytes
-    return tile_bytes + table_bytes
-
-
-# filter misaligned_vectors (spaces/conv2d.py:129), form: value
-@numba.njit(cache=True, error_model='python', nogil=True)
-def misaligned_vectors__value(vec_in, vec_f):
-    """A vector load must not straddle a row of the gathered tile. Input vectors run along q:
-    contiguous in memory only without stride, and only when Q is a multiple of the width (the next
-    output row starts elsewhere). Filter vectors run along crs (KCRS layout)."""
-    if vec_in > 1:
-        if Q % vec_in != 0:
-            return True
-    return vec_f > 1 and CRS % vec_f != 0
-
-
 STAT_SLOTS = ('blk_pix', 'padded_npq', 'wasted_pixels', 'blk_k', 'padded_k', 'compute_time', 'tiles', 'split_grid', 'blocks', 'too_few_blocks', 'blocks_on_busiest_sm', 'fma_time', 'thr_pix', 'thr_k', 'not_divisible', 'shared_memory_bound', 'instructions_per_step', 'wavefronts_per_step', 'split_block', 'threads', 'too_many_threads', 'partial_warp', 'too_few_threads', 'steps', 'warps', 'issue_time', 'lsu_time', 'blk_crs', 'short_reduction', 'prefetch', 'stages', 'smem', 'over_shared_memory', 'regs', 'over_registers', 'blocks_per_sm', 'low_occupancy', 'vec_in', 'vec_f', 'vector_too_wide', 'misaligned_vectors',)  # _rejections[i] counts what slot i rejected or raised
 
 SPLIT_LEVEL = 5  # chunks of the work split the nest below this many outer levels
@@ -170,8 +145,8 @@ def count(_lo, _hi):
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
-                                    # derived smem (spaces/conv2d.py:102): smem()
-                                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                    # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                                    smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                                     if smem > max_shared_mem_per_block:
                                         continue
@@ -198,12 +173,8 @@ def count(_lo, _hi):
                                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                                             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                                 continue
-                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                                            try:
-                                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                                            except Exception:  # misaligned_vectors raised: rejected
-                                                continue
-                                            if misaligned_vectors__rejects:
+                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                                            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                                 continue
                                             _n += 1
     return _n
@@ -346,8 +317,8 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
                                     _visits[7] += 1
-                                    # derived smem (spaces/conv2d.py:102): smem()
-                                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                    # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                                    smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                                     if smem > max_shared_mem_per_block:
                                         _rejections[32] += 1
@@ -383,13 +354,8 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                                 _rejections[39] += 1
                                                 continue
-                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                                            try:
-                                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                                            except Exception:  # misaligned_vectors raised: rejected
-                                                _rejections[40] += 1
-                                                continue
-                                            if misaligned_vectors__rejects:
+                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                                            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                                 _rejections[40] += 1
                                                 continue
                                             _n += 1
@@ -471,8 +437,8 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
-                                    # derived smem (spaces/conv2d.py:102): smem()
-                                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                    # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                                    smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                                     if smem > max_shared_mem_per_block:
                                         continue
@@ -499,12 +465,8 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
                                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                                             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                                 continue
-                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                                            try:
-                                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                                            except Exception:  # misaligned_vectors raised: rejected
-                                                continue
-                                            if misaligned_vectors__rejects:
+                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                                            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                                 continue
                                             _col_blk_pix[_n] = blk_pix
                                             _col_blk_k[_n] = blk_k
@@ -640,8 +602,8 @@ def census(_samples, _seed, _configurations, _iterations):
                             # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                             for stages in stages__VALUES:
                                 _work += _w
-                                # derived smem (spaces/conv2d.py:102): smem()
-                                smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                                smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                 # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                                 if smem > max_shared_mem_per_block:
                                     continue
@@ -668,8 +630,8 @@ def census(_samples, _seed, _configurations, _iterations):
                                 continue
                             _w *= stages__passed
                             stages = stages__chosen
-                            # derived smem (spaces/conv2d.py:102): smem()
-                            smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                            # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                            smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                             # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                             if smem > max_shared_mem_per_block:
                                 continue
@@ -707,12 +669,8 @@ def census(_samples, _seed, _configurations, _iterations):
                                 # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                                 if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                     continue
-                                # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                                try:
-                                    misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                                except Exception:  # misaligned_vectors raised: rejected
-                                    continue
-                                if misaligned_vectors__rejects:
+                                # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                                if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                     continue
                                 vec_f__passed += 1
                                 if np.random.randint(0, vec_f__passed) == 0:
@@ -724,12 +682,8 @@ def census(_samples, _seed, _configurations, _iterations):
                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                 continue
-                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                            try:
-                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                            except Exception:  # misaligned_vectors raised: rejected
-                                continue
-                            if misaligned_vectors__rejects:
+                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                 continue
                             _total += _w
                         _configurations[_node - 1] = _total / _samples
@@ -824,8 +778,8 @@ def count_pruned(_threshold):
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
-                                    # derived smem (spaces/conv2d.py:102): smem()
-                                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                    # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                                    smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                                     if smem > max_shared_mem_per_block:
                                         continue
@@ -852,12 +806,8 @@ def count_pruned(_threshold):
                                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                                             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                                 continue
-                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                                            try:
-                                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                                            except Exception:  # misaligned_vectors raised: rejected
-                                                continue
-                                            if misaligned_vectors__rejects:
+                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                                            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                                 continue
                                             _n += 1
     return _n
@@ -987,8 +937,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     _cut_8 = _cut_7
                                     if _cut_8 >= 0:
                                         _skipped[7] += 1
-                                    # derived smem (spaces/conv2d.py:102): smem()
-                                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                    # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                                    smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                                     if smem > max_shared_mem_per_block:
                                         continue
@@ -1023,12 +973,8 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                                             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                                 continue
-                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                                            try:
-                                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                                            except Exception:  # misaligned_vectors raised: rejected
-                                                continue
-                                            if misaligned_vectors__rejects:
+                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                                            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                                 continue
                                             if _cut_10 >= 0:
                                                 _removed[_cut_10] += 1
@@ -1126,8 +1072,8 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
-                                    # derived smem (spaces/conv2d.py:102): smem()
-                                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                                    # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                                    smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                                     if smem > max_shared_mem_per_block:
                                         continue
@@ -1154,12 +1100,8 @@ def rank(_threshold, _bounds, _terms, _rows):
                                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
                                             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                                                 continue
-                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                                            try:
-                                                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                                            except Exception:  # misaligned_vectors raised: rejected
-                                                continue
-                                            if misaligned_vectors__rejects:
+                                            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                                            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                                                 continue
                                             _bound = compute_time
                                             _term = 0
@@ -1376,8 +1318,8 @@ def probe(_samples, _seed):
         stages__passed = 0
         # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
         for stages in stages__VALUES:
-            # derived smem (spaces/conv2d.py:102): smem()
-            smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+            # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+            smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
             # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
             if smem > max_shared_mem_per_block:
                 continue
@@ -1404,8 +1346,8 @@ def probe(_samples, _seed):
             continue
         _w *= stages__passed
         stages = stages__chosen
-        # derived smem (spaces/conv2d.py:102): smem()
-        smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+        # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+        smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
         # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
         if smem > max_shared_mem_per_block:
             continue
@@ -1441,12 +1383,8 @@ def probe(_samples, _seed):
             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
             if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                 continue
-            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-            try:
-                misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-            except Exception:  # misaligned_vectors raised: rejected
-                continue
-            if misaligned_vectors__rejects:
+            # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+            if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                 continue
             vec_f__passed += 1
             if np.random.randint(0, vec_f__passed) == 0:
@@ -1458,12 +1396,8 @@ def probe(_samples, _seed):
         # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
         if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
             continue
-        # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-        try:
-            misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-        except Exception:  # misaligned_vectors raised: rejected
-            continue
-        if misaligned_vectors__rejects:
+        # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+        if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
             continue
         _total += _w
         _total_sq += _w * _w
@@ -1842,8 +1776,8 @@ def chen(_runs, _seed):
                 _h = 0  # the lookahead: values of the next unit that pass its filters
                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                 for stages in stages__VALUES:
-                    # derived smem (spaces/conv2d.py:102): smem()
-                    smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                    # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                    smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                     if smem > max_shared_mem_per_block:
                         if _live:
@@ -1918,8 +1852,8 @@ def chen(_runs, _seed):
             prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
             # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
             for stages in stages__VALUES:
-                # derived smem (spaces/conv2d.py:102): smem()
-                smem = smem__value(blk_pix, blk_k, blk_crs, split_block, stages)
+                # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
+                smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                 # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
                 if smem > max_shared_mem_per_block:
                     if _live:
@@ -1999,13 +1933,8 @@ def chen(_runs, _seed):
                     if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                         if _live:
                             continue
-                    # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                    try:
-                        misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                    except Exception:  # misaligned_vectors raised: rejected
-                        if _live:
-                            continue
-                    if misaligned_vectors__rejects:
+                    # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                    if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                         if _live:
                             continue
                     _h += 1
@@ -2054,13 +1983,8 @@ def chen(_runs, _seed):
                 if vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16:
                     if _live:
                         continue
-                # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors()
-                try:
-                    misaligned_vectors__rejects = misaligned_vectors__value(vec_in, vec_f)
-                except Exception:  # misaligned_vectors raised: rejected
-                    if _live:
-                        continue
-                if misaligned_vectors__rejects:
+                # filter misaligned_vectors (spaces/conv2d.py:129): rejects when misaligned_vectors(): (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0
+                if (True if Q % vec_in != 0 else vec_f > 1 and CRS % vec_f != 0) if vec_in > 1 else vec_f > 1 and CRS % vec_f != 0:
                     if _live:
                         continue
                 _est += _wr  # a leaf

@@ -823,6 +823,46 @@ def test_modulo_by_a_derived_zero(tmp_path):
     assert total == 0
 
 
+BRANCHY = """\
+import beastgen as beast
+x = beast.range(-3, 6)
+y = beast.range(0, 4)
+
+@beast.derived
+def area():
+    w = x * 2
+    h = y + 1
+    if w > h:
+        w -= h
+        return w * h
+    elif x == 0:
+        return 0
+    total = min(w, h) + abs(x) // 2
+    return total
+
+@beast.filter
+def uneven():
+    r = 7 // 2
+    if y == 0:
+        return x % 2 == 1
+    return (area + r) % y == 0
+"""
+
+
+@pytest.mark.parametrize("raising", [False, True])
+def test_function_bodies_of_assignments_and_branches(tmp_path, raising):
+    """Assignments and if/else around returns become one expression (the C target prints it);
+    an assignment that may raise keeps the function, since Python computes it on every path."""
+    source = BRANCHY + ("\n@beast.derived\ndef risky():\n    q = 12 // y\n    if x > 0:\n"
+                        "        return x\n    return q\n" if raising else "")
+    space = beastgen.load(write_space(tmp_path, source))
+    plan, total = check_exact(space, {}, tmp_path)
+    items = plan.specialized.items
+    assert items["area"].function is None and items["uneven"].function is None
+    assert (items["risky"].function is not None) if raising else plan.native is not None
+    assert total == (9 if raising else 13)  # y == 0 raises in risky(), whatever x is
+
+
 def test_every_loop_order(tmp_path):
     source = textwrap.dedent("""
         import beastgen as beast

@@ -112,6 +112,87 @@ _AST_CALLS = {"min": "min", "max": "max", "abs": "abs", "int": "int", "float": "
               "math.ceil": "ceil", "math.floor": "floor"}
 
 
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A function body without its ``pass`` statements and docstrings."""
+    return [s for s in body if not isinstance(s, ast.Pass)
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+
+def _body_expression(body: list[ast.stmt], env: dict, assigned: set) -> ast.expr | None:
+    """One expression (AST) with the value the statements return: each local name replaced by what
+    was last assigned to it, ``if c: A`` + the rest as ``A + rest if c else else-part + rest``. None
+    when the body does something else, may fall off its end, reads a local before assigning it,
+    or assigns an expression that may raise (Python computes it even where it is not used; the
+    expression would compute it only where it is)."""
+    for index, stmt in enumerate(_statements(body)):
+        if isinstance(stmt, ast.Return):
+            return _substituted(stmt.value, env, assigned) if stmt.value is not None else None
+        if isinstance(stmt, (ast.Assign, ast.AugAssign)):
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+            if (isinstance(stmt, ast.Assign) and len(stmt.targets) != 1) or not isinstance(target, ast.Name):
+                return None
+            value = stmt.value if isinstance(stmt, ast.Assign) else ast.BinOp(
+                ast.Name(target.id, ast.Load()), stmt.op, stmt.value)
+            value = _substituted(value, env, assigned)
+            if value is None or not _cannot_raise(value):
+                return None
+            env = {**env, target.id: value}
+            continue
+        if isinstance(stmt, ast.If):
+            rest = _statements(body)[index + 1:]
+            test = _substituted(stmt.test, env, assigned)
+            then = _body_expression(stmt.body + rest, env, assigned)
+            orelse = _body_expression(stmt.orelse + rest, env, assigned)
+            if test is None or then is None or orelse is None:
+                return None
+            return ast.IfExp(test, then, orelse)
+        return None
+    return None  # falls off the end: returns None
+
+
+def _substituted(node: ast.expr, env: dict, assigned: set) -> ast.expr | None:
+    """``node`` with each local name replaced by its value; None if it reads one not yet assigned."""
+    class Substitute(ast.NodeTransformer):
+        unbound = False
+
+        def visit_Name(self, name: ast.Name):
+            if name.id in env:
+                return copy.deepcopy(env[name.id])
+            self.unbound |= name.id in assigned
+            return name
+
+    walker = Substitute()
+    result = walker.visit(copy.deepcopy(node))
+    return None if walker.unbound else result
+
+
+_SAFE_BINARY = (ast.Add, ast.Sub, ast.Mult)
+_SAFE_CALLS = ("min", "max", "abs")
+
+
+def _cannot_raise(node: ast.expr) -> bool:
+    """Whether the expression can never raise: + - * comparisons, logic, min/max/abs, and division
+    or modulo by a nonzero number literal."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.BinOp) and not isinstance(sub.op, _SAFE_BINARY):
+            divisor = sub.right
+            if not (isinstance(sub.op, (ast.Div, ast.FloorDiv, ast.Mod)) and isinstance(divisor, ast.Constant)
+                    and isinstance(divisor.value, (int, float)) and not isinstance(divisor.value, bool)
+                    and divisor.value != 0):
+                return False
+        elif isinstance(sub, ast.Call):
+            name = sub.func.id if isinstance(sub.func, ast.Name) else None
+            arity = len(sub.args) == 1 if name == "abs" else len(sub.args) >= 2
+            if name not in _SAFE_CALLS or sub.keywords or not arity:
+                return False
+        elif not isinstance(sub, (ast.BinOp, ast.Call, ast.Name, ast.Constant, ast.Compare, ast.BoolOp,
+                                  ast.UnaryOp, ast.IfExp, ast.Load, ast.operator, ast.boolop,
+                                  ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq,
+                                  ast.USub, ast.UAdd, ast.Not)):
+            return False
+    return True
+
+
 def _ast_to_expr(node: ast.AST, folder: "_Folder", constants: dict) -> L.Expr:
     """The expression IR of a folded function's return expression (Python semantics preserved)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
@@ -443,17 +524,23 @@ class _Folder(ExpressionFolder):
     def _inline_single_return(self, var: Variable, node: ast.FunctionDef, params: list[str]) -> bool:
         """A function that (after folding) is one ``return <expression>`` becomes an expression
         item (an iterator returning ``range(...)`` a range domain): no helper to compile, and the
-        planner and sympy see through it. False when some construct has no expression form."""
-        body = [s for s in node.body if not isinstance(s, ast.Pass)
-                and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        planner, sympy and the C target see through it. So does a derived value or filter whose
+        body is assignments of expressions that cannot raise and ``if``/``else`` around returns
+        (:func:`_body_expression`). False when some construct has no expression form."""
+        body = _statements(node.body)
         returns = [i for i, s in enumerate(body) if isinstance(s, ast.Return)]
         body = body[:returns[0] + 1] if returns else body  # past the first return: unreachable
-        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        value = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+        if value is None and var.kind != "iterator":
+            assigned = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store)}
+            value = _body_expression(body, {}, assigned)
+        if value is None:
             return False
         constants = dict(var.function.constant_refs)
         try:
             if var.kind == "iterator":
-                call = body[0].value
+                call = value
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
                         and call.func.id == "range" and 1 <= len(call.args) <= 3 and not call.keywords):
                     return False
@@ -466,7 +553,7 @@ class _Folder(ExpressionFolder):
                                             domain=("range", *parts), value_type="int",
                                             source_text=f"{var.name}(): range({', '.join(repr_source(p) for p in parts)})")
                 return True
-            expr = _ast_to_expr(body[0].value, self, constants)
+            expr = _ast_to_expr(value, self, constants)
         except _NoExpression:
             return False
         item = Item(var.name, var.kind, var.origin, params, expr=expr,
