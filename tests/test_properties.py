@@ -518,7 +518,27 @@ def check_exact(space, overrides, generated_dir, order=None):
     if plan.plan is not None:
         assert stats.levels[-1][1] >= total
     check_chunks(plan, table)
+    check_native(plan, table)
     return plan, total
+
+
+def check_native(plan, table):
+    """Where the C target prints the plan, its claiming fill and count agree with Numba's: the same
+    rows in the same order (whole, on two threads, in chunks) and the same counts."""
+    if plan.plan is None or plan.native is None:
+        return
+    chunks = [(0, 1), (1, 3), (3, 2 ** 40)]
+    native = [plan.enumerate(jobs=2), *(plan.enumerate(chunk=c) for c in chunks)]
+    counts = [plan.count(jobs=2), *(plan.count(chunk=c) for c in chunks)]
+    plan._native = False  # Numba from here on
+    try:
+        by_numba = [plan.enumerate(), *(plan.enumerate(chunk=c) for c in chunks)]
+        assert [rows.dtype for rows in native] == [rows.dtype for rows in by_numba]
+        assert [rows.tolist() for rows in native] == [rows.tolist() for rows in by_numba]
+        assert table.tolist() == by_numba[0].tolist()
+        assert counts == [len(table), *(plan.count(chunk=c) for c in chunks)]
+    finally:
+        plan._native = None
 
 
 def check_chunks(plan, table):
@@ -572,7 +592,9 @@ def test_compiled_matches_reference(workdir, case):
     directory = workdir / f"s{next(_counter)}"
     directory.mkdir()
     space = beastgen.load(write_space(directory, source))
-    event(size_class(check_exact(space, overrides, directory)[1]))
+    plan, total = check_exact(space, overrides, directory)
+    event(size_class(total))
+    event("C target: " + ("yes" if plan.plan is not None and plan.native is not None else "no"))
 
 
 @settings(CI, max_examples=14)
@@ -806,6 +828,27 @@ def test_modulo_by_a_derived_zero(tmp_path):
     """
     plan, total = exact(tmp_path, source)
     assert total == 0
+
+
+def test_loops_over_divisors(tmp_path):
+    """A range whose iterator divides the next level's solved numerator visits only divisors in
+    the C target's fill and claimed count: numerators negative, zero (every value divides it),
+    past the divisor limit, and ranges too short for divisors to pay keep the plain loop's rows and
+    order."""
+    source = """
+        import beastgen as beast
+        k = beast.setting(1)
+        n = beast.values(-12, 0, 7, 36, 60, 720, 2 ** 21 + 6)
+        lo = beast.values(1, 2, 5)
+        x = beast.range(lo, 29)
+        y = beast.range(-40, 40)
+        shape = beast.filter(x * y != n * k)
+        t = beast.values(0, 1)
+    """
+    plan, total = exact(tmp_path, source)
+    assert plan.native is not None and "__div" in plan.native_source()
+    assert total > 0
+    exact(tmp_path, source, k=-1)
 
 
 def test_every_loop_order(tmp_path):

@@ -71,7 +71,9 @@ def file_sha256(path: str) -> str:
 
 
 class NativeNest:
-    """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures."""
+    """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures, and
+    its ``fill`` and ``count_claimed``, which threads share by claiming split nodes (see
+    :class:`beastgen.compiler.codegen.c_nest.CClaimingWriter`)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -82,6 +84,15 @@ class NativeNest:
         self.split_nodes = library.split_nodes
         self.split_nodes.argtypes = []
         self.split_nodes.restype = ctypes.c_int64
+
+        self.fill = library.fill  # rows of split nodes claimed from a shared counter: see c_nest.CFillWriter
+        self.fill.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                              ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_int64]
+        self.fill.restype = ctypes.c_int64
+        self.count_claimed = library.count_claimed
+        self.count_claimed.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+        self.count_claimed.restype = ctypes.c_int64
 
     def function(self, name: str):
         return {"count": self.count, "split_nodes": self.split_nodes}[name]
