@@ -851,6 +851,22 @@ def test_loops_over_divisors(tmp_path):
     exact(tmp_path, source, k=-1)
 
 
+def test_a_derived_value_that_can_raise_reads_what_it_needs(tmp_path):
+    """A derived value read by a bound term alone is still computed where it can raise (a raise
+    rejects the configuration), and so is what it reads: the C target left the latter out and
+    rejected every configuration on an uninitialized value."""
+    source = """
+        import beastgen as beast
+        a = beast.range(1, 5)
+        b = beast.range(1, 4)
+        t = a * b
+        r = 12 // (t - 2)
+        cost = beast.bound(r * 1e-6)
+    """
+    plan, total = exact(tmp_path, source)
+    assert plan.native is not None and total == 10
+
+
 def test_every_loop_order(tmp_path):
     source = textwrap.dedent("""
         import beastgen as beast

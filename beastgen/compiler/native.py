@@ -1,11 +1,11 @@
-"""The native count: the C target (:mod:`.codegen.c_nest`) compiled by the system C compiler into a
-shared library beside the generated module, and called through ctypes (which releases the GIL, so
-chunks run on threads as the Numba nest's do).
+"""The native count and enumeration: the C target (:mod:`.codegen.c_nest`) compiled by the system C
+compiler into a shared library beside the generated module, and called through ctypes (which
+releases the GIL, so threads share the work as the Numba nest's do).
 
 The library's file name holds the sha256 of its C source, so a changed plan never loads a stale
 library; the plan cache records the library's own sha256, checked before it is loaded. Where no C
 compiler is found (``$CC``, ``cc``, ``gcc``, ``clang``), the plan is one the C target does not print,
-or ``BEASTGEN_NATIVE=0``, counting goes through Numba as before.
+or ``BEASTGEN_NATIVE=0``, counting and enumerating go through Numba as before.
 """
 from __future__ import annotations
 

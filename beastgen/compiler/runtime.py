@@ -298,8 +298,9 @@ class CompiledPlan:
         """Number of valid configurations; with a threshold (seconds), only those whose bound is at
         most the threshold (bound-pruned; the threshold is a run-time argument: nothing recompiles).
         With ``chunk=(lo, hi)``, only below the split nodes lo <= i < hi (see :meth:`split_census`);
-        with ``jobs`` > 1, in balanced chunks on that many threads. ``progress(done, seconds)`` is
-        called after each chunk of a whole count with the share of the work done (0 to 1)."""
+        with ``jobs`` > 1, on that many threads: the native count's threads claim split nodes as
+        they go, Numba's take chunks balanced by a census. ``progress(done, seconds)`` hears the
+        share of the work done (0 to 1) as a whole count goes (natively: of the split nodes begun)."""
         if self.path is None:  # an empty space (its plan is not needed to know that)
             return 0
         if threshold is None:
@@ -604,8 +605,8 @@ class CompiledPlan:
         """Every valid configuration, as a structured array with one field per iterator
         (declaration order); string values are mapped back. With ``chunk=(lo, hi)``, those below the
         split nodes lo <= i < hi: chunks partitioning the nodes concatenate to the whole, in order.
-        With ``jobs`` > 1, counted then written in balanced chunks on that many threads (same rows,
-        same order)."""
+        With ``jobs`` > 1, on that many threads (same rows, same order): natively in one pass (see
+        :meth:`_enumerate_native`), else counted then written in chunks balanced by a census."""
         import numpy as np
         if self.plan is None:
             return np.zeros(0, dtype=[(n, np.int64) for n in self.columns])

@@ -278,14 +278,17 @@ class CExpression(Mapper):
         raise Unsupported(f"function {func}")
 
 
-def needed_items(plan: Plan) -> set[str]:
-    """The items a count reads: iterators, filters and what they read (not what only bound terms
-    read), transitively."""
+def needed_items(plan: Plan, raises=lambda item: False) -> set[str]:
+    """The items a count reads: iterators, filters, the derived values that can raise (``raises``:
+    a raise rejects the configuration) and what they read (not what only bound terms read),
+    transitively."""
     items = plan.specialized.items
     pending = [name for name, item in items.items() if item.kind in ("iterator", "filter")]
     for level in plan.levels:
         if level.solved:
             pending += [level.solved.filter.name]
+        pending += [item.name for item in level.body
+                    if item.kind == "derived" and item.function is None and raises(item)]
     needed: set[str] = set()
     while pending:
         name = pending.pop()
@@ -307,7 +310,7 @@ class CNestWriter:
         self.lines: list[str] = []
         self.depth = 1
         self.loops = 0
-        self.needed = needed_items(plan)
+        self.needed = needed_items(plan, lambda item: self.expression(item, item.expr)[1])
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
