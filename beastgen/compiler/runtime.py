@@ -641,7 +641,7 @@ class CompiledPlan:
         """:meth:`enumerate` through the native ``fill``, in one pass: each thread claims the next
         split node as it reaches it (uneven nodes balance themselves) and writes its rows, already
         in the result's layout, into the thread's own buffer; the nodes' rows are then gathered in
-        walk order (one thread's buffer is the result)."""
+        walk order into one of these buffers."""
         import ctypes
 
         import numpy as np
@@ -669,21 +669,25 @@ class CompiledPlan:
         if chunk == _WHOLE:
             self._rows_hint = total
         owners = np.unique(node_owner[node_rows > 0])
-        if len(owners) <= 1:  # one thread wrote every row, in walk order
-            result = buffers[owners[0] if len(owners) else 0]
-            result.resize(total, refcheck=False)  # drops the room left over (no copy)
-        else:  # each node's rows from its thread's buffer to their place (memmove: twice numpy's speed)
-            result = np.empty(total, dtype=dtype)
-            ends = np.cumsum(node_rows) * dtype.itemsize
+        # the buffer of the thread with the most rows becomes the result where it has room for
+        # them all (else a new array): the other threads' rows join it node by node from the last
+        # (memmove), each node's moving to or past where it is, above the rows still to move
+        base = max(owners, key=lambda thread: node_rows[node_owner == thread].sum(), default=0)
+        result = buffers[base]
+        if len(owners) > 1:
+            if len(result) < total:
+                result = np.empty(total, dtype=dtype)  # growing the buffer would copy it
             source_ends = np.zeros(nodes, dtype=np.int64)
             for thread in owners:
                 mine = node_owner == thread
                 source_ends[mine] = np.cumsum(node_rows[mine]) * dtype.itemsize + buffers[thread].ctypes.data
+            ends = np.cumsum(node_rows) * dtype.itemsize + result.ctypes.data
             sizes = node_rows * dtype.itemsize
-            target = result.ctypes.data
-            for node in np.flatnonzero(node_rows).tolist():
-                size = int(sizes[node])
-                ctypes.memmove(target + int(ends[node]) - size, int(source_ends[node]) - size, size)
+            for node in np.flatnonzero(node_rows)[::-1].tolist():
+                size, target, source = int(sizes[node]), int(ends[node]), int(source_ends[node])
+                if target != source:
+                    ctypes.memmove(target - size, source - size, size)
+        result.resize(total, refcheck=False)  # drops the room left over (no copy)
         self.last_seconds = time.perf_counter() - start
         return result
 
