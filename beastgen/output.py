@@ -75,3 +75,43 @@ def write_csv(path: str, names, rows) -> None:
         writer = csv.writer(f)
         writer.writerow(names)
         writer.writerows(rows)
+
+
+def write_parquet(path: str, configs) -> None:
+    """A structured array as a Parquet file, a column per field, written by pyarrow from the fields
+    copied contiguous (a pandas DataFrame in between took twice as long)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = field_columns(configs)
+    pq.write_table(pa.Table.from_arrays([arrow_array(c) for c in columns.values()],
+                                        names=list(columns)), path)
+
+
+def arrow_array(column):
+    """A contiguous NumPy column as a pyarrow array: numbers and bools from their buffers (pyarrow's
+    own conversion imports pandas, a quarter of a second), anything else (strings) converted."""
+    import numpy as np
+    import pyarrow as pa
+
+    if column.dtype == np.bool_:
+        bits = np.packbits(column, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(column), [None, pa.py_buffer(bits)])
+    if column.dtype.kind in "if":
+        return pa.Array.from_buffers(pa.from_numpy_dtype(column.dtype), len(column),
+                                     [None, pa.py_buffer(column)])
+    return pa.array(column)
+
+
+def field_columns(configs, block: int = 8192) -> dict:
+    """The fields of a structured array as contiguous arrays, copied a block of rows at a time: each
+    row comes from memory once, not once per field (about twice as fast)."""
+    import numpy as np
+
+    names = configs.dtype.names
+    columns = {name: np.empty(len(configs), dtype=configs.dtype[name]) for name in names}
+    for start in range(0, len(configs), block):
+        rows = configs[start:start + block]
+        for name in names:
+            columns[name][start:start + block] = rows[name]
+    return columns

@@ -521,6 +521,7 @@ def check_exact(space, overrides, generated_dir, order=None):
     if plan.plan is not None:
         assert stats.levels[-1][1] >= total
     check_chunks(plan, table)
+    check_native(plan, table)
     return plan, total
 
 
@@ -531,6 +532,25 @@ def _why_no_c_target(plan) -> str:
     except Unsupported as e:
         return str(e)
     return "not built"
+
+
+def check_native(plan, table):
+    """Where the C target prints the plan, its claiming fill and count agree with Numba's: the same
+    rows in the same order (whole, on two threads, in chunks) and the same counts."""
+    if plan.plan is None or plan.native is None:
+        return
+    chunks = [(0, 1), (1, 3), (3, 2 ** 40)]
+    native = [plan.enumerate(jobs=2), *(plan.enumerate(chunk=c) for c in chunks)]
+    counts = [plan.count(jobs=2), *(plan.count(chunk=c) for c in chunks)]
+    plan._native = False  # Numba from here on
+    try:
+        by_numba = [plan.enumerate(), *(plan.enumerate(chunk=c) for c in chunks)]
+        assert [rows.dtype for rows in native] == [rows.dtype for rows in by_numba]
+        assert [rows.tolist() for rows in native] == [rows.tolist() for rows in by_numba]
+        assert table.tolist() == by_numba[0].tolist()
+        assert counts == [len(table), *(plan.count(chunk=c) for c in chunks)]
+    finally:
+        plan._native = None
 
 
 def check_chunks(plan, table):
@@ -861,6 +881,43 @@ def test_function_bodies_of_assignments_and_branches(tmp_path, raising):
     assert items["area"].function is None and items["uneven"].function is None
     assert (items["risky"].function is not None) if raising else plan.native is not None
     assert total == (9 if raising else 13)  # y == 0 raises in risky(), whatever x is
+
+
+def test_loops_over_divisors(tmp_path):
+    """A range whose iterator divides the next level's solved numerator visits only divisors in
+    the C target's fill and claimed count: numerators negative, zero (every value divides it),
+    past the divisor limit, and ranges too short for divisors to pay keep the plain loop's rows and
+    order."""
+    source = """
+        import beastgen as beast
+        k = beast.setting(1)
+        n = beast.values(-12, 0, 7, 36, 60, 720, 2 ** 21 + 6)
+        lo = beast.values(1, 2, 5)
+        x = beast.range(lo, 29)
+        y = beast.range(-40, 40)
+        shape = beast.filter(x * y != n * k)
+        t = beast.values(0, 1)
+    """
+    plan, total = exact(tmp_path, source)
+    assert plan.native is not None and "__div" in plan.native_source()
+    assert total > 0
+    exact(tmp_path, source, k=-1)
+
+
+def test_a_derived_value_that_can_raise_reads_what_it_needs(tmp_path):
+    """A derived value read by a bound term alone is still computed where it can raise (a raise
+    rejects the configuration), and so is what it reads: the C target left the latter out and
+    rejected every configuration on an uninitialized value."""
+    source = """
+        import beastgen as beast
+        a = beast.range(1, 5)
+        b = beast.range(1, 4)
+        t = a * b
+        r = 12 // (t - 2)
+        cost = beast.bound(r * 1e-6)
+    """
+    plan, total = exact(tmp_path, source)
+    assert plan.native is not None and total == 10
 
 
 def test_every_loop_order(tmp_path):

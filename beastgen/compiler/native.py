@@ -1,11 +1,11 @@
-"""The native count: the C target (:mod:`.codegen.c_nest`) compiled by the system C compiler into a
-shared library beside the generated module, and called through ctypes (which releases the GIL, so
-chunks run on threads as the Numba nest's do).
+"""The native count and enumeration: the C target (:mod:`.codegen.c_nest`) compiled by the system C
+compiler into a shared library beside the generated module, and called through ctypes (which
+releases the GIL, so threads share the work as the Numba nest's do).
 
 The library's file name holds the sha256 of its C source, so a changed plan never loads a stale
 library; the plan cache records the library's own sha256, checked before it is loaded. Where no C
 compiler is found (``$CC``, ``cc``, ``gcc``, ``clang``), the plan is one the C target does not print,
-or ``BEASTGEN_NATIVE=0``, counting goes through Numba as before.
+or ``BEASTGEN_NATIVE=0``, counting and enumerating go through Numba as before.
 """
 from __future__ import annotations
 
@@ -75,7 +75,9 @@ def file_sha256(path: str) -> str:
 
 
 class NativeNest:
-    """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures."""
+    """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures, and
+    its ``fill`` and ``count_claimed``, which threads share by claiming split nodes (see
+    :class:`beastgen.compiler.codegen.c_nest.CClaimingWriter`)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -86,6 +88,14 @@ class NativeNest:
         self.split_nodes = library.split_nodes
         self.split_nodes.argtypes = []
         self.split_nodes.restype = ctypes.c_int64
+        self.fill = library.fill  # rows of split nodes claimed from a shared counter
+        self.fill.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                              ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_int64]
+        self.fill.restype = ctypes.c_int64
+        self.count_claimed = library.count_claimed
+        self.count_claimed.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+        self.count_claimed.restype = ctypes.c_int64
 
     @property
     def source_path(self) -> str:

@@ -12,6 +12,7 @@ import re
 import sys
 import time
 import traceback
+import concurrent.futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from .language import nodes as L
 from ..bounds import Comparison, LevelCuts, Threshold
 from ..errors import BeastError
 from .model import Space as SpaceModel
-from ..interrupt import call_interruptibly, wait_interruptibly
+from ..interrupt import POLL_SECONDS, call_interruptibly, wait_interruptibly
 from ..trust import check_generated_directory
 from . import native
 from .native import NativeNest
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
-_NATIVE_CHUNKS_PER_JOB = 32  # even chunks (in split nodes) of a native count on threads
 _CENSUS_SAMPLES_PER_NODE = 8  # a rough census is enough for that, and costs little next to the work
 #: column types by value type (string values are stored as indices into their constant tuple)
 _DTYPES = {"int": "int64", "str": "int64", "float": "float64", "bool": "bool"}
@@ -151,6 +151,9 @@ class Census:
 
 class CompiledPlan:
     """A space specialized to one device and settings, with its generated, Numba-compiled enumerator."""
+
+    _split_nodes: int | None = None  # split_node_count() once known (it never changes)
+    _rows_hint = 0  # rows of the last whole native enumeration: the room the next one's buffers get
 
     def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
         from .analysis.symbolic import SymbolicContext
@@ -299,14 +302,18 @@ class CompiledPlan:
         """Number of valid configurations; with a threshold (seconds), only those whose bound is at
         most the threshold (bound-pruned; the threshold is a run-time argument: nothing recompiles).
         With ``chunk=(lo, hi)``, only below the split nodes lo <= i < hi (see :meth:`split_census`);
-        with ``jobs`` > 1, in balanced chunks on that many threads. ``progress(done, seconds)`` is
-        called after each chunk of a whole count with the share of the work done (0 to 1)."""
+        with ``jobs`` > 1, on that many threads: the native count's threads claim split nodes as
+        they go, Numba's take chunks balanced by a census. ``progress(done, seconds)`` hears the
+        share of the work done (0 to 1) as a whole count goes (natively: of the split nodes begun)."""
         if self.path is None:  # an empty space (its plan is not needed to know that)
             return 0
         if threshold is None:
             jobs = jobs if chunk is None else 1
             self._compile_chunking(jobs)
-            if jobs <= 1 and chunk is None:
+            if chunk is None and self.native is not None:
+                start = time.perf_counter()
+                counts = self._count_claimed(max(jobs, 1), progress, start)
+            elif jobs <= 1 and chunk is None:
                 # split_nodes compiles before the clock starts: the long-count warning
                 # extrapolates the run alone
                 nodes = self.split_node_count()
@@ -505,7 +512,9 @@ class CompiledPlan:
         """How many split nodes there are (a walk of the levels above the split, no descents)."""
         if self.path is None:
             return 0
-        return int(self._run("split_nodes"))
+        if self._split_nodes is None:
+            self._split_nodes = int(self._run("split_nodes"))
+        return self._split_nodes
 
     def _compile_chunking(self, jobs: int) -> None:
         """Compile the count, and the census only when several threads balance their chunks (a
@@ -521,13 +530,24 @@ class CompiledPlan:
         """``chunk`` (or every split node) for one job; balanced chunks for several."""
         if jobs <= 1:
             return [_chunk(chunk)]
-        if self.native is not None:  # no census: many even chunks, taken by threads as they finish
-            nodes = self.split_node_count()
-            pieces = min(nodes, _NATIVE_CHUNKS_PER_JOB * jobs)
-            return [(nodes * i // pieces, nodes * (i + 1) // pieces if i + 1 < pieces else _WHOLE[1])
-                    for i in range(pieces)] or [_WHOLE]
         census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
         return balanced_chunks(census.iterations, _CHUNKS_PER_JOB * jobs)
+
+    def _count_claimed(self, jobs: int, progress, start: float) -> list[int]:
+        """A whole native count on ``jobs`` threads claiming split nodes as they go (uneven nodes
+        balance themselves); ``progress`` hears the share of split nodes claimed."""
+        import ctypes
+        nodes = max(self.split_node_count(), 1)
+        next_node = (ctypes.c_int64 * 1)(0)
+        count = self.native.count_claimed
+
+        def report():
+            progress(min(next_node[0] / nodes, 1.0), time.perf_counter() - start)
+        counts = _claiming(jobs, lambda _thread: count(ctypes.addressof(next_node), 0, _WHOLE[1]),
+                           next_node, report if progress is not None else None)
+        if progress is not None:
+            progress(1.0, time.perf_counter() - start)
+        return counts
 
     def _count_in_growing_chunks(self, nodes: int, progress, start: float) -> list[int]:
         """A whole count on one thread, in chunks of 1, 2, 4... of its ``nodes`` split nodes:
@@ -589,12 +609,14 @@ class CompiledPlan:
         """Every valid configuration, as a structured array with one field per iterator
         (declaration order); string values are mapped back. With ``chunk=(lo, hi)``, those below the
         split nodes lo <= i < hi: chunks partitioning the nodes concatenate to the whole, in order.
-        With ``jobs`` > 1, counted then written in balanced chunks on that many threads (same rows,
-        same order)."""
+        With ``jobs`` > 1, on that many threads (same rows, same order): natively in one pass (see
+        :meth:`_enumerate_native`), else counted then written in chunks balanced by a census."""
         import numpy as np
         if self.plan is None:
             return np.zeros(0, dtype=[(n, np.int64) for n in self.columns])
         jobs = jobs if chunk is None else 1
+        if self.native is not None:
+            return self._enumerate_native(_chunk(chunk), jobs)
         items = self.specialized.items
         strings = {name for name in self.columns if items[name].value_type == "str"}
         dtype = [(name, self._column_dtype(items[name])) for name in self.columns if name not in strings]
@@ -618,6 +640,62 @@ class CompiledPlan:
         if not strings:
             return result
         return self._structured({name: columns[name] for name in self.columns})
+
+    def _enumerate_native(self, chunk: tuple[int, int], jobs: int) -> np.ndarray:
+        """:meth:`enumerate` through the native ``fill``, in one pass: each thread claims the next
+        split node as it reaches it (uneven nodes balance themselves) and writes its rows, already
+        in the result's layout, into the thread's own buffer; the nodes' rows are then gathered in
+        walk order into one of these buffers."""
+        import ctypes
+
+        import numpy as np
+        items = self.specialized.items
+        dtype = np.dtype([(name, self._column_dtype(items[name])) for name in self.columns])
+        lo, hi = chunk
+        start = time.perf_counter()
+        nodes = max(min(hi, self.split_node_count()) - lo, 0)
+        next_node = (ctypes.c_int64 * 1)(lo)  # the next split node to claim
+        node_rows, node_owner = np.zeros(nodes, dtype=np.int64), np.zeros(nodes, dtype=np.int64)
+        fill = self.native.fill
+
+        def rows_of(thread: int) -> np.ndarray:
+            state = np.array([-1, 0], dtype=np.int64)  # the node to redo (-1: none), rows kept
+            rows = np.empty(max(self._rows_hint, 1 << 16), dtype=dtype)
+            while not fill(ctypes.addressof(next_node), lo, hi, state.ctypes.data, rows.ctypes.data, len(rows),
+                           node_rows.ctypes.data, node_owner.ctypes.data, thread):
+                grown = np.empty(4 * len(rows), dtype=dtype)  # a node did not fit: redo it
+                ctypes.memmove(grown.ctypes.data, rows.ctypes.data, int(state[1]) * dtype.itemsize)
+                rows = grown
+            return rows
+
+        buffers = _claiming(max(jobs, 1), rows_of, next_node)
+        total = int(node_rows.sum())
+        if chunk == _WHOLE:
+            self._rows_hint = total
+        owners = np.unique(node_owner[node_rows > 0])
+        # the buffer of the thread with the most rows becomes the result where it has room for
+        # them all (else a new array): the other threads' rows join it node by node from the last
+        # (memmove), each node's moving to or past where it is, above the rows still to move
+        base = max(owners, key=lambda thread: node_rows[node_owner == thread].sum(), default=0)
+        result = buffers[base]
+        if len(owners) > 1:
+            if len(result) < total:
+                result = np.empty(total, dtype=dtype)  # growing the buffer would copy it
+            source_ends = np.zeros(nodes, dtype=np.int64)
+            for thread in owners:
+                mine = node_owner == thread
+                source_ends[mine] = np.cumsum(node_rows[mine]) * dtype.itemsize + buffers[thread].ctypes.data
+            ends = np.cumsum(node_rows) * dtype.itemsize + result.ctypes.data
+            sizes = node_rows * dtype.itemsize
+            for node in np.flatnonzero(node_rows)[::-1].tolist():
+                size, target, source = int(sizes[node]), int(ends[node]), int(source_ends[node])
+                if target != source:
+                    ctypes.memmove(target - size, source - size, size)
+        result.resize(total, refcheck=False)  # drops the room left over (no copy)
+        if any(items[name].value_type == "str" for name in self.columns):
+            result = self._structured({name: result[name] for name in self.columns})  # indices mapped back
+        self.last_seconds = time.perf_counter() - start
+        return result
 
     def _structured(self, columns: dict, extra=()) -> np.ndarray:
         """One structured array: iterator fields in declaration order (strings mapped back), then
@@ -692,6 +770,25 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
         cuts[j] = min(max(cuts[j], low), n - (m - 1 - j))
     bounds = [0, *cuts, n]
     return [(bounds[j], bounds[j + 1]) for j in range(m)]
+
+
+def _claiming(jobs: int, work, next_node, progress=None) -> list:
+    """``work(thread)`` on threads 0 to ``jobs - 1``, which claim split nodes from ``next_node[0]``
+    (see :class:`.codegen.c_nest.CClaimingWriter`); their results in order. ``progress()`` is
+    called every :data:`POLL_SECONDS` while they run; Ctrl-C leaves them no node to claim (each
+    ends with its node) and raises."""
+    pool = ThreadPoolExecutor(jobs)
+    futures = [pool.submit(work, thread) for thread in range(jobs)]
+    try:
+        while concurrent.futures.wait(futures, POLL_SECONDS).not_done:
+            if progress is not None:
+                progress()
+    except KeyboardInterrupt:
+        next_node[0] = _WHOLE[1]
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return [future.result() for future in futures]
 
 
 def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:

@@ -523,8 +523,218 @@ class CNestWriter:
         self.emit("}")
 
 
+#: bytes per value in a row of ``fill``: the result's field types (runtime's int64, bool, float64)
+FIELD_SIZES = {"int": 8, "bool": 1, "float": 8, "str": 8}  # a string as its index (int64)
+
+
+def record_layout(plan: Plan) -> list[tuple[str, str, int]]:
+    """(iterator, value type, byte offset) of each field of a row written by ``fill``: the iterators
+    in declaration order (``plan.columns``), packed as NumPy packs a structured dtype."""
+    items, offset, layout = plan.specialized.items, 0, []
+    for name in plan.specialized.space.iterators:
+        kind = items[name].value_type
+        if kind not in FIELD_SIZES:
+            raise Unsupported(f"iterator {name!r} of type {kind}")
+        layout.append((name, kind, offset))
+        offset += FIELD_SIZES[kind]
+    return layout
+
+
+#: positive divisors of n, for the loops that visit only those (``CClaimingWriter._divisor_loop``)
+DIVISORS = r"""#include <string.h>
+
+#define BG_DIVISORS_LIMIT 1048576  /* |n| up to this: at most 240 divisors, found in 1024 steps */
+#define BG_DIVISORS_MAX 256
+/* The positive divisors of 1 <= n <= BG_DIVISORS_LIMIT, ascending, into out; how many. */
+static int64_t bg_divisors(int64_t n, int64_t *out) {
+    int64_t large[BG_DIVISORS_MAX], small = 0, big = 0;
+    for (int64_t d = 1; d * d <= n; d++) {
+        if (n % d == 0) {
+            out[small++] = d;
+            if (d * d != n) large[big++] = n / d;
+        }
+    }
+    while (big > 0) out[small++] = large[--big];
+    return small;
+}
+"""
+
+
+def _refs(expr: L.Expr) -> set[str]:
+    return {node.target for node in L.walk(expr) if isinstance(node, L.Ref)}
+
+
+class CClaimingWriter(CNestWriter):
+    """The nests that threads share by claiming split nodes one at a time from a shared counter
+    (atomically, in increasing order: uneven nodes balance themselves), walking the subtrees of the
+    nodes they claim: ``fill`` writes each valid configuration as a row of the result (the countable
+    tail iterated too), ``count_claimed`` counts them. Both visit, in a range loop whose iterator is
+    the denominator of the next level's solution, only the values that can pass it."""
+
+    FILL = ("int64_t fill(int64_t *_next, int64_t _lo, int64_t _hi, int64_t *_state, unsigned char *_rows, "
+            "int64_t _capacity, int64_t *_node_rows, int64_t *_node_owner, int64_t _thread)")
+    COUNT = "int64_t count_claimed(int64_t *_next, int64_t _lo, int64_t _hi)"
+
+    def reject(self) -> str:
+        return "continue;" if self.loops else "goto _done;"
+
+    def fill(self) -> list[str]:
+        layout = record_layout(self.plan)
+        self.lines = [
+            "/* Every valid configuration below split nodes _lo <= node < _hi, as rows of _rows (fields in",
+            "   declaration order, packed: int64, bool as one byte, double). The thread claims split nodes",
+            "   from *_next and writes the rows of each node it claims after the previous one's;",
+            "   _node_rows[node - _lo] gets their number and _node_owner[node - _lo] gets _thread. _state:",
+            "   the node to redo first (-1: claim one) and the rows already written. Returns 1 when no node",
+            "   is left; 0 when _capacity rows are not enough, with _state set to redo the node in progress",
+            "   (into a larger buffer holding the rows so far). */",
+            f"{self.FILL} {{"]
+        self._claiming_nest(self.plan.levels, "_state[0] >= 0 ? _state[0] : ", "_state[1]", record=True)
+        self.emit("if (_n >= _capacity) {  // no room: redo this node into a larger buffer")
+        self.emit("    _state[0] = _claim;")
+        self.emit("    _state[1] = _start;")
+        self.emit("    return 0;")
+        self.emit("}")
+        self.emit(f"_row = _rows + _n * {c_literal(sum(FIELD_SIZES[kind] for _, kind, _ in layout))};")
+        for name, kind, offset in layout:
+            if kind == "bool":
+                self.emit(f"_row[{offset}] = (unsigned char)({c_name(name)} != 0);")
+            else:
+                value = c_name(name) + ("__index" if kind == "str" else "")
+                self.emit(f"memcpy(_row + {offset}, &{value}, 8);")
+        self.emit("_n += 1;")
+        return self._finish("1", record=True)
+
+    def count_claimed(self) -> list[str]:
+        levels = self.plan.levels
+        counted = countable_tail(levels)
+        self.lines = ["/* Valid configurations below the split nodes _lo <= node < _hi this thread claims from",
+                      "   *_next (see fill). */",
+                      f"{self.COUNT} {{"]
+        self._claiming_nest(levels[:len(levels) - len(counted)], "", "0", record=False)
+        if counted:
+            size = math.prod(domain_size(level.iterator) for level in counted)
+            self.emit(f"_n += {c_literal(size)};  // the innermost loops "
+                      f"({', '.join(level.iterator.name for level in counted)}) test nothing: counted")
+        else:
+            self.emit("_n += 1;")
+        return self._finish("_n", record=False)
+
+    def _claiming_nest(self, levels, redo: str, rows_before: str, record: bool) -> None:
+        """Declarations, the first claim, and the loops of ``levels`` with the claim gate."""
+        split = split_level(self.plan)
+        self._declarations(levels)
+        for index, level in enumerate(levels):
+            if self._divides_next(index):
+                var = c_name(level.iterator.name)
+                self.emit(f"int64_t {var}__div[BG_DIVISORS_MAX], {var}__ndiv = 0, {var}__of = 0;"
+                          "  // the divisors of __of")
+        self.emit(f"int64_t _n = {rows_before};  // configurations so far")
+        self.emit("int64_t _start = _n;  // ... before the claimed node")
+        self.emit(f"int64_t _claim = {redo}__atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
+        self.emit("int64_t _node = 0;  // split nodes seen")
+        if record:
+            self.emit("unsigned char *_row;")
+        self.emit(f"if (_claim >= _hi) return {'1' if record else '0'};")
+        if split == 0:
+            self.emit(f"if (_claim > 0) return {'1' if record else '0'};  // the only split node is the root")
+            self.emit("_node = 1;")
+        for index, level in enumerate(levels):
+            self._level(level, index)
+            if index == split - 1:
+                self._claim_gate(record)
+
+    def _finish(self, result: str, record: bool) -> list[str]:
+        while self.depth > 1:
+            self.depth -= 1
+            self.emit("}")
+        self.lines.append("_done:")
+        if record:
+            self.emit("if (_claim < _node) {  // the last node claimed was walked")
+            self._record_node()
+            self.emit("}")
+        self.emit(f"return {result};")
+        self.lines.append("}")
+        return self.lines
+
+    def _record_node(self) -> None:
+        self.emit("    _node_rows[_claim - _lo] = _n - _start;")
+        self.emit("    _node_owner[_claim - _lo] = _thread;")
+
+    def _claim_gate(self, record: bool) -> None:
+        """Past the split level: once the claimed node is walked (recorded), claim the next; skip
+        the nodes before it."""
+        self.emit("// split node (SPLIT_LEVEL): walk the subtree of the node claimed, skip the others")
+        self.emit("_node += 1;")
+        self.emit("if (_node - 1 > _claim) {  // the claimed node is done: claim the next")
+        if record:
+            self._record_node()
+            self.emit("    _start = _n;")
+        self.emit("    _claim = __atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
+        self.emit(f"    if (_claim >= _hi) return {'1' if record else '_n'};")
+        self.emit("}")
+        self.emit("if (_node - 1 < _claim) continue;")
+
+    def _level(self, level, index: int) -> None:
+        if not self._divides_next(index):
+            super()._level(level, index)
+            return
+        it = level.iterator
+        self.emit(f"// loop {index}: iterator {c_comment(it.name)} ({c_comment(it.origin or '')}): "
+                  f"{c_comment(it.source_text)}")
+        self._divisor_loop(it, self.plan.levels[index + 1].solved)
+        for item in level.body:
+            self._item(item)
+
+    def _divides_next(self, index: int) -> bool:
+        """Whether level ``index`` is a range with step 1 whose iterator is the denominator of the
+        next level's solution, with a numerator computed above it: only its values dividing the
+        numerator can pass (every other value leaves no integer solution: rejected), so the loop
+        may visit just those."""
+        levels = self.plan.levels
+        if index + 1 >= len(levels) or levels[index + 1].solved is None:
+            return False
+        level, solution = levels[index], levels[index + 1].solved
+        it = level.iterator
+        return (it.function is None and level.solved is None and it.domain[0] == "range"
+                and isinstance(it.domain[3], L.Const) and it.domain[3].value == 1
+                and isinstance(solution.denominator, L.Ref) and solution.denominator.target == it.name
+                and infer_type(solution.numerator, self.items) in ("int", "bool")
+                and not _refs(solution.numerator) & {it.name, *(item.name for item in level.body)})
+
+    def _divisor_loop(self, it: Item, solution) -> None:
+        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
+        that is cheaper (the divisors are found once per numerator: it rarely changes), else all."""
+        lo, hi, _ = self._range_parts(it)
+        var = c_name(it.name)
+        num, k, end, by_divisors = (f"{var}__{part}" for part in ("num", "k", "end", "by_divisors"))
+        self.emit(f"// only divisors of the numerator pass the solved level below "
+                  f"(filter {c_comment(solution.filter.name)})")
+        self.emit(f"int64_t {num}, {k}, {end};")
+        self.assign(it, num, solution.numerator)  # raises for every value of it alike: rejected
+        self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
+        self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT && "
+                  f"({num} == {var}__of || {hi} - {lo} >= 1024 || {num} < ({hi} - {lo}) * ({hi} - {lo}));")
+        self.emit(f"if ({by_divisors}) {{")
+        self.emit(f"    if ({num} != {var}__of) {{")
+        self.emit(f"        {var}__ndiv = bg_divisors({num}, {var}__div);")
+        self.emit(f"        {var}__of = {num};")
+        self.emit("    }")
+        self.emit(f"    {k} = 0;")
+        self.emit(f"    {end} = {var}__ndiv;")
+        self.emit("} else {")
+        self.emit(f"    {k} = {lo};")
+        self.emit(f"    {end} = {hi};")
+        self.emit("}")
+        self._open(f"for (; {k} < {end}; {k}++) {{")
+        self.emit(f"{var} = {by_divisors} ? {var}__div[{k}] : {k};")
+        self.emit(f"if ({var} < {lo}) continue;")
+        self.emit(f"if ({var} >= {hi}) break;")
+
+
 def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
-    """The C source of the plan's count and split_nodes; raises :class:`Unsupported`."""
+    """The C source of the plan's count, split_nodes, fill and count_claimed; raises
+    :class:`Unsupported`."""
     spec = plan.specialized
     symbolic = symbolic or SymbolicContext(spec.items)
     header = [f"// beastgen C target of space {c_comment(spec.space.name)} on {c_comment(spec.device.key)}: "
@@ -536,4 +746,6 @@ def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> st
     writer = CNestWriter(plan, symbolic)
     count = writer.count()
     nodes = writer.split_nodes()
-    return "\n".join(header + [PRELUDE] + count + [""] + nodes) + "\n"
+    fill = CClaimingWriter(plan, symbolic).fill()
+    claimed = CClaimingWriter(plan, symbolic).count_claimed()
+    return "\n".join(header + [PRELUDE] + count + [""] + nodes + ["", DIVISORS] + fill + [""] + claimed) + "\n"
