@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
+_FIRST_BUFFER_BYTES = 256 << 20  # a native enumeration's first buffer per thread (virtual memory)
 _CENSUS_SAMPLES_PER_NODE = 8  # a rough census is enough for that, and costs little next to the work
 #: column types by value type (string values are stored as indices into their constant tuple)
 _DTYPES = {"int": "int64", "str": "int64", "float": "float64", "bool": "bool"}
@@ -660,7 +661,8 @@ class CompiledPlan:
 
         def rows_of(thread: int) -> np.ndarray:
             state = np.array([-1, 0], dtype=np.int64)  # the node to redo (-1: none), rows kept
-            rows = np.empty(max(self._rows_hint, 1 << 16), dtype=dtype)
+            # room untouched costs no memory (pages arrive as rows are written): start with plenty
+            rows = np.empty(max(self._rows_hint, _FIRST_BUFFER_BYTES // max(dtype.itemsize, 1)), dtype=dtype)
             while not fill(ctypes.addressof(next_node), lo, hi, state.ctypes.data, rows.ctypes.data, len(rows),
                            node_rows.ctypes.data, node_owner.ctypes.data, thread):
                 grown = np.empty(4 * len(rows), dtype=dtype)  # a node did not fit: redo it
