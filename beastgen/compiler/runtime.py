@@ -1,8 +1,11 @@
 """Runtime: write the generated module (only when it changed), import it, let Numba compile it
-(cached on disk), and run ``count`` / ``count_with_stats`` / ``fill``.
+(cached on disk), and run ``count`` / ``count_with_stats`` / ``fill``; where the C target prints
+the plan (:mod:`.native`), count and enumerate run its library instead.
 """
 from __future__ import annotations
 
+import concurrent.futures
+import ctypes
 import glob
 import hashlib
 import importlib.util
@@ -12,7 +15,6 @@ import re
 import sys
 import time
 import traceback
-import concurrent.futures
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -537,7 +539,6 @@ class CompiledPlan:
     def _count_claimed(self, jobs: int, progress, start: float) -> list[int]:
         """A whole native count on ``jobs`` threads claiming split nodes as they go (uneven nodes
         balance themselves); ``progress`` hears the share of split nodes claimed."""
-        import ctypes
         nodes = max(self.split_node_count(), 1)
         next_node = (ctypes.c_int64 * 1)(0)
         count = self.native.count_claimed
@@ -647,8 +648,6 @@ class CompiledPlan:
         split node as it reaches it (uneven nodes balance themselves) and writes its rows, already
         in the result's layout, into the thread's own buffer; the nodes' rows are then gathered in
         walk order into one of these buffers."""
-        import ctypes
-
         import numpy as np
         items = self.specialized.items
         dtype = np.dtype([(name, self._column_dtype(items[name])) for name in self.columns])

@@ -408,7 +408,7 @@ class CNestWriter:
             for item in [level.iterator, *level.body]:
                 if item.kind == "iterator" and item.value_type == "str":
                     self.emit(f"int64_t {c_name(item.name)}__index;  // into its listed strings")
-                elif item.kind in ("iterator", "derived"):
+                elif item.kind == "iterator" or (item.kind == "derived" and item.name in self.needed):
                     if item.value_type not in C_TYPES:
                         raise Unsupported(f"{item.kind} {item.name!r} of type {item.value_type}")
                     self.emit(f"{C_TYPES[item.value_type]} {c_name(item.name)};")
