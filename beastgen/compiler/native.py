@@ -54,18 +54,23 @@ def build_library(directory: str, space_name: str, c_source: str) -> str | None:
     source = stem + SOURCE_SUFFIX
     # per process, renamed into place: workers on one machine may compile it at once
     tmp_source, tmp = f"{stem}.{os.getpid()}{SOURCE_SUFFIX}", f"{target}.{os.getpid()}.tmp"
-    with open(tmp_source, "w", encoding="utf-8") as f:
-        f.write(c_source)
+    try:
+        with open(tmp_source, "w", encoding="utf-8") as f:
+            f.write(c_source)
+    except OSError as e:
+        print(f"beastgen: cannot write {tmp_source} ({e.strerror or e}); counting with Numba",
+              file=sys.stderr)
+        return None
     try:
         subprocess.run([compiler, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], check=True,
                        capture_output=True, text=True)
+        os.replace(tmp_source, source)
+        os.replace(tmp, target)
     except (OSError, subprocess.CalledProcessError) as e:
         detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
         print(f"beastgen: the C compiler ({compiler}) failed on {tmp_source}"
               f"{': ' + detail[0] if detail else ''}; counting with Numba", file=sys.stderr)
         return None
-    os.replace(tmp_source, source)
-    os.replace(tmp, target)
     return target
 
 
