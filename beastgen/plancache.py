@@ -129,7 +129,7 @@ class CachedPlan(CompiledPlan):
         if known is not None:
             library = os.path.join(os.path.dirname(self.write()), known["library"])
             if os.path.basename(known["library"]) == known["library"] and os.path.isfile(library):
-                if native.file_sha256(library) == known["sha256"]:
+                if _file_sha256(library) == known["sha256"]:
                     return native.load(library)
                 os.remove(library)  # changed since it was recorded: compiled again below
         nest = self._full.native
@@ -226,9 +226,8 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         if os.path.basename(module) != module or not module.endswith(".py"):
             return None
         module_path = os.path.join(directory, module)
-        with open(module_path, "rb") as f:
-            if hashlib.sha256(f.read()).hexdigest() != record["module_sha256"]:
-                return None
+        if _file_sha256(module_path) != record["module_sha256"]:
+            return None
         Target(**record["target"])  # well formed
         return CachedPlan(record, module_path, build, record_path)
     except (OSError, KeyError, TypeError):
@@ -248,10 +247,15 @@ def _write_record(record_path: str, digest: str, plan: CompiledPlan, nest=None) 
     _update_record(record_path, record)
 
 
+def _file_sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _native_entry(nest) -> dict:
     if not nest:
         return {"library": None}
-    return {"library": os.path.basename(nest.path), "sha256": native.file_sha256(nest.path)}
+    return {"library": os.path.basename(nest.path), "sha256": _file_sha256(nest.path)}
 
 
 def _update_record(record_path: str, record: dict) -> None:

@@ -74,11 +74,6 @@ def build_library(directory: str, space_name: str, c_source: str) -> str | None:
     return target
 
 
-def file_sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 class NativeNest:
     """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures, and
     its ``fill`` and ``count_claimed``, which threads share by claiming split nodes (see

@@ -244,7 +244,7 @@ class CompiledPlan:
         from .codegen.c_nest import Unsupported, generate_c_module
 
         try:
-            return generate_c_module(self.plan, getattr(self, "_symbolic", None))
+            return generate_c_module(self.plan, self._symbolic)
         except Unsupported:
             return None
 

@@ -502,7 +502,7 @@ class _Folder(ExpressionFolder):
                 f"iterator '{var.name}' ({var.origin}) yields nothing for these settings")
             return
         check_compilable(node, info)
-        if self._inline_single_return(var, node, params):
+        if self._inline_as_expression(var, node, params):
             return
         form = _function_form(var.kind, node, info)
         fn = SpaceFunction(info, node, params, form, _may_raise(node))
@@ -521,7 +521,7 @@ class _Folder(ExpressionFolder):
                                     positive=form == "range" and _ranges_start_positive(node),
                                     unit_step=form == "range" and _ranges_unit_step(node))
 
-    def _inline_single_return(self, var: Variable, node: ast.FunctionDef, params: list[str]) -> bool:
+    def _inline_as_expression(self, var: Variable, node: ast.FunctionDef, params: list[str]) -> bool:
         """A function that (after folding) is one ``return <expression>`` becomes an expression
         item (an iterator returning ``range(...)`` a range domain): no helper to compile, and the
         planner, sympy and the C target see through it. So does a derived value or filter whose

@@ -26,7 +26,7 @@ import numpy as np
 from ..compiler.runtime import Estimate, Stats, balanced_chunks, compile_space
 from ..errors import BeastError
 from ..loading import load
-from ..output import AtomicOutput
+from ..output import AtomicOutput, write_parquet
 from ..version import __version__
 from .cluster import import_distributed, raise_worker_error, worker_count
 from .shipping import SpaceFiles, check_same_enumerator, importable_beside, worker_generated_dir
@@ -128,18 +128,16 @@ def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str, token
     renamed) when this worker sees the driver's output directory (it holds the driver's ``token``
     file); else the Parquet bytes go back to the driver, which writes them. (rows, seconds of the
     enumeration, the bytes or None)."""
-    import pandas as pd  # optional (beastgen[data]), checked by enumerate_to_parquet
-
     plan = worker_plan(recipe)
     configs = plan.enumerate(chunk=chunk)
     seconds = plan.last_seconds
     directory, name = os.path.split(path)
     if not os.path.exists(os.path.join(directory, token)):
         buffer = io.BytesIO()
-        pd.DataFrame(configs).to_parquet(buffer, index=False)
+        write_parquet(buffer, configs)
         return len(configs), seconds, buffer.getvalue()
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    pd.DataFrame(configs).to_parquet(tmp, index=False)
+    write_parquet(tmp, configs)
     os.replace(tmp, path)
     return len(configs), seconds, None
 
@@ -317,19 +315,16 @@ def enumerate_to_parquet(plan, client, directory: str, n_chunks: int | None = No
     """Every valid configuration of ``plan``, written by the workers as the partitioned Parquet
     dataset ``directory/part-00000.parquet, ...``: the parts in order hold the rows of the local
     ``enumerate()`` in its order. ``_beastgen.json`` records the space, the parts and their rows."""
-    try:  # optional (beastgen[data]): only Parquet output needs them
-        import pandas  # noqa: F401
-        import pyarrow  # noqa: F401
+    try:  # optional (beastgen[data]): only Parquet output needs it
+        import pyarrow.parquet  # noqa: F401
     except ImportError:
-        raise BeastError("writing .parquet needs pandas and pyarrow: pip install 'beastgen[data]'") from None
+        raise BeastError("writing .parquet needs pyarrow: pip install 'beastgen[data]'") from None
     start = time.perf_counter()
     prepare_directory(directory)
     directory = os.path.abspath(directory)
     recipe = PlanRecipe.of(plan) if plan.plan is not None else None
     if recipe is None:  # empty space: one empty part with the right columns
-        import pandas as pd  # checked above
-        pd.DataFrame(plan.enumerate()).to_parquet(os.path.join(directory, PART_NAME.format(0)),
-                                                  index=False)
+        write_parquet(os.path.join(directory, PART_NAME.format(0)), plan.enumerate())
         run = ChunkedRun(0, [], [], [0], [0.0], time.perf_counter() - start, 0.0, 0)
     else:
         workers, chunks, census, census_seconds = _prepare(plan, client, n_chunks, samples_per_node)

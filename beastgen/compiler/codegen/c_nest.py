@@ -21,7 +21,7 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..plan import Plan
 from ..specialize import Item, infer_type
-from .nest import PythonPowers, constant_values, countable_tail, domain_size, risky_nodes, split_level
+from .nest import PythonPowers, constant_values, countable_tail, domain_size, split_level
 
 
 class Unsupported(Exception):
@@ -324,21 +324,24 @@ class CNestWriter:
         self.lines: list[str] = []
         self.depth = 1
         self.loops = 0
-        self.needed = needed_items(plan, lambda item: self.expression(item, item.expr)[1])
+        # every derived expression, printed once: needed_items asks which may fail, _item uses them
+        self.derived = {name: self.expression(item.expr) for name, item in self.items.items()
+                        if item.kind == "derived" and item.function is None}
+        self.needed = needed_items(plan, lambda item: self.derived[item.name][1])
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
-    def expression(self, item: Item, expr: L.Expr) -> tuple[str, bool]:
+    def expression(self, expr: L.Expr) -> tuple[str, bool]:
         """C source for ``expr`` and whether it can fail (set ``_err``)."""
         printer = CExpression(self.items, self.symbolic)
-        expr = self.python_powers(expr)
-        source = printer.source(expr)
-        risky = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
-        return source, printer.may_fail or risky
+        source = printer.source(self.python_powers(expr))
+        return source, printer.may_fail
 
-    def assign(self, item: Item, target: str, expr: L.Expr) -> None:
-        source, may_fail = self.expression(item, expr)
+    def assign(self, target: str, expr: L.Expr) -> None:
+        self._store(target, *self.expression(expr))
+
+    def _store(self, target: str, source: str, may_fail: bool) -> None:
         self.emit(f"{target} = {source};")
         if may_fail:
             self.reject_if("_err", "raised (division by zero or similar): rejected", reset=True)
@@ -374,13 +377,17 @@ class CNestWriter:
                 self.emit("_node += 1;")
                 self.emit(f"if (_node <= _lo) {self.reject()}")
                 self.emit("if (_node > _hi) return _n;")
+        self._count_leaf(counted)
+        return self._close()
+
+    def _count_leaf(self, counted) -> None:
+        """Count the configurations reached: the product of the ``counted`` innermost domains."""
         if counted:
             size = math.prod(domain_size(level.iterator) for level in counted)
             self.emit(f"_n += {c_literal(size)};  // the innermost loops "
                       f"({', '.join(level.iterator.name for level in counted)}) test nothing: counted")
         else:
             self.emit("_n += 1;")
-        return self._close()
 
     def split_nodes(self) -> list[str]:
         split = split_level(self.plan)
@@ -435,7 +442,7 @@ class CNestWriter:
             if infer_type(part, self.items) not in ("int", "bool"):
                 raise Unsupported(f"range of {it.name!r} has a non-integer part")
             self.emit(f"int64_t {name};")
-            self.assign(it, name, part)
+            self.assign(name, part)
         return names
 
     def _range(self, it: Item) -> None:
@@ -465,7 +472,7 @@ class CNestWriter:
         else:
             self.emit(f"{C_TYPES[kind]} {var}__values[{len(parts)}];")
             for position, part in enumerate(parts):
-                self.assign(it, f"{var}__values[{position}]", part)
+                self.assign(f"{var}__values[{position}]", part)
         self._open(f"for (int64_t {var}__i = 0; {var}__i < {len(parts)}; {var}__i++) {{")
         self.emit(f"{var} = {var}__values[{var}__i];")
 
@@ -481,8 +488,8 @@ class CNestWriter:
                 raise Unsupported(f"the solution for {it.name!r} is not an integer")
         numerator, denominator = f"{var}__num", f"{var}__den"
         self.emit(f"int64_t {numerator}, {denominator};")
-        self.assign(item, numerator, solution.numerator)
-        self.assign(item, denominator, solution.denominator)
+        self.assign(numerator, solution.numerator)
+        self.assign(denominator, solution.denominator)
         self.reject_if(f"bg_mod_nz({numerator}, {denominator}) != 0", "no integer solution")
         self.emit(f"{var} = bg_floordiv_nz({numerator}, {denominator});  // the denominator: proven never zero")
         inside = f"{lo} <= {var} && {var} < {hi}"
@@ -502,18 +509,14 @@ class CNestWriter:
             return
         if item.function is not None:
             raise Unsupported(f"{item.kind} {item.name!r} is a space function")
+        if item.kind == "derived" and item.name not in self.needed:
+            return  # read by bound terms alone, and it cannot raise
         self.emit(f"// {item.kind} {c_comment(item.name)} ({c_comment(item.origin or '')}): "
                   f"{'rejects when ' if item.kind == 'filter' else ''}{c_comment(item.source_text)}")
         if item.kind == "derived":
-            if item.name not in self.needed:
-                self.lines.pop()  # its comment: read by bound terms alone, and it cannot raise
-                return
-            source, may_fail = self.expression(item, item.expr)
-            self.emit(f"{c_name(item.name)} = {source};")
-            if may_fail:
-                self.reject_if("_err", "raised (division by zero or similar): rejected", reset=True)
+            self._store(c_name(item.name), *self.derived[item.name])
             return
-        source, may_fail = self.expression(item, item.expr)
+        source, may_fail = self.expression(item.expr)
         if may_fail:
             self.emit(f"if (({source}) || _err) {{")
             self.emit("    _err = 0;")
@@ -612,12 +615,7 @@ class CClaimingWriter(CNestWriter):
                       "   *_next (see fill). */",
                       f"{self.COUNT} {{"]
         self._claiming_nest(levels[:len(levels) - len(counted)], "", "0", record=False)
-        if counted:
-            size = math.prod(domain_size(level.iterator) for level in counted)
-            self.emit(f"_n += {c_literal(size)};  // the innermost loops "
-                      f"({', '.join(level.iterator.name for level in counted)}) test nothing: counted")
-        else:
-            self.emit("_n += 1;")
+        self._count_leaf(counted)
         return self._finish("_n", record=False)
 
     def _claiming_nest(self, levels, redo: str, rows_before: str, record: bool) -> None:
@@ -711,7 +709,7 @@ class CClaimingWriter(CNestWriter):
         self.emit(f"// only divisors of the numerator pass the solved level below "
                   f"(filter {c_comment(solution.filter.name)})")
         self.emit(f"int64_t {num}, {k}, {end};")
-        self.assign(it, num, solution.numerator)  # raises for every value of it alike: rejected
+        self.assign(num, solution.numerator)  # raises for every value of it alike: rejected
         self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
         self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT && "
                   f"({num} == {var}__of || {hi} - {lo} >= 1024 || {num} < ({hi} - {lo}) * ({hi} - {lo}));")
