@@ -10,6 +10,7 @@ import sys
 
 from . import __version__
 from .errors import BeastError
+from .interrupt import Terminated, sigterm_as_interrupt
 
 #: subcommand -> its module in ``beastgen.commands``
 COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate": "estimate",
@@ -216,15 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(_set_before_positionals(sys.argv[1:] if argv is None else argv))
     try:
-        return command_module(args).run(args)
+        with sigterm_as_interrupt():
+            return command_module(args).run(args)
     except BeastError as e:
         print(f"beastgen: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("beastgen: interrupted (Ctrl-C)", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, Terminated)
+        print(f"beastgen: {'terminated (SIGTERM)' if terminated else 'interrupted (Ctrl-C)'}",
+              file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(130)  # now: compiled work may still run in a thread that cannot be stopped
+        os._exit(143 if terminated else 130)  # now: compiled work may still run in a thread
 
 
 def command_module(args):

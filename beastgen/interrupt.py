@@ -6,10 +6,15 @@ for an hour in the main thread ignores Ctrl-C for an hour. The generated nests r
 slices: Ctrl-C raises ``KeyboardInterrupt`` in the main thread within :data:`POLL_SECONDS`. The
 worker thread cannot be stopped inside compiled code; it is a daemon thread, and the command line
 exits at once (``beastgen.cli.main``). Chunks not started yet are cancelled.
+
+SIGTERM is handled the same way (:class:`Terminated`, a ``KeyboardInterrupt``), so that temporary
+files (:class:`beastgen.output.AtomicOutput`, a C compile's) are removed on the way out.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import signal
 import threading
 
 POLL_SECONDS = 0.1
@@ -51,3 +56,26 @@ def wait_interruptibly(futures, on_done=None) -> None:
         for future in pending:
             future.cancel()
         raise
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (where SIGTERM had
+    its default action, which would end the process with no clean-up)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

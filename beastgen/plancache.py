@@ -24,7 +24,7 @@ from .compiler.runtime import (
     write_if_changed,
 )
 from .devices import DeviceProfile, load_profile
-from .trust import check_generated_directory
+from .trust import check_generated_directory, trusted_file
 from .version import __version__
 
 RECORD_SUFFIX = ".plan.json"
@@ -128,11 +128,10 @@ class CachedPlan(CompiledPlan):
             return None  # the C target does not print this plan, or there was no C compiler
         if known is not None:
             library = os.path.join(os.path.dirname(self.write()), known["library"])
-            if os.path.basename(known["library"]) == known["library"] and os.path.isfile(library):
-                if _file_sha256(library) == known["sha256"]:
-                    return native.load(library)
-                os.remove(library)  # changed since it was recorded: compiled again below
-        nest = self._full.native
+            if (os.path.basename(known["library"]) == known["library"] and trusted_file(library)
+                    and native.library_digest(library) == known["sha256"]):
+                return native.load(library, known["sha256"])
+        nest = self._full.native  # compiled again where it changed since it was recorded
         self._record["native"] = _native_entry(nest)
         _update_record(self._record_path, self._record)
         return nest
@@ -212,6 +211,8 @@ def _space_name(shown: str) -> str:
 
 def _read_record(record_path: str, digest: str, directory: str, build) -> CachedPlan | None:
     """The cached plan the record describes, or None when there is none or it no longer holds."""
+    if not trusted_file(record_path):  # a record someone else could have written is no record
+        return None
     try:
         with open(record_path, encoding="utf-8") as f:
             record = json.load(f)
@@ -226,7 +227,7 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         if os.path.basename(module) != module or not module.endswith(".py"):
             return None
         module_path = os.path.join(directory, module)
-        if _file_sha256(module_path) != record["module_sha256"]:
+        if not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]:
             return None
         Target(**record["target"])  # well formed
         return CachedPlan(record, module_path, build, record_path)
@@ -255,7 +256,7 @@ def _file_sha256(path: str) -> str:
 def _native_entry(nest) -> dict:
     if not nest:
         return {"library": None}
-    return {"library": os.path.basename(nest.path), "sha256": _file_sha256(nest.path)}
+    return {"library": os.path.basename(nest.path), "sha256": nest.sha256}
 
 
 def _update_record(record_path: str, record: dict) -> None:

@@ -1,5 +1,12 @@
-"""Whether a generated directory may be trusted: its modules are imported and Numba's cache under
-it holds pickles that are loaded, so anyone who can write there can run code as you."""
+"""Whether a generated directory, and a file in it, may be trusted: its modules are imported, its C
+libraries loaded and Numba's cache under it holds pickles, so anyone who can put a file there (or
+replace the directory) can run code as you.
+
+A trusted directory belongs to you (or root) and no one else may write into it, sticky bit or
+not: in a sticky world-writable directory such as ``/tmp`` another user cannot replace your files,
+but can create one under the name beastgen is about to load. Each directory above it belongs to
+you or root and is not writable by others unless it is sticky (others cannot then rename yours).
+"""
 from __future__ import annotations
 
 import os
@@ -7,20 +14,85 @@ import stat
 
 from .errors import BeastError
 
+GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
+_FIX = (f"set {GENERATED_DIR_ENV} (or --generated-dir) to a private directory of yours "
+        "(chmod go-w)")
+
 
 def check_generated_directory(directory: str) -> None:
-    """Refuse a generated directory (or its ``__pycache__``, Numba's cache) that another user owns
-    or that everyone may write to (without the sticky bit, a file there can be replaced)."""
-    for path in (directory, os.path.join(directory, "__pycache__")):
+    """Refuse (one :class:`BeastError`) a generated directory, its ``__pycache__`` (Numba's cache)
+    or ``$NUMBA_CACHE_DIR`` that another user could write into, or a directory above one of them
+    through which another user could replace it."""
+    places = [directory, os.path.join(directory, "__pycache__")]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        places.append(os.environ["NUMBA_CACHE_DIR"])
+    for place in places:
         try:
-            info = os.stat(path)
+            info = os.stat(place)
         except OSError:
-            continue  # not there yet: it will be created with this user's umask
-        if info.st_uid not in (os.getuid(), 0):
-            raise BeastError("the generated directory belongs to another user, who could make "
-                             "beastgen run any code as you (its modules and Numba's cache are "
-                             "loaded); use your own with --generated-dir", path)
-        if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
-            raise BeastError("everyone may write into the generated directory, so anyone could "
-                             "make beastgen run any code as you (its modules and Numba's cache are "
-                             f"loaded); chmod o-w {path} or use another with --generated-dir", path)
+            continue  # not there yet: created private by beastgen (see private_directory)
+        problem = _writable_by_others(info, allow_sticky=False)
+        if problem:
+            raise BeastError(f"the generated directory {problem}, so another user could make "
+                             f"beastgen load a module or library of theirs as you; {_FIX}", place)
+        _check_ancestors(place)
+
+
+def _check_ancestors(place: str) -> None:
+    """Every directory above ``place``, as written (symbolic links included) and as resolved."""
+    absolute = os.path.abspath(place)
+    for path in (absolute, os.path.realpath(absolute)):
+        parent = os.path.dirname(path)
+        while True:
+            try:
+                info = os.lstat(parent)
+            except OSError:
+                break
+            problem = _writable_by_others(info, allow_sticky=True)
+            if problem:
+                raise BeastError(f"a directory above the generated directory ({parent}) {problem}, "
+                                 f"so another user could replace it; {_FIX}", place)
+            if parent == os.path.dirname(parent):
+                break
+            parent = os.path.dirname(parent)
+
+
+def _writable_by_others(info: os.stat_result, allow_sticky: bool) -> str | None:
+    """Why another user could change what is in a directory (or a file, or a symbolic link), or None."""
+    if info.st_uid not in (os.getuid(), 0):
+        return f"belongs to another user (uid {info.st_uid})"
+    if stat.S_ISLNK(info.st_mode):
+        return None  # a link's own mode means nothing; its owner and directory are checked
+    if allow_sticky and info.st_mode & stat.S_ISVTX:
+        return None
+    if info.st_mode & stat.S_IWOTH:
+        return "is writable by everyone" + (" (the sticky bit does not help: anyone may create "
+                                             "the file names beastgen loads)"
+                                             if info.st_mode & stat.S_ISVTX else "")
+    if info.st_mode & stat.S_IWGRP:
+        return "is writable by its group"
+    return None
+
+
+def trusted_file(path: str) -> bool:
+    """Whether ``path`` is a regular file of yours (or root's) that no one else may write (the
+    directory holding it was checked by :func:`check_generated_directory`)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and _writable_by_others(info, allow_sticky=False) is None
+
+
+def private_directory(directory: str) -> None:
+    """Create ``directory`` (and what is missing above it) writable by you alone, whatever the umask."""
+    missing = []
+    path = os.path.abspath(directory)
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for path in [*reversed(missing), os.path.join(directory, "__pycache__")]:
+        try:
+            os.mkdir(path, 0o700 if path.endswith("__pycache__") else 0o755)
+        except FileExistsError:
+            pass

@@ -3,7 +3,9 @@ compiler into a shared library beside the generated module, and called through c
 releases the GIL, so threads share the work as the Numba nest's do).
 
 The library's file name holds the sha256 of its C source, so a changed plan never loads a stale
-library; the plan cache records the library's own sha256, checked before it is loaded. Where no C
+library; its own sha256 is recorded beside it (``<library>.sha256``, written by the build) and in
+the plan cache, and checked before the library is loaded: a file under that name that was not
+built here, or was damaged since, is compiled again, never loaded. Where no C
 compiler is found (``$CC``, ``cc``, ``gcc``, ``clang``), the plan is one the C target does not print,
 or ``BEASTGEN_NATIVE=0``, counting and enumerating go through Numba as before.
 """
@@ -16,10 +18,12 @@ import shutil
 import subprocess
 import sys
 
+from ..trust import trusted_file
+
 NATIVE_ENV = "BEASTGEN_NATIVE"
 #: -fwrapv: 64-bit integers wrap as Numba's do; no -ffast-math (NaN and infinities must follow IEEE)
 C_FLAGS = ["-O2", "-fwrapv", "-shared", "-fPIC"]
-SOURCE_SUFFIX, LIBRARY_SUFFIX = ".c", ".so"
+SOURCE_SUFFIX, LIBRARY_SUFFIX, DIGEST_SUFFIX = ".c", ".so", ".sha256"
 FUNCTIONS = ("count", "split_nodes")
 
 
@@ -41,37 +45,85 @@ def library_path(directory: str, space_name: str, c_source: str) -> str:
     return os.path.join(directory, f"{space_name}__c{digest}{LIBRARY_SUFFIX}")
 
 
-def build_library(directory: str, space_name: str, c_source: str) -> str | None:
-    """The compiled library of ``c_source`` (compiled unless already there), its source beside it;
-    None when there is no C compiler, or it fails (said on stderr: counting goes on with Numba)."""
+def library_digest(path: str) -> str | None:
+    """The sha256 of the file at ``path``; None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def recorded_digest(target: str) -> str | None:
+    """The sha256 that this user recorded beside ``target`` when building it (``<target>.sha256``),
+    when the library still matches it; None otherwise (not built here, changed, truncated)."""
+    record = target + DIGEST_SUFFIX
+    if not (trusted_file(record) and trusted_file(target)):
+        return None
+    try:
+        with open(record, encoding="ascii") as f:
+            recorded = f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return recorded if library_digest(target) == recorded else None
+
+
+def build_library(directory: str, space_name: str, c_source: str) -> tuple[str, str] | None:
+    """The compiled library of ``c_source`` and its sha256: the one already there when its recorded
+    sha256 matches, else compiled afresh (a file under that name that this user did not build, or
+    that changed since, is replaced unread); None when there is no C compiler, or it fails (said on
+    stderr: counting goes on with Numba)."""
     target = library_path(directory, space_name, c_source)
-    if os.path.exists(target):
-        return target
+    known = recorded_digest(target)
+    if known is not None:
+        return target, known
     compiler = c_compiler()
     if compiler is None:
         return None
     stem = os.path.splitext(target)[0]
-    source = stem + SOURCE_SUFFIX
     # per process, renamed into place: workers on one machine may compile it at once
     tmp_source, tmp = f"{stem}.{os.getpid()}{SOURCE_SUFFIX}", f"{target}.{os.getpid()}.tmp"
+    tmp_digest = f"{target}.{os.getpid()}{DIGEST_SUFFIX}.tmp"
     try:
-        with open(tmp_source, "w", encoding="utf-8") as f:
-            f.write(c_source)
+        _write_private(tmp_source, c_source)
     except OSError as e:
+        _remove(tmp_source)
         print(f"beastgen: cannot write {tmp_source} ({e.strerror or e}); counting with Numba",
               file=sys.stderr)
         return None
     try:
         subprocess.run([compiler, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], check=True,
                        capture_output=True, text=True)
-        os.replace(tmp_source, source)
+        os.chmod(tmp, 0o755)
+        digest = library_digest(tmp)
+        _write_private(tmp_digest, digest + "\n")
+        os.replace(tmp_source, stem + SOURCE_SUFFIX)
         os.replace(tmp, target)
+        os.replace(tmp_digest, target + DIGEST_SUFFIX)
     except (OSError, subprocess.CalledProcessError) as e:
-        detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
+        detail = (getattr(e, "stderr", "") or getattr(e, "strerror", "") or str(e)).strip().splitlines()
         print(f"beastgen: the C compiler ({compiler}) failed on {tmp_source}"
               f"{': ' + detail[0] if detail else ''}; counting with Numba", file=sys.stderr)
         return None
-    return target
+    finally:  # an error or SIGTERM (see beastgen.interrupt) leaves no temporary file
+        for path in (tmp_source, tmp, tmp_digest):
+            _remove(path)
+    return target, digest
+
+
+def _write_private(path: str, text: str) -> None:
+    """A new file ``path`` holding ``text``, writable by this user alone."""
+    _remove(path)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w",
+                   encoding="utf-8") as f:
+        f.write(text)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 class NativeNest:
@@ -79,8 +131,8 @@ class NativeNest:
     its ``fill`` and ``count_claimed``, which threads share by claiming split nodes (see
     :class:`beastgen.compiler.codegen.c_nest.CClaimingWriter`)."""
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, path: str, sha256: str):
+        self.path, self.sha256 = path, sha256
         library = ctypes.CDLL(os.path.abspath(path))
         self.count = library.count
         self.count.argtypes = [ctypes.c_int64, ctypes.c_int64]
@@ -106,10 +158,15 @@ class NativeNest:
         return {"count": self.count, "split_nodes": self.split_nodes}[name]
 
 
-def load(path: str) -> NativeNest | None:
-    """The library at ``path``; None (said on stderr: counting goes on with Numba) when it does not load."""
+def load(path: str, sha256: str) -> NativeNest | None:
+    """The library at ``path``, once its content is checked to be ``sha256`` (before it is mapped:
+    a damaged library is never loaded); None (said on stderr: counting goes on with Numba) when it
+    does not match or does not load."""
+    if library_digest(path) != sha256:
+        print(f"beastgen: {path} changed since it was built; counting with Numba", file=sys.stderr)
+        return None
     try:
-        return NativeNest(path)
+        return NativeNest(path, sha256)
     except (OSError, AttributeError) as e:
         print(f"beastgen: cannot load {path} ({e}); counting with Numba", file=sys.stderr)
         return None

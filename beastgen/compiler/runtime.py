@@ -5,6 +5,7 @@ the plan (:mod:`.native`), count and enumerate run its library instead.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import ctypes
 import glob
 import hashlib
@@ -24,7 +25,7 @@ from ..bounds import Comparison, LevelCuts, Threshold
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import POLL_SECONDS, call_interruptibly, wait_interruptibly
-from ..trust import check_generated_directory
+from ..trust import GENERATED_DIR_ENV, check_generated_directory, private_directory, trusted_file
 from . import native
 from .native import NativeNest
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from .plan import Plan
     from .specialize import Specialized
 
-GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
 _FIRST_BUFFER_BYTES = 256 << 20  # a native enumeration's first buffer per thread (virtual memory)
@@ -64,18 +64,29 @@ def file_name_part(text: str) -> str:
 
 
 def write_if_changed(path: str, source: str) -> bool:
-    """Write ``source`` unless the file already holds it (keeps Numba's cache valid). True if written."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == source:
-                return False
-    except OSError:
-        pass
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """Write ``source`` unless the file already holds it (keeps Numba's cache valid) and is one of
+    yours no one else may write. True if written: whole (through a temporary file, removed when the
+    write fails) and writable by you alone; its directory created private where missing."""
+    if trusted_file(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read() == source:
+                    return False
+        except (OSError, UnicodeDecodeError):
+            pass
+    private_directory(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(source)
-    os.replace(tmp, path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # left by a killed process of the same pid: its mode is not ours to trust
+    try:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w",
+                       encoding="utf-8") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return True
 
 
@@ -234,10 +245,10 @@ class CompiledPlan:
             return None
         source = self.native_source()
         self.write()
-        library = (native.build_library(os.path.dirname(self.path),
-                                        file_name_part(self.specialized.space.name), source)
-                   if source is not None else None)
-        return native.load(library) if library else None
+        built = (native.build_library(os.path.dirname(self.path),
+                                      file_name_part(self.specialized.space.name), source)
+                 if source is not None else None)
+        return native.load(*built) if built else None
 
     def native_source(self) -> str | None:
         """The plan's count as C (:mod:`.codegen.c_nest`); None when the C target cannot print it."""

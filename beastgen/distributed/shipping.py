@@ -16,7 +16,7 @@ from ..compiler.runtime import GENERATED_DIR_ENV
 from ..errors import BeastError
 from ..output import AtomicOutput
 from ..harness.tune import default_generated_dir
-from ..trust import check_generated_directory
+from ..trust import check_generated_directory, private_directory
 from ..version import __version__
 
 #: the most a space's shipped files may hold (they travel with every recipe)
@@ -70,6 +70,7 @@ class SpaceFiles:
         check_generated_directory(worker_generated_dir())
         check_generated_directory(root)
         directory = os.path.join(root, self.digest[:24])
+        private_directory(directory)
         for relative, text in self.files:
             path = os.path.join(directory, relative)
             try:
