@@ -596,8 +596,109 @@ def test_foreign_or_damaged_results_store_is_one_error(tmp_path):
         Store(str(damaged))
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"not a database at all" * 100)
-    with pytest.raises(BeastError, match="cannot open the results store"):
+    with pytest.raises(BeastError, match=r"not a beastgen results store \(not an SQLite database\)"):
         Store(str(garbage))
+
+
+def _sha256s(directory):
+    import hashlib
+
+    return {name: hashlib.sha256((directory / name).read_bytes()).hexdigest()
+            for name in sorted(os.listdir(directory)) if not name.endswith(".lock")}
+
+
+@pytest.mark.parametrize("schema", [
+    "CREATE TABLE results (id INTEGER, name TEXT)",
+    "CREATE TABLE notes (text TEXT)",
+    "CREATE TABLE runs (run TEXT); CREATE TABLE results (run TEXT)",
+])
+def test_a_foreign_database_is_refused_unchanged(tmp_path, schema):
+    """Refused before anything changes: no WAL switch, no table added, byte-identical."""
+    import sqlite3
+    from beastgen.errors import BeastError
+    from beastgen.harness.store import Store
+
+    db = sqlite3.connect(tmp_path / "other.db")
+    db.executescript(schema + "; PRAGMA user_version = 7;")
+    db.close()
+    before = _sha256s(tmp_path)
+    with pytest.raises(BeastError) as e:
+        Store(str(tmp_path / "other.db"))
+    assert "other.db: not a beastgen results store" in str(e.value) and "\n" not in str(e.value)
+    after = _sha256s(tmp_path)
+    assert {name: after[name] for name in before} == before
+    assert not [name for name in after if name.startswith("other.db-")]  # no WAL, no journal
+
+
+def test_a_symbolic_link_to_a_store_is_the_store(tmp_path):
+    import sys
+    from beastgen.errors import BeastError
+    from beastgen.harness.store import Store
+
+    path = str(tmp_path / "run.db")
+    os.symlink(path, tmp_path / "link.db")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    holder = subprocess.Popen([sys.executable, "-c", "import time\n"
+                               "from beastgen.harness.store import Store\n"
+                               f"s = Store({path!r}); print('open', flush=True); time.sleep(30)"],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(BeastError, match=r"link.db: the results store is in use"):
+            Store(str(tmp_path / "link.db"))
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("column, value, problem", [
+    ("config", "{not json", "unreadable JSON"),
+    ("config", "[1, 2]", "not a JSON object"),
+    ("time", "'fast'", "the time is 'fast'"),
+    ("times", "'[1, \"a\"]'", "the times are not a list of numbers"),
+    ("status", "X'01'", "the status is b'\\x01'"),
+])
+def test_a_damaged_store_row_is_one_error(tmp_path, column, value, problem):
+    import sqlite3
+    from beastgen.errors import BeastError
+    from beastgen.harness.store import Store, read_run
+
+    path = str(tmp_path / "run.db")
+    store = Store(path)
+    store.open_run("r", space="s")
+    store.record("r", "k", {"x": 1}, "ok", 1.0, [1.0, 2.0], 0.5)
+    store.close()
+    db = sqlite3.connect(path)
+    if column == "config":
+        db.execute("UPDATE results SET config = ?", (value,))
+    else:
+        db.execute(f"UPDATE results SET {column} = {value}")
+    db.commit()
+    db.close()
+    for read in [lambda: Store(path).results("r"), lambda: read_run(path)]:
+        with pytest.raises(BeastError, match="damaged row") as e:
+            read()
+        assert problem in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_full_store_is_one_error_and_keeps_its_rows(tmp_path):
+    """SQLite's 'database or disk is full' (here a page limit: the same SQLITE_FULL as a full
+    disk) is one line; every row written before it is still there."""
+    from beastgen.errors import BeastError
+    from beastgen.harness.store import Store, read_run
+
+    path = str(tmp_path / "run.db")
+    store = Store(path)
+    store.open_run("r", space="s")
+    store.db.execute(f"PRAGMA max_page_count = {store.db.execute('PRAGMA page_count').fetchone()[0] + 1}")
+    written = 0
+    with pytest.raises(BeastError, match="cannot write the results store: database or disk is full; "
+                                         "the results recorded so far are kept"):
+        for i in range(10000):
+            store.record("r", str(i), {"x": i, "pad": "x" * 200}, "ok", 1.0)
+            written += 1
+    store.close()
+    assert 0 < written == len(read_run(path)[1])
 
 
 @pytest.mark.parametrize("text, message", [

@@ -6,6 +6,7 @@ at a time holds a store (``PATH.lock``): a second ``tune`` on it is refused with
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import math
@@ -30,11 +31,14 @@ CREATE TABLE IF NOT EXISTS results (
 
 _RESULT_COLUMNS = ["run", "config_key", "config", "status", "time", "times", "bound", "bottleneck",
                    "message", "recorded"]
+_RUN_COLUMNS = ["run", "space", "device", "backend", "strategy", "settings", "created"]
+_SQLITE_MAGIC = b"SQLite format 3\0"
 
 
-def _lock_exclusively(path: str):
-    """Hold ``PATH.lock`` for as long as the store is open: a second ``tune`` on the same results
-    store would measure everything the first one does, so it is refused with a clear message."""
+def _lock_exclusively(path: str, shown: str):
+    """Hold ``PATH.lock`` (``path`` resolved: a symbolic link to a store locks the store itself)
+    for as long as the store is open: a second ``tune`` on the same results store would measure
+    everything the first one does, so it is refused with a clear message."""
     lock_path = f"{path}.lock"
     try:
         handle = open(lock_path, "a+", encoding="utf-8")
@@ -47,12 +51,52 @@ def _lock_exclusively(path: str):
         holder = handle.read().strip() or "another process"
         handle.close()
         raise BeastError(f"the results store is in use by another beastgen tune ({holder}); wait "
-                         "for it to finish, or give another file with --results", path) from None
+                         "for it to finish, or give another file with --results", shown) from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
     handle.flush()
     return handle
+
+
+def check_is_store(path: str, shown: str) -> None:
+    """Refuse (one :class:`BeastError`) an existing file that is not a beastgen results store or
+    is damaged, reading it only: a refused file is left as it was. A new or empty file passes."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise BeastError(f"cannot read the results store: {e.strerror or e}", shown) from None
+    if not head:
+        return
+    if head != _SQLITE_MAGIC:
+        raise BeastError("not a beastgen results store (not an SQLite database); give another "
+                         "file with --results", shown)
+    try:
+        db = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
+        try:
+            tables = {name: [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
+                      for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            check = db.execute("PRAGMA quick_check").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise BeastError(f"cannot open the results store: {e}", shown) from None
+    if tables and tables != {"runs": _RUN_COLUMNS, "results": _RESULT_COLUMNS}:
+        raise BeastError(f"not a beastgen results store (it holds the tables "
+                         f"{', '.join(sorted(tables))}, not runs and results with beastgen's "
+                         f"columns); give another file with --results", shown)
+    if check != "ok":
+        raise BeastError(f"the results store is damaged ({check}); give another file with "
+                         "--results", shown)
+
+
+def _uri_path(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(os.path.abspath(path))
 
 
 def config_key(config: dict) -> str:
@@ -64,48 +108,58 @@ def _plain(value):
 
 
 class Store:
+    """The results store at ``path``: refused before anything in it changes when it is another
+    SQLite database or damaged; held by one process at a time."""
+
     def __init__(self, path: str):
         self.path = path
-        self._lock = _lock_exclusively(path)
+        real = os.path.realpath(path)
+        self._lock = _lock_exclusively(real, path)
         try:
-            self._open()
+            check_is_store(real, path)
+            self._open(real)
         except BeastError:
             self._lock.close()
             raise
 
-    def _open(self) -> None:
-        path = self.path
+    def _open(self, real: str) -> None:
         try:
-            self.db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+            self.db = sqlite3.connect(real, timeout=60.0, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
-            columns = [row[1] for row in self.db.execute("PRAGMA table_info(results)")]
-            check = self.db.execute("PRAGMA quick_check").fetchone()[0]
         except sqlite3.Error as e:
-            raise BeastError(f"cannot open the results store: {e}", path) from None
-        if columns != _RESULT_COLUMNS:
-            raise BeastError("not a beastgen results store (its 'results' table has other columns); "
-                             "give another file with --results", path)
-        if check != "ok":
-            raise BeastError(f"the results store is damaged ({check}); give another file with "
-                             "--results", path)
+            raise BeastError(f"cannot open the results store: {e}", self.path) from None
 
     def open_run(self, run: str, **description) -> None:
-        self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (run, description.get("space"), description.get("device"),
-                         description.get("backend"), description.get("strategy"),
-                         json.dumps(description.get("settings", {}), default=str), time.time()))
+        with self._writing():
+            self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (run, description.get("space"), description.get("device"),
+                             description.get("backend"), description.get("strategy"),
+                             json.dumps(description.get("settings", {}), default=str), time.time()))
 
     def results(self, run: str) -> dict[str, dict]:
         """config_key -> row, for everything this run recorded."""
-        return dict(_result_rows(self.db, run))
+        try:
+            return dict(_result_rows(self.db, run, self.path))
+        except sqlite3.Error as e:
+            raise BeastError(f"cannot read the results store: {e}", self.path) from None
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """A failed write (a full disk) is one error; the rows written before it stay."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise BeastError(f"cannot write the results store: {e}; the results recorded so far "
+                             "are kept (free some space and run the same tune again to go on)",
+                             self.path) from None
 
     def record(self, run: str, key: str, config: dict, status: str, time_s=None, times=None,
                bound=None, bottleneck=None, message=None) -> bool:
         """Write one result in its own transaction; False if the run already had this row."""
         bound = None if bound is None or not math.isfinite(bound) else float(bound)
-        with self.db:  # autocommit: the one INSERT is its own transaction
+        with self._writing(), self.db:  # autocommit: the one INSERT is its own transaction
             cursor = self.db.execute(
                 "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run, key, config_key(config), status, time_s,
@@ -118,15 +172,43 @@ class Store:
         self._lock.close()  # releases the lock
 
 
-def _result_rows(db, run: str):
-    """(config_key, row) for each result of ``run``, in the order recorded."""
+def _result_rows(db, run: str, shown: str):
+    """(config_key, row) for each result of ``run``, in the order recorded; a row that beastgen
+    did not write is one error naming it."""
     cursor = db.execute("SELECT config_key, config, status, time, times, bound, bottleneck, message, "
                         "recorded FROM results WHERE run = ? ORDER BY recorded", (run,))
     for key, config, status, time_s, times, bound, bottleneck, message, recorded in cursor:
-        yield key, {"config": json.loads(config), "status": status, "time": time_s,
-                    "times": json.loads(times) if times else None,
-                    "bound": bound if bound is not None else math.nan,
-                    "bottleneck": bottleneck, "message": message, "recorded": recorded}
+        try:
+            row = {"config": json.loads(config), "status": status, "time": time_s,
+                   "times": json.loads(times) if times else None,
+                   "bound": bound if bound is not None else math.nan,
+                   "bottleneck": bottleneck, "message": message, "recorded": recorded}
+            problem = _row_problem(key, row)
+        except (TypeError, ValueError, RecursionError) as e:
+            problem = f"unreadable JSON ({e})"
+        if problem:
+            raise BeastError(f"the results store has a damaged row (run {run!r}, configuration "
+                             f"{str(key)[:80]!r}): {problem}", shown)
+        yield key, row
+
+
+def _row_problem(key, row: dict) -> str | None:
+    """What is wrong with a result row, or None."""
+    def number(value):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    if not isinstance(key, str) or not isinstance(row["config"], dict):
+        return "the configuration is not a JSON object"
+    if not isinstance(row["status"], str):
+        return f"the status is {row['status']!r}, not a text"
+    if row["time"] is not None and not number(row["time"]):
+        return f"the time is {row['time']!r}, not a number"
+    if row["times"] is not None and not (isinstance(row["times"], list)
+                                         and all(number(t) for t in row["times"])):
+        return "the times are not a list of numbers"
+    if not number(row["bound"]):
+        return f"the bound is {row['bound']!r}, not a number"
+    return None
 
 
 def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
@@ -147,7 +229,7 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
             if chosen is None:
                 raise BeastError(f"no run '{run}' in the results store; it holds "
                                  f"{', '.join(r[0] for r in runs)}", path)
-            rows = [row for _, row in _result_rows(db, chosen[0])]
+            rows = [row for _, row in _result_rows(db, chosen[0], path)]
         finally:
             db.close()
     except sqlite3.Error as e:
