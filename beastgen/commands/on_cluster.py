@@ -79,6 +79,10 @@ def _workers(run) -> str:
 
 def _print_balance(run) -> None:
     balance = run.balance()
-    if run.chunks and run.count:
+    if run.chunks and run.count and not run.estimated_work:
+        print(f"chunk balance (largest / mean chunk): measured seconds "
+              f"{balance['seconds_max_over_mean']:.2f} (no census: equal ranges of "
+              f"{run.chunks[-1][1]:,} split nodes)")
+    elif run.chunks and run.count:
         print(f"chunk balance (largest / mean chunk): estimated work {balance['work_max_over_mean']:.2f}, "
               f"measured seconds {balance['seconds_max_over_mean']:.2f} (census {run.census_seconds:.2f} s)")

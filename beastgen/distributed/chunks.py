@@ -28,7 +28,7 @@ from ..errors import BeastError
 from ..loading import load
 from ..output import AtomicOutput, write_parquet
 from ..version import __version__
-from .cluster import import_distributed, raise_worker_error, worker_count
+from .cluster import import_distributed, raise_worker_error, shared, worker_count
 from .shipping import SpaceFiles, check_same_enumerator, importable_beside, worker_generated_dir
 
 #: chunks per worker: enough that a worker finishing early takes more, few enough to stay cheap
@@ -38,25 +38,41 @@ CHUNKS_PER_WORKER = 4
 #: descents per node the flagship's chunks come out 1.8x the mean instead of 1.2x
 CENSUS_DESCENTS = 1_000_000
 SAMPLES_PER_NODE = (32, 4096)
+#: where the census would need more than CENSUS_DESCENTS (over 31,250 split nodes: a wide space,
+#: where it cost as much as the whole count), the nodes are cut into equal ranges instead, this
+#: many times more of them: thousands of nodes in each even out, and Dask hands the chunks to the
+#: workers as they finish
+EVEN_SPLIT_FACTOR = 4
 PART_NAME = "part-{:05d}.parquet"
 METADATA_NAME = "_beastgen.json"
 
 
 # -- splitting --------------------------------------------------------------------------------------
 def plan_chunks(plan, n_chunks: int, samples_per_node: int | None = None, seed: int = 0):
-    """(chunks, the census of the split nodes) for ``plan``: the chunks balance the estimated
-    work (loop iterations), which is what a chunk's time follows; by default CENSUS_DESCENTS
-    descents are shared among the split nodes (within SAMPLES_PER_NODE)."""
+    """(chunks, the census of the split nodes, or None) for ``plan``: the chunks balance the
+    estimated work (loop iterations), which is what a chunk's time follows; by default
+    CENSUS_DESCENTS descents are shared among the split nodes (within SAMPLES_PER_NODE), and where
+    they cannot give each node its least, there is no census: ``n_chunks * EVEN_SPLIT_FACTOR``
+    equal ranges of nodes."""
     if samples_per_node is None:
         nodes = plan.split_node_count()
         low, high = SAMPLES_PER_NODE
+        if nodes * low > CENSUS_DESCENTS:
+            return balanced_chunks(np.zeros(nodes), n_chunks * EVEN_SPLIT_FACTOR), None  # equal
         samples_per_node = max(low, min(high, CENSUS_DESCENTS // max(nodes, 1)))
     census = plan.split_census(samples_per_node=samples_per_node, seed=seed)
     return balanced_chunks(census.iterations, n_chunks), census
 
 
 def chunk_estimates(estimates, chunks) -> list[float]:
+    """The estimate of each chunk (sums over its nodes); none without a census."""
+    if estimates is None:
+        return []
     return [float(np.sum(estimates[lo:hi])) for lo, hi in chunks]
+
+
+def _estimates(census, what: str):
+    return getattr(census, what) if census is not None else None
 
 
 # -- rebuilding the plan on a worker ----------------------------------------------------------------
@@ -188,7 +204,7 @@ class ChunkedRun:
 def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what="chunks"):
     """One task per chunk; the results in chunk order (with a progress bar over chunks)."""
     distributed = import_distributed()
-    recipe_future = client.scatter(recipe, broadcast=True)
+    recipe_future = shared(client, recipe, "recipe")  # rerun with the tasks of a lost worker
     futures = [client.submit(function, recipe_future, chunk, *(extra(i) if extra else ()),
                              key=f"beastgen-{function.__name__.strip('_')}-{i}-{os.urandom(4).hex()}",
                              pure=False)
@@ -196,7 +212,7 @@ def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what
     bar = _progress_bar(progress, len(futures), what)
     try:
         for future in distributed.as_completed(futures, loop=client.loop):
-            if future.status == "error":
+            if future.status != "finished":
                 raise_worker_error(future)
             if bar is not None:
                 bar.update(1)
@@ -204,7 +220,7 @@ def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what
     finally:
         if bar is not None:
             bar.close()
-        client.cancel(futures)
+        client.cancel([*futures, recipe_future])
 
 
 def _progress_bar(enabled: bool, total: int, unit: str):
@@ -234,9 +250,9 @@ def count(plan, client, n_chunks: int | None = None, samples_per_node: int | Non
     workers, chunks, census, census_seconds = _prepare(plan, client, n_chunks, samples_per_node)
     results = _run_tasks(client, _count_task, PlanRecipe.of(plan), chunks, progress=progress)
     actual = [int(n) for n, _ in results]
-    return ChunkedRun(sum(actual), chunks, chunk_estimates(census.configurations, chunks), actual,
+    return ChunkedRun(sum(actual), chunks, chunk_estimates(_estimates(census, 'configurations'), chunks), actual,
                       [float(s) for _, s in results], time.perf_counter() - start, census_seconds, workers,
-                      chunk_estimates(census.iterations, chunks))
+                      chunk_estimates(_estimates(census, 'iterations'), chunks))
 
 
 def merge_stats(plan, parts: list):
@@ -282,10 +298,10 @@ def stats(plan, client, n_chunks: int | None = None, samples_per_node: int | Non
     workers, chunks, census, census_seconds = _prepare(plan, client, n_chunks, samples_per_node)
     parts = _run_tasks(client, _stats_task, PlanRecipe.of(plan), chunks, progress=progress)
     merged = merge_stats(plan, parts)
-    run = ChunkedRun(merged.count, chunks, chunk_estimates(census.configurations, chunks),
+    run = ChunkedRun(merged.count, chunks, chunk_estimates(_estimates(census, 'configurations'), chunks),
                      [p.count for p in parts], [p.seconds for p in parts],
                      time.perf_counter() - start, census_seconds, workers,
-                      chunk_estimates(census.iterations, chunks))
+                      chunk_estimates(_estimates(census, 'iterations'), chunks))
     return merged, run
 
 
@@ -342,9 +358,9 @@ def enumerate_to_parquet(plan, client, directory: str, n_chunks: int | None = No
                     with open(temporary, "wb") as f:
                         f.write(data)
         actual = [int(n) for n, _, _ in results]
-        run = ChunkedRun(sum(actual), chunks, chunk_estimates(census.configurations, chunks), actual,
+        run = ChunkedRun(sum(actual), chunks, chunk_estimates(_estimates(census, 'configurations'), chunks), actual,
                          [float(s) for _, s, _ in results], time.perf_counter() - start, census_seconds,
-                         workers, chunk_estimates(census.iterations, chunks))
+                         workers, chunk_estimates(_estimates(census, 'iterations'), chunks))
     spec = plan.specialized
     with open(os.path.join(directory, METADATA_NAME), "w", encoding="utf-8") as f:
         json.dump({"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,

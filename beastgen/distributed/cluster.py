@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
 import re
 import time
 
@@ -50,11 +51,29 @@ def import_distributed():
 
 
 def raise_worker_error(future) -> None:
-    """The error of a failed task as one BeastError (a worker's BeastError as it was raised)."""
+    """The error of a failed or cancelled task as one BeastError (a worker's BeastError as it was
+    raised)."""
+    if future.status == "cancelled":
+        raise BeastError("the Dask scheduler cancelled a task of this run (its workers or the "
+                         "scheduler went away); run the command again")
     error = future.exception()
     if isinstance(error, BeastError):
         raise BeastError(error.message, error.where)
+    if type(error).__name__ == "KilledWorker":
+        raise BeastError(f"Dask workers died running a task of this run, each time it was "
+                         f"rerun ({error}); see the workers' logs (memory?)")
     raise BeastError(f"a Dask worker failed: {type(error).__name__}: {error}")
+
+
+def shared(client, value, name: str):
+    """``value`` held on the cluster for the tasks that take it, as the result of a task: unlike
+    scattered data, it is computed again when every worker holding it is lost (a worker killed
+    mid-count), so the lost tasks are rerun instead of the run failing."""
+    return client.submit(_itself, value, key=f"beastgen-{name}-{os.urandom(4).hex()}", pure=False)
+
+
+def _itself(value):
+    return value
 
 
 def local_workers(address: str) -> int | None:

@@ -52,7 +52,7 @@ from ..harness.tune import TuneResult, measure, setup_backend, tune
 from ..loading import load
 from ..output import AtomicOutput
 from ..version import __version__
-from .cluster import GPU, Cluster, import_distributed, raise_worker_error, worker_count
+from .cluster import GPU, Cluster, import_distributed, raise_worker_error, shared, worker_count
 from .shipping import SpaceFiles, check_same_version, importable_beside
 
 
@@ -278,7 +278,7 @@ class _Search:
         self.client, self.slots, self.strategy, self.state = client, slots, strategy, state
         self.previous, self.measured, self.resumed = previous, measured, resumed
         self.budget, self.time_limit, self.start, self.result = budget, time_limit, start, result
-        self.recipe = client.scatter(recipe, broadcast=True)
+        self.recipe = shared(client, recipe, "measure-recipe")  # rerun when its workers are lost
         self.shared_name = f"beastgen-best-{os.urandom(8).hex()}"
         self.shared = self.distributed.Variable(self.shared_name, client=client)
         self.published = None  # set before the first batch goes out: workers read it
@@ -428,7 +428,7 @@ class _Search:
 
 def _outcomes(future):
     """(outcomes, seconds) of a finished batch; None when it killed every worker that ran it."""
-    if future.status != "error":
+    if future.status == "finished":
         return future.result()
     if isinstance(future.exception(), import_distributed().KilledWorker):
         return None
