@@ -727,6 +727,48 @@ def test_deep_replay_file_is_one_error(tmp_path):
         load_replay(str(tmp_path / "r.json"))
 
 
+def _gzip(data: bytes) -> bytes:
+    import gzip
+    return gzip.compress(data)
+
+
+_CACHE = {"tune_params_keys": ["x"], "cache": {"1": {"x": 1, "time": 2.0}}}
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("r.json", b"[1, 2]", "its JSON is a list, not an object"),
+    ("r.json", b"null", "its JSON is null, not an object"),
+    ("r.json", json.dumps({"cache": {}}).encode(), "it has no 'tune_params_keys'"),
+    ("r.json", json.dumps({**_CACHE, "tune_params_keys": "x"}).encode(), "not a list of names"),
+    ("r.json", json.dumps({**_CACHE, "cache": [1]}).encode(), "'cache' is a list, not an object"),
+    ("r.json", json.dumps({**_CACHE, "cache": {"1": 5}}).encode(), "cache entry '1' is a number"),
+    ("r.json", json.dumps({**_CACHE, "cache": {"1": {"time": 1}}}).encode(), "no value of 'x'"),
+    ("r.json", json.dumps({**_CACHE, "cache": {"1": {"x": [1], "time": 1}}}).encode(),
+     "'x' is a list, not a value"),
+    ("r.json", json.dumps({**_CACHE, "problem_size": {"n": 1}}).encode(), "'problem_size' is an object"),
+    ("r.json.gz", _gzip(json.dumps(_CACHE).encode())[:-12], "not a Kernel Tuner cache file (JSON)"),
+    ("r.json.gz", _gzip(json.dumps(_CACHE).encode())[:12] + b"\xff" * 40, "not a Kernel Tuner cache file"),
+    ("r.json.gz", b"plain text", "cannot read replay file: Not a gzipped file"),
+])
+def test_malformed_replay_file_is_one_error(tmp_path, name, content, message):
+    from beastgen.errors import BeastError
+    from beastgen.harness.recorded import load_replay
+
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(BeastError) as e:
+        load_replay(str(tmp_path / name))
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).startswith(str(tmp_path / name))
+
+
+def test_a_well_formed_replay_file_still_loads(tmp_path):
+    from beastgen.harness.recorded import load_replay
+
+    (tmp_path / "r.json").write_text(json.dumps({**_CACHE, "problem_size": 4096}))
+    replay = load_replay(str(tmp_path / "r.json"))
+    assert replay.times == {(1,): 0.002} and replay.problem_size == [4096]
+
+
 def test_huge_integer_literal_in_space_file_is_one_error(tmp_path, capsys):
     from beastgen.cli import main
 

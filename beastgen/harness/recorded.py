@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import zlib
 from dataclasses import dataclass, field
 
 from ..bounds import format_seconds
@@ -41,13 +42,15 @@ def load_replay(path: str) -> Replay:
             data = json.load(f)
     except OSError as e:
         raise BeastError(f"cannot read replay file: {e.strerror or e}", path) from None
-    except (json.JSONDecodeError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, EOFError, gzip.BadGzipFile, UnicodeDecodeError, zlib.error) as e:
         raise BeastError(f"replay file is not a Kernel Tuner cache file (JSON): {e}", path) from None
     except RecursionError:
         raise BeastError("replay file is nested too deeply to be a Kernel Tuner cache file", path) from None
-    for required in ("tune_params_keys", "cache"):
-        if required not in data:
-            raise BeastError(f"replay file has no '{required}': not a Kernel Tuner cache file", path)
+    problem = cache_problem(data)
+    if problem:
+        raise BeastError(f"replay file is not a Kernel Tuner cache file: {problem}", path)
+    if not isinstance(data.get("problem_size", []), list):
+        data["problem_size"] = [data["problem_size"]]
     keys = list(data["tune_params_keys"])
     times, failed, fastest = {}, {}, {}
     for record in data["cache"].values():
@@ -62,6 +65,41 @@ def load_replay(path: str) -> Replay:
             failed[key] = str(value)
     return Replay(path, data.get("device_name", "?"), data.get("kernel_name", "?"),
                   data.get("problem_size", []), keys, times, failed, fastest)
+
+
+def cache_problem(data) -> str | None:
+    """What keeps ``data`` (a decoded JSON file) from being a Kernel Tuner cache file whose entries
+    can be looked up by configuration, or None. The times are judged where they are read."""
+    if not isinstance(data, dict):
+        return f"its JSON is {_json_kind(data)}, not an object"
+    for required in ("tune_params_keys", "cache"):
+        if required not in data:
+            return f"it has no '{required}'"
+    keys = data["tune_params_keys"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        return "'tune_params_keys' is not a list of names"
+    if not isinstance(data["cache"], dict):
+        return f"'cache' is {_json_kind(data['cache'])}, not an object"
+    size = data.get("problem_size", [])
+    if not isinstance(size, (list, int)) or isinstance(size, bool):
+        return f"'problem_size' is {_json_kind(size)}, not a list"
+    for name, record in data["cache"].items():
+        if not isinstance(record, dict):
+            return f"cache entry {name[:60]!r} is {_json_kind(record)}, not an object"
+        missing = next((k for k in keys if k not in record), None)
+        if missing is not None:
+            return f"cache entry {name[:60]!r} has no value of {missing!r}"
+        odd = next((k for k in keys if not isinstance(record[k], (str, int, float, type(None)))), None)
+        if odd is not None:
+            return f"cache entry {name[:60]!r}: {odd!r} is {_json_kind(record[odd])}, not a value"
+    return None
+
+
+def _json_kind(value) -> str:
+    """What a decoded JSON value is, in JSON's words."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
 
 
 @dataclass
