@@ -747,7 +747,7 @@ _CACHE = {"tune_params_keys": ["x"], "cache": {"1": {"x": 1, "time": 2.0}}}
      "'x' is a list, not a value"),
     ("r.json", json.dumps({**_CACHE, "problem_size": {"n": 1}}).encode(), "'problem_size' is an object"),
     ("r.json.gz", _gzip(json.dumps(_CACHE).encode())[:-12], "not a Kernel Tuner cache file (JSON)"),
-    ("r.json.gz", _gzip(json.dumps(_CACHE).encode())[:12] + b"\xff" * 40, "not a Kernel Tuner cache file"),
+    ("r.json.gz", _gzip(json.dumps(_CACHE).encode())[:10] + b"\xff" * 40, "invalid block type"),
     ("r.json.gz", b"plain text", "cannot read replay file: Not a gzipped file"),
 ])
 def test_malformed_replay_file_is_one_error(tmp_path, name, content, message):
