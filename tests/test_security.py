@@ -842,3 +842,57 @@ def test_second_process_on_one_results_store_is_refused(tmp_path):
         holder.kill()
         holder.wait()
     Store(path).close()  # free again once the first is gone (kill -9 included)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """``full_disk(kib)``: a directory on a tmpfs of that size (a real 'No space left on device');
+    skipped where mounting is not allowed."""
+    mounted = []
+
+    def mount(kib):
+        path = tmp_path / f"full{len(mounted)}"
+        path.mkdir()
+        if os.geteuid() != 0 or shutil.which("mount") is None or subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={kib}k,mode=755", "tmpfs", str(path)],
+                capture_output=True).returncode != 0:
+            pytest.skip("needs to mount a small tmpfs (root)")
+        mounted.append(path)
+        return path
+
+    try:
+        yield mount
+    finally:
+        for path in mounted:
+            subprocess.run(["umount", str(path)], check=True)
+
+
+def test_a_full_disk_under_the_generated_directory_is_one_error(tmp_path, full_disk, capsys):
+    from beastgen.cli import main
+
+    full = full_disk(4)
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    assert main(["count", "s.py", "--generated-dir", str(full / "gen")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write the generated enumerator: No space left on device" in err
+    assert [n for n in os.listdir(full / "gen") if n != "__pycache__"] == []  # no temporary file
+
+
+def test_a_full_disk_under_the_results_store_is_one_error(full_disk):
+    from beastgen.errors import BeastError
+    from beastgen.harness.store import Store, read_run
+
+    path = str(full_disk(96) / "run.db")
+    store, written = None, 0
+    try:
+        with pytest.raises(BeastError, match="(cannot write|cannot open) the results store") as e:
+            store = Store(path)
+            store.open_run("r", space="s")
+            for i in range(1000):
+                store.record("r", str(i), {"x": i, "pad": "x" * 100}, "ok", 1.0)
+                written += 1
+    finally:
+        if store is not None:
+            store.close()
+    assert "\n" not in str(e.value) and written > 0, e.value
+    assert len(read_run(path)[1]) == written

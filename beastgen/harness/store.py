@@ -125,10 +125,14 @@ class Store:
     def _open(self, real: str) -> None:
         try:
             self.db = sqlite3.connect(real, timeout=60.0, isolation_level=None)
+        except sqlite3.Error as e:
+            raise BeastError(f"cannot open the results store: {e}", self.path) from None
+        try:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
         except sqlite3.Error as e:
+            self.db.close()
             raise BeastError(f"cannot open the results store: {e}", self.path) from None
 
     def open_run(self, run: str, **description) -> None:
