@@ -1,7 +1,9 @@
 """Dask against one process: the replay tune of gemm_clblast (17k runs) on 2 local worker processes
 against the same search in one process (ratio, seconds per candidate, and the overhead per
 candidate: the difference), the round trip of one Dask task, and `count` on 1, 2 (and 4, with the
-cores) workers against one process (speed-up; medians of --repeat runs).
+cores) workers against one process (speed-up; medians of --repeat runs), and what the driver's
+split into chunks costs (against a census of every split node: the wide space
+benchmarks/wide_space.py has 202,500 of them).
 
     PYTHONPATH=. python benchmarks/bench_distributed.py [--count-space SPACE] [--set NAME=VALUE ...]
         [--workers 1 2 4] [--repeat 3] [--budget N] [--skip-tune] [--skip-count]
@@ -65,6 +67,11 @@ def bench_count(space: str, settings: dict, device: str, workers_list, repeat: i
     local = statistics.median(_timed(plan.count) for _ in range(repeat))
     print(f"count ({os.path.basename(space)}, {device}, {settings or 'defaults'}): {count:,} "
           f"configurations; one process {local:.3f} s (median of {repeat})")
+    nodes = plan.split_node_count()
+    census = _timed(lambda: distributed.chunks.plan_chunks(plan, 8))
+    full = _timed(lambda: plan.split_census(samples_per_node=distributed.chunks.SAMPLES_PER_NODE[0]))
+    print(f"  {nodes:,} split nodes; the driver's split: {census:.3f} s (a census of "
+          f"{distributed.chunks.SAMPLES_PER_NODE[0]} descents per node: {full:.3f} s)")
     for workers in workers_list:
         with distributed.Cluster(f"local:{workers}") as client:
             distributed.worker_count(client)
