@@ -14,9 +14,7 @@ import stat
 
 from .errors import BeastError
 
-GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
-_FIX = (f"set {GENERATED_DIR_ENV} (or --generated-dir) to a private directory of yours "
-        "(chmod go-w)")
+_FIX = "set BEASTGEN_GENERATED_DIR (or --generated-dir) to a private directory of yours (chmod go-w)"
 
 
 def check_generated_directory(directory: str) -> None:

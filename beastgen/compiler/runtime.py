@@ -25,7 +25,7 @@ from ..bounds import Comparison, LevelCuts, Threshold
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import POLL_SECONDS, call_interruptibly, wait_interruptibly
-from ..trust import GENERATED_DIR_ENV, check_generated_directory, private_directory, trusted_file
+from ..trust import check_generated_directory, private_directory, trusted_file
 from . import native
 from .native import NativeNest
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .plan import Plan
     from .specialize import Specialized
 
+GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
 _FIRST_BUFFER_BYTES = 256 << 20  # a native enumeration's first buffer per thread (virtual memory)
