@@ -70,7 +70,7 @@ class Kernel:
     def __init__(self, source, name: str, defines=None, block=(1,), grid=(1,), arguments=None,
                  reference=None, tolerance=None, timeout: float = 10.0, iterations: int = 7,
                  problem_size=()):
-        self.origin = L._caller_origin()
+        self.origin = L.caller_origin()
         self.sources = self._sources(source)
         self.name = name
         self.defines = defines

@@ -20,7 +20,7 @@ from .printer import expr_source
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # beastgen/
 
 
-def _caller_origin() -> str | None:
+def caller_origin() -> str | None:
     """``file:line`` of the first stack frame outside the beastgen package (the space file)."""
     frame = sys._getframe(1)
     while frame is not None:
@@ -52,7 +52,7 @@ class Expr:
     origin: str | None = None  # file:line where it was written
 
     def __init__(self):
-        self.origin = _caller_origin()
+        self.origin = caller_origin()
 
     def children(self) -> tuple:
         return ()
@@ -99,11 +99,11 @@ class Expr:
             "a space expression has no truth value while the space file is loading; write "
             "`a & b`, `a | b`, `~a` for and/or/not, beast.where(cond, a, b) for `a if cond else b`, "
             "beast.min/beast.max for min/max, or use a @beast.derived / @beast.filter function",
-            _caller_origin())
+            caller_origin())
 
     def __iter__(self):
         raise SpaceError("a space expression cannot be iterated while the space file is loading",
-                         _caller_origin())
+                         caller_origin())
 
     def __repr__(self):
         return self.name if self.name else expr_source(self)
@@ -308,7 +308,7 @@ class Filter:
     name: str | None = None
 
     def __init__(self, condition, origin: str | None = None):
-        self.origin = origin or _caller_origin()
+        self.origin = origin or caller_origin()
         if callable(condition) and not isinstance(condition, Expr):
             self.func, self.expr = condition, None
             self.origin = _function_origin(condition)
@@ -365,7 +365,7 @@ def filter(condition) -> Filter:  # noqa: A001 - BEAST's name
 
     Use as ``name = beast.filter(expression)`` or as a decorator on a function returning a bool.
     """
-    return Filter(condition, _caller_origin())
+    return Filter(condition, caller_origin())
 
 
 def bound(term, source: str | None = None) -> Bound:
@@ -374,7 +374,7 @@ def bound(term, source: str | None = None) -> Bound:
     Use as ``name = beast.bound(expression)`` or as a decorator on a function returning seconds.
     ``source`` says where its counts and rates come from (shown by ``check-bounds``).
     """
-    term = Bound(term, _caller_origin())
+    term = Bound(term, caller_origin())
     term.source = source
     return term
 
