@@ -100,6 +100,10 @@ class CachedPlan(CompiledPlan):
     plan = property(lambda self: self._full.plan)
     source = property(lambda self: self._full.source)
 
+    def native_source(self) -> str | None:
+        """The plan's count as C (built from the space: the record holds no plan)."""
+        return self._full.native_source()
+
     @property
     def empty_reason(self) -> str | None:
         return self._record["empty_reason"]

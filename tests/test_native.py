@@ -156,6 +156,7 @@ def test_the_plan_cache_checks_the_library(write_space, tmp_path):
     assert again.count() == 42 and again.native is not None
     with open(library, "rb") as f:
         assert f.read(4) == b"\x7fELF"  # compiled again
+    assert again.native_source() == built.native_source()  # the record has no plan: built from the space
 
 
 def test_user_text_stays_inside_c_comments(tmp_path, generated_dir):
