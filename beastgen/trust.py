@@ -37,10 +37,11 @@ def check_generated_directory(directory: str) -> None:
 
 
 def _check_ancestors(place: str) -> None:
-    """Every directory above ``place``, as written (symbolic links included) and as resolved."""
+    """``place`` and every directory above it, as written (a symbolic link on the way must be
+    yours or root's) and as resolved."""
     absolute = os.path.abspath(place)
     for path in (absolute, os.path.realpath(absolute)):
-        parent = os.path.dirname(path)
+        parent = path
         while True:
             try:
                 info = os.lstat(parent)
@@ -48,8 +49,9 @@ def _check_ancestors(place: str) -> None:
                 break
             problem = _writable_by_others(info, allow_sticky=True)
             if problem:
-                raise BeastError(f"a directory above the generated directory ({parent}) {problem}, "
-                                 f"so another user could replace it; {_FIX}", place)
+                raise BeastError(f"the path to the generated directory goes through {parent}, "
+                                 f"which {problem}, so another user could replace what it "
+                                 f"leads to; {_FIX}", place)
             if parent == os.path.dirname(parent):
                 break
             parent = os.path.dirname(parent)

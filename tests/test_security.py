@@ -427,7 +427,25 @@ def test_directories_above_the_generated_one(tmp_path, capsys, mode, refused):
     os.chmod(tmp_path / "shared", mode)
     assert main(["count", "s.py", "--generated-dir", "shared/gen"]) == (2 if refused else 0)
     err = capsys.readouterr().err
-    assert ("a directory above the generated directory" in err) == refused, err
+    assert (f"goes through {tmp_path / 'shared'}, which is writable by" in err) == refused, err
+
+
+def test_a_symbolic_link_to_the_generated_directory_must_be_yours(tmp_path, capsys):
+    """A link in a sticky shared directory (/tmp) that another user made could be pointed
+    elsewhere later; one of yours to a private directory is fine."""
+    from beastgen.cli import main
+
+    if os.geteuid() != 0:
+        pytest.skip("makes a link owned by another user (root only)")
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    (tmp_path / "shared").mkdir()
+    os.chmod(tmp_path / "shared", 0o1777)
+    (tmp_path / "private").mkdir()
+    os.symlink(tmp_path / "private", tmp_path / "shared" / "gen")
+    assert main(["count", "s.py", "--generated-dir", "shared/gen"]) == 0
+    os.lchown(tmp_path / "shared" / "gen", 12345, 12345)
+    assert main(["count", "s.py", "--generated-dir", "shared/gen"]) == 2
+    assert "belongs to another user (uid 12345)" in capsys.readouterr().err
 
 
 def test_the_generated_directory_is_created_private(tmp_path):
