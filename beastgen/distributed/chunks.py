@@ -153,8 +153,13 @@ def _enumerate_task(recipe: PlanRecipe, chunk: tuple[int, int], path: str, token
         write_parquet(buffer, configs)
         return len(configs), seconds, buffer.getvalue()
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    write_parquet(tmp, configs)
-    os.replace(tmp, path)
+    try:
+        write_parquet(tmp, configs)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a cancelled task: no half part left
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     return len(configs), seconds, None
 
 
