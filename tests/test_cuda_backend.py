@@ -217,3 +217,18 @@ def test_compile_timeout_kills_the_compilers_children(tmp_path):
         time.sleep(0.1)
     else:
         pytest.fail(f"the compiler's child {child} survived the compile timeout")
+
+
+def test_cuda_calibrate_runner_writes_a_complete_profile(standin, monkeypatch, tmp_path):
+    """The CUDA runner end to end on the stand-in (its times are made up: only the flow and the
+    profile's completeness are tested, no number)."""
+    from beastgen.devices import DERIVED_PEAKS, KNOWN_PROPERTIES
+    from beastgen.harness.calibrate import calibrate, write_profile
+
+    monkeypatch.setenv("PATH", os.path.join(STANDIN, "bin") + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    profile = write_profile(calibrate("cuda:0", repetitions=1, progress=False), str(tmp_path / "a.toml"))
+    assert set(profile.properties) == KNOWN_PROPERTIES | {"calibrated_device"}
+    assert profile.get("max_clock_mhz") == pytest.approx(2100 * 1.25)  # stand-in clock x RATE_MARGIN
+    assert all(profile.get(peak) > 0 or peak == "peak_flops_tensor_tf32" for peak in DERIVED_PEAKS)
+    assert events(standin, "pop")
