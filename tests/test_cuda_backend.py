@@ -232,3 +232,12 @@ def test_cuda_calibrate_runner_writes_a_complete_profile(standin, monkeypatch, t
     assert profile.get("max_clock_mhz") == pytest.approx(2100 * 1.25)  # stand-in clock x RATE_MARGIN
     assert all(profile.get(peak) > 0 or peak == "peak_flops_tensor_tf32" for peak in DERIVED_PEAKS)
     assert events(standin, "pop")
+
+
+def test_pycuda_that_does_not_import_is_not_called_missing(standin, monkeypatch):
+    """A pycuda built against another CUDA fails to import its driver module: said as such."""
+    from beastgen.harness.backends.cuda import import_pycuda
+
+    monkeypatch.setitem(sys.modules, "pycuda.driver", None)  # the import of pycuda.driver fails
+    with pytest.raises(BeastError, match=r"pycuda is installed but does not import .*pycuda>=2025\.1\.2"):
+        import_pycuda()
