@@ -2,10 +2,10 @@
 ``--device auto``.
 
 A built-in profile (``data/devices.toml``) is one GPU with its datasheet's peaks. An architecture
-base (``data/architectures.toml``: ``sm_75`` ... ``sm_121``, ``rdna2`` ... ``cdna3``) is what every GPU
-of a compute capability shares, with rates per SM per clock; a user profile ``base = "sm_86"`` adds
-the GPU's own ``sm_count``, ``max_clock_mhz`` and ``dram_bandwidth``, and the peaks are derived
-(:func:`derive_peaks`). ``--device auto`` does the same from the driver's attributes.
+base (``data/architectures.toml``: ``sm_70`` ... ``sm_121``, ``rdna2`` ... ``cdna3``) is what every
+GPU of a compute capability shares, with rates per SM per clock; a user profile ``base = "sm_86"``
+adds the GPU's own ``sm_count``, ``max_clock_mhz``, ``dram_bandwidth`` and ``l2_size``, and the peaks
+are derived (:func:`derive_peaks`). ``--device auto`` does the same from the driver's attributes.
 """
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def _load_file(path: Path) -> DeviceProfile:
         if not isinstance(data["base"], str):
             raise DeviceError("'base' must be the name of a built-in device or an architecture "
                               "(sm_86, ...), as a string", where)
-        props = _based(data["base"], props, where)
+        props = _based(data["base"], props, text, where)
     missing = [p for p in REQUIRED_PROPERTIES if p not in props]
     if missing:
         raise DeviceError(
@@ -241,7 +241,7 @@ def _load_file(path: Path) -> DeviceProfile:
     return DeviceProfile(path.stem, str(data.get("name", name)), derive_peaks(props), where)
 
 
-def _based(base: str, props: dict, where: str) -> dict:
+def _based(base: str, props: dict, text: str, where: str) -> dict:
     """``props`` over a built-in device's, or over an architecture's (then the GPU's own numbers,
     GPU_OWN_PROPERTIES, must be among ``props``)."""
     architectures, names = _database("architectures.toml")
@@ -260,16 +260,8 @@ def _based(base: str, props: dict, where: str) -> dict:
     for prop in GPU_OWN_PROPERTIES:
         if isinstance(props[prop], bool) or not isinstance(props[prop], (int, float)) or props[prop] <= 0:
             raise DeviceError(f"property '{prop}' must be a positive number, not {props[prop]!r}",
-                              _line_of(_read_text(where), prop, where))
+                              _line_of(text, prop, where))
     return {**architectures[key].properties, **props}
-
-
-def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 # Profile property -> CUDA device attribute (pycuda's enum names; cuda-python adds CU_DEVICE_ATTRIBUTE_).
