@@ -95,6 +95,8 @@ def _serve(conn, backend) -> None:
                 conn.send(("checked", None))
             except BeastError as e:
                 conn.send(("fatal", str(e)))
+            except Exception as e:  # noqa: BLE001 - the driver's own error: the set-up is wanting
+                conn.send(("fatal", f"the set-up check failed: {type(e).__name__}: {e}"))
             continue
         _, launch, iterations, outputs = message
         try:
