@@ -435,6 +435,23 @@ def format_profiles_table() -> str:
                      str(p["max_threads_per_block"]), str(p["shared_mem_per_sm"] // 1024),
                      str(p["regs_per_sm"]), f"{p['peak_flops_fp32'] / 1e12:.1f}",
                      f"{p['dram_bandwidth'] / 1e9:.0f}"))
+    return _aligned(rows)
+
+
+def format_architectures_table() -> str:
+    """The architecture bases (``base = KEY`` in a profile) as an aligned plain-text table."""
+    rows = [("base", "name", "warp", "FP32/FP64 lanes per SM", "tensor FP16 flop/SM/clock",
+             "smem/SM KiB")]
+    for key, prof in architecture_profiles().items():
+        p = prof.properties
+        rows.append((key, prof.name, str(p["warp_size"]),
+                     f"{p['fp32_lanes_per_sm']}/{p['fp64_lanes_per_sm']}",
+                     str(p["tensor_fp16_flops_per_sm_per_clock"]), str(p["shared_mem_per_sm"] // 1024)))
+    return _aligned(rows)
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> str:
+    """Rows as plain-text columns: the first three left-aligned, the others right-aligned."""
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     lines = []
     for row in rows:

@@ -108,3 +108,13 @@ def test_auto_on_an_unknown_architecture_says_so(standin_driver, monkeypatch):
     with pytest.raises(DeviceError, match="compute capability 15.0, which no built-in profile or "
                                           "architecture base describes"):
         load_profile("auto")
+
+
+def test_devices_command_lists_the_architecture_bases():
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "beastgen", "devices"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": REPO}, timeout=120)
+    assert out.returncode == 0
+    tail = out.stdout.split("architecture bases:", 1)[1]
+    assert all(f"\n{key} " in tail for key in architecture_profiles())
