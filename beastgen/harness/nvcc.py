@@ -72,7 +72,7 @@ def compile_target(capability: tuple[int, int], supported: tuple[int, ...]) -> t
         raise BeastError(
             f"this nvcc compiles for sm_{supported[0]} and newer, and the GPU is sm_{wanted} "
             f"(compute capability {capability[0]}.{capability[1]}): install a CUDA toolkit that "
-            "still supports it (CUDA 12.x for sm_50 to sm_70)")
+            "still supports it (CUDA 12.x compiles for sm_50 and newer)")
     return "ptx", f"compute_{max(a for a in supported if a <= wanted)}"
 
 
