@@ -1,4 +1,12 @@
-"""GPU device profiles: the built-in database, user ``.toml`` profiles and ``--device auto``."""
+"""GPU device profiles: the built-in database, architecture bases, user ``.toml`` profiles and
+``--device auto``.
+
+A built-in profile (``data/devices.toml``) is one GPU with its datasheet's peaks. An architecture
+base (``data/architectures.toml``: ``sm_70`` ... ``sm_121``, ``rdna2`` ... ``cdna3``) is what every
+GPU of a compute capability shares, with rates per SM per clock; a user profile ``base = "sm_86"``
+adds the GPU's own ``sm_count``, ``max_clock_mhz``, ``dram_bandwidth`` and ``l2_size``, and the peaks
+are derived (:func:`derive_peaks`). ``--device auto`` does the same from the driver's attributes.
+"""
 from __future__ import annotations
 
 import functools
@@ -6,6 +14,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -36,7 +46,22 @@ PERFORMANCE_PROPERTIES = (
     "issue_slots_per_sm_per_clock", "warp_issue_per_clock", "smem_banks", "smem_bank_bytes",
     "lsu_wavefronts_per_sm_per_clock", "l2_bandwidth", "launch_overhead",
 )
-KNOWN_PROPERTIES = frozenset(REQUIRED_PROPERTIES + PERFORMANCE_PROPERTIES)
+#: Rates per SM per clock the peaks of an architecture-based profile derive from (the built-in GPU
+#: profiles give the peaks themselves)
+RATE_PROPERTIES = ("fp16_lanes_per_sm", "tensor_fp16_flops_per_sm_per_clock",
+                   "tensor_tf32_flops_per_sm_per_clock", "l2_bytes_per_sm_per_clock")
+#: peak -> (the rate per SM per clock it derives from, operations per unit of that rate):
+#: peak = rate x operations x sm_count x max_clock (an FMA lane does 2 flops per clock)
+DERIVED_PEAKS = {
+    "peak_flops_fp32": ("fp32_lanes_per_sm", 2), "peak_flops_fp64": ("fp64_lanes_per_sm", 2),
+    "peak_flops_fp16": ("fp16_lanes_per_sm", 2),
+    "peak_flops_tensor_fp16": ("tensor_fp16_flops_per_sm_per_clock", 1),
+    "peak_flops_tensor_tf32": ("tensor_tf32_flops_per_sm_per_clock", 1),
+    "l2_bandwidth": ("l2_bytes_per_sm_per_clock", 1),
+}
+#: what a profile based on an architecture sets itself: the GPU's own numbers
+GPU_OWN_PROPERTIES = ("sm_count", "max_clock_mhz", "dram_bandwidth", "l2_size")
+KNOWN_PROPERTIES = frozenset(REQUIRED_PROPERTIES + PERFORMANCE_PROPERTIES + RATE_PROPERTIES)
 #: Keys of a user profile besides properties: its name, a built-in to inherit, and the device
 #: `beastgen calibrate` measured (kept among the properties: `beastgen tune` runs there).
 PROFILE_KEYS = frozenset(("name", "aliases", "base", "calibrated_device"))
@@ -79,9 +104,9 @@ def _norm(name: str) -> str:
 
 
 @functools.cache
-def _database() -> tuple[dict[str, DeviceProfile], dict[str, str]]:
-    """The built-in profiles and the map from normalised key/alias/name to key."""
-    text = (resources.files("beastgen") / "data" / "devices.toml").read_text(encoding="utf-8")
+def _database(file: str = "devices.toml") -> tuple[dict[str, DeviceProfile], dict[str, str]]:
+    """The profiles of a data file and the map from normalised key/alias/name to key."""
+    text = (resources.files("beastgen") / "data" / file).read_text(encoding="utf-8")
     profiles, names = {}, {}
     for key, table in tomllib.loads(text).items():
         props = {k: v for k, v in table.items() if k not in ("name", "aliases")}
@@ -89,6 +114,30 @@ def _database() -> tuple[dict[str, DeviceProfile], dict[str, str]]:
         for alias in (key, table["name"], *table.get("aliases", ())):
             names[_norm(alias)] = key
     return profiles, names
+
+
+def architecture_profiles() -> dict[str, DeviceProfile]:
+    """The architecture bases by key (``sm_86``, ``cdna3``, ...): no sm_count, clock or peaks."""
+    return _database("architectures.toml")[0]
+
+
+def architecture_for(compute_capability: str) -> DeviceProfile | None:
+    """The NVIDIA architecture base of a compute capability ("8.6" -> sm_86), None if none."""
+    major, _, minor = str(compute_capability).partition(".")
+    return architecture_profiles().get(f"sm_{major}{minor or 0}")
+
+
+def derive_peaks(props: dict) -> dict:
+    """``props`` with each peak it lacks derived from its rate per SM per clock (DERIVED_PEAKS),
+    where ``sm_count`` and ``max_clock_mhz`` are known: upper limits when the rates and the clock are."""
+    props = dict(props)
+    if all(isinstance(props.get(p), (int, float)) and not isinstance(props.get(p), bool)
+           for p in ("sm_count", "max_clock_mhz")):
+        per_clock = props["sm_count"] * float(props["max_clock_mhz"]) * 1e6
+        for peak, (rate, operations) in DERIVED_PEAKS.items():
+            if peak not in props and rate in props:
+                props[peak] = float(props[rate]) * operations * per_clock
+    return props
 
 
 def builtin_profiles() -> dict[str, DeviceProfile]:
@@ -99,6 +148,10 @@ def builtin_profiles() -> dict[str, DeviceProfile]:
 def _builtin(spec: str, where: str | None = None) -> DeviceProfile:
     profiles, names = _database()
     key = names.get(_norm(spec))
+    if key is None and _norm(spec) in _database("architectures.toml")[1]:
+        raise DeviceError(f"'{spec}' is an architecture, not a GPU: write a profile with base = "
+                          f"\"{spec}\" and the GPU's {', '.join(GPU_OWN_PROPERTIES)} (docs/devices.md)",
+                          where)
     if key is None:
         raise DeviceError(
             f"unknown device '{spec}'{did_you_mean(_norm(spec), profiles)}; "
@@ -172,8 +225,9 @@ def _load_file(path: Path) -> DeviceProfile:
     props.update(custom)
     if "base" in data:
         if not isinstance(data["base"], str):
-            raise DeviceError("'base' must be the name of a built-in device, as a string", where)
-        props = {**_builtin(data["base"], where).properties, **props}
+            raise DeviceError("'base' must be the name of a built-in device or an architecture "
+                              "(sm_86, ...), as a string", where)
+        props = _based(data["base"], props, text, where)
     missing = [p for p in REQUIRED_PROPERTIES if p not in props]
     if missing:
         raise DeviceError(
@@ -184,7 +238,30 @@ def _load_file(path: Path) -> DeviceProfile:
             raise DeviceError(f"property '{prop}' must be a positive integer, not {props[prop]!r}",
                               where)
     props["compute_capability"] = str(props["compute_capability"])
-    return DeviceProfile(path.stem, str(data.get("name", name)), props, where)
+    return DeviceProfile(path.stem, str(data.get("name", name)), derive_peaks(props), where)
+
+
+def _based(base: str, props: dict, text: str, where: str) -> dict:
+    """``props`` over a built-in device's, or over an architecture's (then the GPU's own numbers,
+    GPU_OWN_PROPERTIES, must be among ``props``)."""
+    architectures, names = _database("architectures.toml")
+    key = names.get(_norm(base))
+    if key is None:
+        try:
+            return {**_builtin(base, where).properties, **props}
+        except DeviceError as e:
+            raise DeviceError(f"{e.message}; or an architecture: {', '.join(architectures)}",
+                              where) from None
+    missing = [p for p in GPU_OWN_PROPERTIES if p not in props]
+    if missing:
+        raise DeviceError(f"a profile based on the architecture '{key}' sets the GPU's own "
+                          f"{', '.join(missing)} (its datasheet; max_clock_mhz the highest graphics "
+                          "clock, nvidia-smi -q -d CLOCK: Max Clocks)", where)
+    for prop in GPU_OWN_PROPERTIES:
+        if isinstance(props[prop], bool) or not isinstance(props[prop], (int, float)) or props[prop] <= 0:
+            raise DeviceError(f"property '{prop}' must be a positive number, not {props[prop]!r}",
+                              _line_of(text, prop, where))
+    return {**architectures[key].properties, **props}
 
 
 # Profile property -> CUDA device attribute (pycuda's enum names; cuda-python adds CU_DEVICE_ATTRIBUTE_).
@@ -204,6 +281,8 @@ _ATTRIBUTES = {
     "max_shared_mem_per_block_optin": "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
     "l2_size": "L2_CACHE_SIZE",
 }
+#: seconds nvidia-smi may take to say the highest clocks
+NVIDIA_SMI_TIMEOUT = 30
 
 
 def _pycuda_device():
@@ -245,7 +324,9 @@ def _cuda_python_device():
 
 
 def _detect() -> DeviceProfile:
-    """Profile of GPU 0, read from the driver through pycuda, else cuda-python."""
+    """Profile of GPU 0, read from the driver through pycuda, else cuda-python: a built-in profile
+    of the same model gives the performance fields, else the architecture base of its compute
+    capability with the driver's clock and memory (:func:`_from_architecture`)."""
     reasons = []
     for api, reader in (("pycuda", _pycuda_device), ("cuda-python", _cuda_python_device)):
         try:
@@ -264,22 +345,69 @@ def _detect() -> DeviceProfile:
     props.setdefault("max_shared_mem_per_block_optin", props["max_shared_mem_per_block"])
     clock_mhz = (get("CLOCK_RATE") or 0) / 1000  # the rated boost clock, in kHz
     ref = match_name(name)
-    if ref is None:
-        if clock_mhz:
-            props["max_clock_mhz"] = clock_mhz
-    else:  # performance limits of the same GPU model, peaks scaled to this device's SM count
+    source = f"auto-detected ({api})"
+    if ref is not None:  # performance limits of the same GPU model, peaks scaled to this device's SM count
         scale = props["sm_count"] / ref.properties["sm_count"]
         perf = {p: ref.properties[p] * scale if p.startswith("peak_") or p == "l2_bandwidth"
                 else ref.properties[p]
-                for p in PERFORMANCE_PROPERTIES}
+                for p in PERFORMANCE_PROPERTIES if p in ref.properties}
         perf["max_clock_mhz"] = max(perf["max_clock_mhz"], clock_mhz)
         props = {**perf, **props}
         props.setdefault("max_blocks_per_sm", ref.properties["max_blocks_per_sm"])
+    else:
+        props, how = _from_architecture(name, props, get, clock_mhz)
+        source += f", {how}"
     missing = [p for p in REQUIRED_PROPERTIES if p not in props]
     if missing:
         raise DeviceError(f"--device auto: the driver does not report {', '.join(missing)} for "
                           f"'{name}'; write a .toml profile for it")
-    return DeviceProfile("auto", name, props, f"auto-detected ({api})")
+    return DeviceProfile("auto", name, props, source)
+
+
+def _from_architecture(name: str, props: dict, get, rated_mhz: float) -> tuple[dict, str]:
+    """The driver's limits over the architecture base of their compute capability, with the
+    highest graphics clock (nvidia-smi), the DRAM bandwidth (memory clock x 2 x bus width) and the
+    peaks derived; DeviceError where one of them cannot be known."""
+    capability = props["compute_capability"]
+    arch = architecture_for(capability)
+    advice = (f"write a .toml profile for '{name}' (base = an architecture: "
+              f"{', '.join(k for k in architecture_profiles() if k.startswith('sm_'))}; docs/devices.md)")
+    if arch is None:
+        raise DeviceError(f"--device auto: '{name}' has compute capability {capability}, which no "
+                          f"built-in profile or architecture base describes; {advice}")
+    clock = _max_graphics_clock_mhz(get)
+    if clock is None:
+        raise DeviceError(f"--device auto: cannot read the highest graphics clock of '{name}' "
+                          "(nvidia-smi --query-gpu=clocks.max.graphics): peaks from the rated clock "
+                          f"({rated_mhz:.0f} MHz) are not upper bounds under GPU Boost; {advice}")
+    memory_khz, bus_bits = get("MEMORY_CLOCK_RATE"), get("GLOBAL_MEMORY_BUS_WIDTH")
+    if not memory_khz or not bus_bits:
+        raise DeviceError(f"--device auto: the driver does not report the memory clock and bus width "
+                          f"of '{name}' (the DRAM bandwidth); {advice}")
+    props = {**arch.properties, **props, "max_clock_mhz": max(clock, rated_mhz),
+             "dram_bandwidth": memory_khz * 1e3 * 2 * bus_bits / 8}
+    return derive_peaks(props), (f"{arch.key} base: peaks derived from its rates, the highest "
+                                 "graphics clock (nvidia-smi) and the memory clock x 2 x bus width")
+
+
+def _max_graphics_clock_mhz(get) -> float | None:
+    """The highest graphics clock nvidia-smi reports for the GPU at the driver's PCI address."""
+    address = tuple(get(a) for a in ("PCI_DOMAIN_ID", "PCI_BUS_ID", "PCI_DEVICE_ID"))
+    smi = shutil.which("nvidia-smi")
+    if smi is None or None in address:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=pci.bus_id,clocks.max.graphics",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=NVIDIA_SMI_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in out.stdout.splitlines():
+        match = re.fullmatch(r"\s*([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\.\d+\s*,\s*([\d.]+)\s*",
+                             line)
+        if match and tuple(int(match[i], 16) for i in (1, 2, 3)) == address:
+            return float(match[4])
+    return None
 
 
 def match_name(device_name: str) -> DeviceProfile | None:
@@ -307,6 +435,23 @@ def format_profiles_table() -> str:
                      str(p["max_threads_per_block"]), str(p["shared_mem_per_sm"] // 1024),
                      str(p["regs_per_sm"]), f"{p['peak_flops_fp32'] / 1e12:.1f}",
                      f"{p['dram_bandwidth'] / 1e9:.0f}"))
+    return _aligned(rows)
+
+
+def format_architectures_table() -> str:
+    """The architecture bases (``base = KEY`` in a profile) as an aligned plain-text table."""
+    rows = [("base", "name", "warp", "FP32/FP64 lanes per SM", "tensor FP16 flop/SM/clock",
+             "smem/SM KiB")]
+    for key, prof in architecture_profiles().items():
+        p = prof.properties
+        rows.append((key, prof.name, str(p["warp_size"]),
+                     f"{p['fp32_lanes_per_sm']}/{p['fp64_lanes_per_sm']}",
+                     str(p["tensor_fp16_flops_per_sm_per_clock"]), str(p["shared_mem_per_sm"] // 1024)))
+    return _aligned(rows)
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> str:
+    """Rows as plain-text columns: the first three left-aligned, the others right-aligned."""
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     lines = []
     for row in rows:

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from beastgen import devices
-from beastgen.devices import (DEFAULT_DEVICE, KNOWN_PROPERTIES, REQUIRED_PROPERTIES, DeviceProfile,
-                              builtin_profiles, format_profiles_table, load_profile)
+from beastgen.devices import (DEFAULT_DEVICE, KNOWN_PROPERTIES, RATE_PROPERTIES, REQUIRED_PROPERTIES, DeviceProfile,
+                              architecture_profiles, builtin_profiles, format_profiles_table,
+                              load_profile)
 from beastgen.errors import DeviceError
 
 KEYS = ["c2050", "k40", "v100", "rtx2080ti", "titanrtx", "a100", "rtx3090",
@@ -27,7 +28,7 @@ def test_builtin_profiles_complete():
     assert list(profiles) == KEYS
     for key, prof in profiles.items():
         assert prof.key == key and prof.source == "built-in" and prof.name.startswith("NVIDIA")
-        assert set(prof.properties) == KNOWN_PROPERTIES, key
+        assert set(prof.properties) == KNOWN_PROPERTIES - set(RATE_PROPERTIES), key
         p = prof.properties
         assert isinstance(p["compute_capability"], str)
         assert all(type(p[k]) is int for k in REQUIRED_PROPERTIES[1:])
@@ -91,7 +92,7 @@ def test_user_file_misspelt_key_is_an_error_at_its_line(tmp_path):
 
 
 def test_user_file_accepts_every_known_property_and_calibrated_device(tmp_path):
-    h100 = builtin_profiles()["h100"].properties
+    h100 = {**architecture_profiles()["sm_90"].properties, **builtin_profiles()["h100"].properties}
     lines = ['name = "copy"', 'calibrated_device = "opencl:0"', '[custom]', 'extra = 1.5']
     lines[2:2] = [f"{key} = {json.dumps(h100[key])}" for key in sorted(KNOWN_PROPERTIES)]
     f = tmp_path / "full.toml"

@@ -24,7 +24,6 @@ runs.
 from __future__ import annotations
 
 import math
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -33,10 +32,9 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..devices import DeviceProfile, load_profile
-from ..errors import BeastError, DeviceError
-from .backends.opencl import get_device, opencl_profile
-from .calibrate_kernels import (CHAINS, CUDA_SOURCE, LOCAL_LOADS, LOCAL_OFFSET_SPAN, OPENCL_FP64_SOURCE,
-                                OPENCL_SOURCE)
+from ..errors import BeastError
+from .calibrate_kernels import CHAINS, LOCAL_LOADS, LOCAL_OFFSET_SPAN
+from .calibrate_runners import open_runner, parse_target  # noqa: F401 - parse_target: commands/calibrate.py
 
 #: measured rates are multiplied by this before they are written (an upper bound on the speed)
 RATE_MARGIN = 1.25
@@ -69,15 +67,6 @@ def wavefronts(addresses, banks: int = SMEM_BANKS, bank_bytes: int = SMEM_BANK_B
     for word in words:
         per_bank[word % banks] = per_bank.get(word % banks, 0) + 1
     return max(per_bank.values(), default=0)
-
-
-def parse_target(spec: str) -> tuple[str, int]:
-    """``opencl:N`` or ``cuda:N`` -> (api, N)."""
-    match = re.fullmatch(r"\s*(opencl|cuda)\s*:\s*(\d+)\s*", spec or "", re.IGNORECASE)
-    if not match:
-        raise DeviceError(f"calibrate takes --device opencl:N or cuda:N (the N-th device of that API), "
-                          f"not {spec!r}")
-    return match[1].lower(), int(match[2])
 
 
 @dataclass
@@ -131,148 +120,6 @@ def _toml_value(value) -> str:
         return repr(float(value)) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
     text = str(value)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-# -- the two APIs -------------------------------------------------------------------------------------
-class OpenCLRunner:
-    """Builds and times the microbenchmarks on one OpenCL device (event profiling)."""
-
-    api = "opencl"
-
-    def __init__(self, index: int):
-        try:  # optional (beastgen[opencl])
-            import pyopencl as cl
-        except ImportError:
-            raise BeastError("calibrate --device opencl:N needs pyopencl: pip install "
-                             "'beastgen[opencl]'") from None
-        self.cl = cl
-        self.device = get_device(index)
-        self.profile = opencl_profile(self.device, index)
-        self.is_cpu = bool(self.device.type & cl.device_type.CPU)
-        self.context = cl.Context([self.device])
-        self.queue = cl.CommandQueue(self.context,
-                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
-        self.max_group = int(self.device.max_work_group_size)
-        self.local_bytes = int(self.device.local_mem_size)
-        self.max_alloc = int(self.device.max_mem_alloc_size)
-        self.memory = int(self.device.global_mem_size)
-        self.has_fp64 = bool(getattr(self.device, "double_fp_config", 0))
-        # a CPU compiler does not vectorize across work-items around a loop: each work-item works on
-        # vectors of the native width instead, and reads a contiguous chunk (see calibrate_kernels)
-        self.vw32 = max(int(self.device.native_vector_width_float), 1) if self.is_cpu else 1
-        self.vw64 = max(int(self.device.native_vector_width_double), 1) if self.is_cpu else 1
-        self.kernels: dict = {}
-        self.base_source = ("limits and unmeasured fields read from the OpenCL device (clGetDeviceInfo, "
-                            "mapped as `--device opencl:N` does: see opencl_profile in "
-                            "beastgen/harness/backends/opencl.py)")
-
-    def build(self, defines: dict, fp64: bool = False):
-        defines = {**defines, "VW": self.vw64 if fp64 else self.vw32, "CHUNKED": int(self.is_cpu)}
-        options = [f"-D{k}={v}" for k, v in defines.items()]
-        source = OPENCL_FP64_SOURCE if fp64 else OPENCL_SOURCE
-        try:
-            return self.cl.Program(self.context, source).build(options=options)
-        except self.cl.Error as e:
-            raise BeastError(f"the calibration kernels do not build on {self.device.name.strip()}: "
-                             f"{str(e).strip()[:2000]}") from None
-
-    def buffer(self, array: np.ndarray):
-        flags = self.cl.mem_flags
-        return self.cl.Buffer(self.context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=array)
-
-    def empty(self, nbytes: int):
-        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
-
-    def read(self, buffer, array: np.ndarray) -> np.ndarray:
-        self.cl.enqueue_copy(self.queue, array, buffer)
-        return array
-
-    def time(self, program, name: str, groups: int, group: int, args: list) -> float:
-        """Seconds one launch of ``groups`` work-groups of ``group`` work-items took."""
-        kernel = self.kernels.get((program, name))
-        if kernel is None:
-            kernel = self.kernels[program, name] = self.cl.Kernel(program, name)
-        event = kernel(self.queue, (groups * group,), (group,), *args)
-        event.wait()
-        return (event.profile.end - event.profile.start) * 1e-9
-
-    def close(self) -> None:
-        self.queue.finish()
-
-
-class CUDARunner:
-    """Builds and times the microbenchmarks on one NVIDIA GPU through pycuda (CUDA events)."""
-
-    api = "cuda"
-
-    def __init__(self, index: int):
-        try:  # optional (beastgen[cuda])
-            import pycuda.driver as drv
-            from pycuda.compiler import SourceModule
-        except ImportError as e:
-            raise BeastError(f"calibrate --device cuda:N needs pycuda, which is not installed ({e}): "
-                             "pip install 'beastgen[cuda]' on a machine with an NVIDIA driver, or "
-                             "calibrate an OpenCL device (--device opencl:N)") from None
-        if index != 0:
-            raise DeviceError("calibrate measures CUDA GPU 0 (its limits are read as --device auto "
-                              f"reads them): run it as CUDA_VISIBLE_DEVICES={index} beastgen calibrate "
-                              "--device cuda:0")
-        self.drv, self.SourceModule = drv, SourceModule
-        try:
-            drv.init()
-            self.device = drv.Device(0)
-            self.context = self.device.make_context()
-        except Exception as e:  # noqa: BLE001 - pycuda's LogicError/RuntimeError: no driver or GPU
-            raise BeastError(f"calibrate found no usable CUDA GPU 0 (no NVIDIA driver?): {e}") from None
-        self.profile = load_profile("auto")
-        attribute = drv.device_attribute
-        self.is_cpu = False
-        self.max_group = int(self.device.get_attribute(attribute.MAX_THREADS_PER_BLOCK))
-        self.local_bytes = int(self.device.get_attribute(attribute.MAX_SHARED_MEMORY_PER_BLOCK))
-        self.memory = int(self.device.total_memory())
-        self.max_alloc = self.memory
-        self.has_fp64 = True
-        self.vw32 = self.vw64 = 1
-        self.base_source = (f"limits and unmeasured fields: {self.profile.source} (as --device auto "
-                            "reads them: the driver's attributes and the matching built-in profile)")
-        major, minor = self.device.compute_capability()
-        self.arch = f"sm_{major}{minor}"
-
-    def build(self, defines: dict, fp64: bool = False):
-        """The module of all kernels (fma_f64 included: ``fp64`` changes nothing in CUDA)."""
-        header = "".join(f"#define {k} {v}\n" for k, v in defines.items())
-        try:
-            return self.SourceModule(header + CUDA_SOURCE, no_extern_c=True, arch=self.arch)
-        except Exception as e:  # noqa: BLE001 - pycuda.driver.CompileError
-            raise BeastError(f"the calibration kernels do not compile for {self.arch}: "
-                             f"{str(e).strip()[:2000]}") from None
-
-    def buffer(self, array: np.ndarray):
-        return self.drv.to_device(array)
-
-    def empty(self, nbytes: int):
-        return self.drv.mem_alloc(nbytes)
-
-    def read(self, buffer, array: np.ndarray) -> np.ndarray:
-        self.drv.memcpy_dtoh(array, buffer)
-        return array
-
-    def time(self, module, name: str, groups: int, group: int, args: list) -> float:
-        function = module.get_function(name)
-        start, end = self.drv.Event(), self.drv.Event()
-        start.record()
-        function(*args, block=(group, 1, 1), grid=(groups, 1))
-        end.record()
-        end.synchronize()
-        return start.time_till(end) * 1e-3
-
-    def close(self) -> None:
-        self.context.pop()
-
-
-def open_runner(target: str):
-    api, index = parse_target(target)
-    return OpenCLRunner(index) if api == "opencl" else CUDARunner(index)
 
 
 # -- the microbenchmarks --------------------------------------------------------------------------------
@@ -368,6 +215,9 @@ class Calibrator:
         if clocks is not None:  # the SM clock while the FMA benchmark ran: ticks per nanosecond
             ticks = runner.read(clocks, np.zeros(self.groups * 2, np.uint64)).reshape(-1, 2)
             ticks = ticks[ticks[:, 1] > 0].astype(np.float64)
+            if not len(ticks):
+                raise BeastError("the FP32 FMA benchmark reported no clock (no block wrote its "
+                                 "clock64 ticks): the calibration kernels did not run as built")
             self.clock_hz = float(np.max(ticks[:, 0] / ticks[:, 1])) * 1e9
         self._done()
         if fp64_program is not None:
@@ -424,14 +274,32 @@ class Calibrator:
         if llc_bytes <= 0:
             return
         self._step("L2 bandwidth")
-        n = max(llc_bytes // 4 // vector // chunk, 1) * chunk  # a quarter of the cache
-        cached = runner.buffer(np.ones(n * runner.vw32, np.float32))
-        self.results["l2"] = self.throughput(
-            f"read_sum of {n * vector / 2**20:.2f} MiB (a quarter of the {llc_bytes / 2**20:.0f} MiB "
-            f"last-level cache), repeated passes", program, "read_sum",
-            lambda passes: [cached, sums, np.uint32(n), np.int32(passes)],
-            lambda passes, items: float(vector) * n * passes, start=4)
+        self.results["l2"] = self.cache_bandwidth(program, sums, llc_bytes, vector)
         self._done()
+
+    def cache_bandwidth(self, program, sums, llc_bytes: int, vector: int) -> Rate:
+        """read_sum's rate over a buffer of at most a quarter of the last-level cache: fewer and
+        smaller work-groups where one pass of the usual launch would take more (on a small L2 it
+        took 75-85% of it, and passes partly missed the cache: a rate below the truth, an invalid
+        bound); the launch is at least one work-group per unit and one warp per work-group."""
+        groups, group = self.groups, self.group
+        quarter = llc_bytes // 4
+        groups = min(groups, max(self.units, quarter // (8 * group * vector)))
+        while 8 * groups * group * vector > quarter and group > self.warp:
+            group //= 2
+        chunk = 8 * groups * group
+        n = max(quarter // vector // chunk, 1) * chunk
+        cached = self.runner.buffer(np.ones(n * self.runner.vw32, np.float32))
+        saved = self.groups, self.group
+        self.groups, self.group = groups, group
+        try:
+            return self.throughput(
+                f"read_sum of {n * vector / 2**20:.2f} MiB ({100 * n * vector / llc_bytes:.0f}% of the "
+                f"{llc_bytes / 2**20:.1f} MiB last-level cache), repeated passes", program, "read_sum",
+                lambda passes: [cached, sums, np.uint32(n), np.int32(passes)],
+                lambda passes, items: float(vector) * n * passes, start=4)
+        finally:
+            self.groups, self.group = saved
 
     def local(self, words: int) -> None:
         """Warp-level local-memory requests per second at each stride, as wavefronts per second of
@@ -488,6 +356,8 @@ def calibrate(target: str, repetitions: int = REPETITIONS, progress: bool = True
 def _calibrate(runner, target, repetitions, progress, start) -> Calibration:
     base = runner.profile
     props = base.properties
+    for prop in ("sm_count", "warp_size", "fp32_lanes_per_sm", "max_clock_mhz"):
+        base.get(prop)  # DeviceError now, not after every benchmark
     bar = _progress(progress, 6 + len(STRIDES) + int(runner.has_fp64))
     calibrator = Calibrator(runner, repetitions, bar)
     words = calibrator.local_group * max(STRIDES) + LOCAL_OFFSET_SPAN
@@ -517,7 +387,7 @@ def _fields(runner, target, base: DeviceProfile, calibrator: Calibrator, seconds
     margin = f"x {RATE_MARGIN}"
 
     peak32 = results["fp32"].value * RATE_MARGIN
-    lanes = int(props["fp32_lanes_per_sm"])
+    lanes = int(base.get("fp32_lanes_per_sm"))
     if calibrator.clock_hz:
         clock = calibrator.clock_hz * RATE_MARGIN
         clock_source = (f"measured {calibrator.clock_hz / 1e6:.0f} MHz (clock64 ticks per %globaltimer "

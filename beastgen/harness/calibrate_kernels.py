@@ -170,8 +170,8 @@ _CUDA_CLOCK = (
     " if (threadIdx.x == 0) { clocks[2 * blockIdx.x] = (unsigned long long)(k1 - k0);"
     " clocks[2 * blockIdx.x + 1] = t1 - t0; }")
 
-#: CUDA C++ (whole source in extern "C": pycuda's SourceModule(no_extern_c=True)); compiled with
-#: -D LOCAL_WORDS=... and, for local_read, -D STRIDE=...
+#: CUDA C++ (the kernels in an extern "C" block: unmangled names); compiled by nvcc
+#: (beastgen/harness/nvcc.py) with #define LOCAL_WORDS ... and, for local_read, STRIDE ... before it
 CUDA_SOURCE = """
 #define GLOBAL
 #define GID (blockIdx.x * blockDim.x + threadIdx.x)

@@ -1,5 +1,8 @@
 """Run a backend in a worker process under a watchdog: a kernel that hangs past its timeout (or
-crashes the driver) kills only the worker, which is restarted for the next configuration."""
+crashes the driver) kills only the worker, which is restarted for the next configuration; a failure
+that leaves the device unusable (``DeviceLost``: a sticky CUDA error) is recorded as what it was and
+ends the worker the same way. ``check_setup`` runs the backend's set-up check before the first
+configuration."""
 from __future__ import annotations
 
 import ctypes
@@ -39,26 +42,62 @@ def die_with_parent(parent_pid: int) -> None:
 _PR_SET_PDEATHSIG = 1
 
 
+class DeviceLost(KernelFailure):
+    """A configuration's failure after which the backend's device is unusable in this process (a
+    sticky CUDA error: illegal address, launch failure, device assert, watchdog timeout). Raised by
+    a backend's ``compile`` or ``run``: the failure is recorded as what it was, and the worker ends,
+    so that the next configuration gets a fresh one."""
+
+
 def _worker(conn, factory, parent_pid: int) -> None:
+    """Serve ``measure`` / ``check`` / ``args`` / ``stop`` messages with one backend. The worker
+    leads its own process group (nvcc and its children join it, and Ctrl-C at the terminal reaches
+    only ``tune``, which stops the worker), closes the backend on every way out (a CUDA context
+    left on pycuda's stack aborts the process) and ends with ``os._exit``."""
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()
     die_with_parent(parent_pid)
+    backend = None
     try:
-        backend = factory()
-    except BaseException as e:  # noqa: BLE001 - report why the device cannot be opened
-        conn.send(("fatal", f"{type(e).__name__}: {e}"))
-        return
-    conn.send(("ready", None))
+        try:
+            backend = factory()
+        except BaseException as e:  # noqa: BLE001 - report why the device cannot be opened
+            conn.send(("fatal", str(e) if isinstance(e, BeastError) else f"{type(e).__name__}: {e}"))
+            return
+        conn.send(("ready", None))
+        _serve(conn, backend)
+    except (EOFError, OSError, KeyboardInterrupt):
+        pass
+    finally:
+        if backend is not None:
+            try:
+                backend.close()
+            except Exception:  # noqa: BLE001 - a lost device may refuse; the process ends anyway
+                pass
+        os._exit(0)
+
+
+def _serve(conn, backend) -> None:
+    """The worker's loop; returns on ``stop`` or after a DeviceLost failure."""
     args = None
     while True:
-        try:
-            message = conn.recv()
-        except (EOFError, KeyboardInterrupt):
-            return
+        message = conn.recv()
         if message[0] == "args":
             args = message[1]
             continue
         if message[0] == "stop":
-            backend.close()
             return
+        if message[0] == "check":
+            try:
+                check = getattr(backend, "check_setup", None)
+                if check is not None:
+                    check()
+                conn.send(("checked", None))
+            except BeastError as e:
+                conn.send(("fatal", str(e)))
+            except Exception as e:  # noqa: BLE001 - the driver's own error: the set-up is wanting
+                conn.send(("fatal", f"the set-up check failed: {type(e).__name__}: {e}"))
+            continue
         _, launch, iterations, outputs = message
         try:
             start = time.perf_counter()
@@ -66,10 +105,16 @@ def _worker(conn, factory, parent_pid: int) -> None:
             conn.send(("compiled", time.perf_counter() - start))
             result = backend.run(compiled, launch, args, iterations, outputs)
             conn.send(("done", result))
+        except DeviceLost as e:
+            conn.send(("failure", e.kind, e.message, True))
+            return
         except KernelFailure as e:
-            conn.send(("failure", e.kind, e.message))
+            conn.send(("failure", e.kind, e.message, False))
+        except BeastError as e:  # the set-up, found wanting at the first compile
+            conn.send(("fatal", str(e)))
         except Exception as e:  # noqa: BLE001 - anything else is a launch failure of this config
-            conn.send(("failure", "launch", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))
+            conn.send(("failure", "launch", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}",
+                       False))
 
 
 class Isolated:
@@ -89,6 +134,22 @@ class Isolated:
         if self.process is not None:
             self.conn.send(("args", args))
 
+    def check_setup(self) -> None:
+        """Start the worker and have its backend check the set-up (``Backend.check_setup``: for
+        CUDA, compile, load and run a trivial kernel); BeastError, the worker stopped, if it fails."""
+        if self.process is None:
+            self._start()
+        self.conn.send(("check",))
+        if not self.conn.poll(self.compile_timeout):
+            self._kill()
+            raise BeastError(f"the set-up check (a trivial kernel) took longer than "
+                             f"{self.compile_timeout:g} s")
+        kind, message = self._recv()[:2]
+        if kind != "checked":
+            self._kill()
+            raise BeastError(message if kind == "fatal" else "the benchmark worker crashed while "
+                             "checking the set-up (a trivial kernel)")
+
     def _start(self) -> None:
         parent, child = self.context.Pipe()
         self.process = self.context.Process(target=_worker, args=(child, self.factory, os.getpid()),
@@ -102,7 +163,8 @@ class Isolated:
         kind, message = self._recv()
         if kind != "ready":
             self._kill()
-            raise BeastError(f"the benchmark worker cannot open the device: {message}")
+            raise BeastError(message if kind == "fatal" else "the benchmark worker crashed while "
+                             "opening the device")
         self.conn.send(("args", self.args))
 
     def _recv(self):
@@ -112,7 +174,13 @@ class Isolated:
             return ("crashed", None)
 
     def _kill(self) -> None:
+        """Kill the worker's process group (nvcc and its children with it), then reap it."""
         if self.process is not None:
+            if hasattr(os, "killpg") and self.process.pid:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             self.process.kill()
             self.process.join(10)
         self.process = self.conn = None
@@ -140,12 +208,20 @@ class Isolated:
             reply[1].compile_seconds = compile_seconds
             return reply[1]
         if reply[0] == "failure":
-            raise KernelFailure(reply[1], reply[2])
+            _, kind, message, lost = reply
+            if lost:  # the worker ends; the next configuration starts a fresh one
+                self.process.join(10)
+            raise KernelFailure(kind, message)
+        if reply[0] == "fatal":
+            self._kill()
+            raise BeastError(reply[1])
         code = self.process.exitcode if self.process else None
         self._kill()
         raise KernelFailure("launch", f"the kernel crashed the benchmark worker (exit code {code})")
 
     def close(self) -> None:
+        """Stop the worker (it closes its backend); kill it if it does not end within 5 s (a
+        kernel still running after Ctrl-C)."""
         if self.process is not None and self.process.is_alive():
             try:
                 self.conn.send(("stop",))

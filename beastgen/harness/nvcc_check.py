@@ -16,10 +16,8 @@ the first lines of nvcc's message; the check goes on.
 """
 from __future__ import annotations
 
-import functools
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +32,7 @@ from ..loading import load
 from ..reference import ReferenceEnumerator
 from ..table import format_table
 from .kernel import find_kernel
+from .nvcc import nvcc_path, supported_arches
 from .tune import default_generated_dir
 
 #: seconds one nvcc compile may take before it is recorded as an error
@@ -73,27 +72,6 @@ def parse_ptxas(text: str) -> dict[str, dict]:
             smem = _SMEM.search(line)
             current["smem"] = int(smem.group(1)) if smem else 0
     return functions
-
-
-def nvcc_path() -> str:
-    path = shutil.which("nvcc")
-    if path is None:
-        raise BeastError("nvcc-check needs nvcc (the CUDA toolkit) on PATH, and it is not there: "
-                         "install the CUDA toolkit or add its bin/ directory to PATH")
-    return path
-
-
-@functools.lru_cache(maxsize=None)
-def supported_arches(nvcc: str) -> tuple[int, ...]:
-    """The real architectures this nvcc compiles for, as numbers (75, 80, ..., 120), sorted."""
-    try:
-        out = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise BeastError(f"cannot run {nvcc} --list-gpu-arch: {e}") from None
-    arches = sorted({int(m) for m in re.findall(r"compute_(\d+)\b", out.stdout)})
-    if out.returncode != 0 or not arches:
-        raise BeastError(f"{nvcc} --list-gpu-arch listed no architecture: {out.stderr.strip()[:300]}")
-    return tuple(arches)
 
 
 def choose_arch(compute_capability, supported: tuple[int, ...]) -> tuple[str, str | None]:

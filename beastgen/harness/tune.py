@@ -145,7 +145,9 @@ def setup_backend(backend: str, device, replay_path, kernel):
     if backend == "cuda":
         import_pycuda()
         profile = load_profile(device or "auto")
-        return profile, Isolated(functools.partial(CUDABackend, 0)), "cuda"
+        runner = Isolated(functools.partial(CUDABackend, 0))
+        runner.check_setup()  # nvcc, architecture, driver: one clear error before anything is stored
+        return profile, runner, "cuda"
     raise BeastError(f"unknown backend '{backend}': use opencl, cuda or replay")
 
 

@@ -64,7 +64,7 @@
 #define VLOAD(p) CAT(vload, VLS)(0, (const GLOBAL REAL*)(p))
 #define VSTORE(t, v) CAT(vstore, VLS)(t, 0, (REAL*)(v))
 #define VALIGNED(p) 1
-#else  // CUDA (no #include: pycuda wraps the source in extern "C" { })
+#else  // CUDA (nvcc compiles it as C++: the kernel is declared extern "C" for an unmangled name)
 #define KERNEL extern "C" __global__ void __launch_bounds__(DIM_M * DIM_N)
 #define GLOBAL
 #define SHARED __shared__
