@@ -405,7 +405,7 @@ def test_a_worker_killed_mid_count_has_its_tasks_rerun(tmp_path, monkeypatch):
     monkeypatch.setenv("BEASTGEN_GENERATED_DIR", str(tmp_path / "gen"))
     plan = compile_space(beastgen.load(str(tmp_path / "wide.py")), "h100", {})
     local = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                     dashboard_address=None, silence_logs=50)
+                                     dashboard_address=":0", silence_logs=50)
     client = distributed.Client(local, set_as_default=False)
     outcome = {}
 
