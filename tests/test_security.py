@@ -914,3 +914,14 @@ def test_a_full_disk_under_the_results_store_is_one_error(full_disk):
             store.close()
     assert "\n" not in str(e.value) and written > 0, e.value
     assert len(read_run(path)[1]) == written
+
+
+def test_a_full_disk_under_the_output_is_one_error(tmp_path, full_disk, capsys):
+    from beastgen.cli import main
+
+    full = full_disk(4)
+    (tmp_path / "s.py").write_text("import beastgen as beast\nx = beast.range(0, 5000)\n")
+    assert main(["enumerate", "s.py", "-o", str(full / "out.csv"), "--generated-dir", "gen"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err, err
+    assert os.listdir(full) == []  # the temporary file is gone
