@@ -43,6 +43,8 @@ SAMPLES_PER_NODE = (32, 4096)
 #: many times more of them: thousands of nodes in each even out, and Dask hands the chunks to the
 #: workers as they finish
 EVEN_SPLIT_FACTOR = 4
+#: how long a run waits for a worker when every worker is gone (lost, and none started again)
+NO_WORKER_SECONDS = 60.0
 PART_NAME = "part-{:05d}.parquet"
 METADATA_NAME = "_beastgen.json"
 
@@ -215,17 +217,40 @@ def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what
                              pure=False)
                for i, chunk in enumerate(chunks)]
     bar = _progress_bar(progress, len(futures), what)
+    completed = distributed.as_completed(futures, loop=client.loop)
+    idle_since = time.monotonic()
     try:
-        for future in distributed.as_completed(futures, loop=client.loop):
-            if future.status != "finished":
-                raise_worker_error(future)
-            if bar is not None:
-                bar.update(1)
+        while not completed.is_empty():
+            ready = completed.next_batch(block=False)
+            for future in ready:
+                if future.status != "finished":
+                    raise_worker_error(future)
+                if bar is not None:
+                    bar.update(1)
+            if ready:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > 1.0:  # nothing for a while: any worker left?
+                _check_workers_left(client, sum(f.done() for f in futures), len(futures), what)
+                idle_since = time.monotonic()
+            else:
+                time.sleep(0.02)
         return [f.result() for f in futures]
     finally:
         if bar is not None:
             bar.close()
         client.cancel([*futures, recipe_future])
+
+
+def _check_workers_left(client, done: int, total: int, what: str) -> None:
+    """One line when the cluster has had no worker for NO_WORKER_SECONDS (every worker of the run
+    lost and none started again): Dask would wait for one forever."""
+    deadline = time.monotonic() + NO_WORKER_SECONDS
+    while not client.nthreads():
+        if time.monotonic() > deadline:
+            raise BeastError(f"every Dask worker is gone and none joined within "
+                             f"{NO_WORKER_SECONDS:g} s ({done} of {total} {what} done); start "
+                             "workers and run the command again")
+        time.sleep(0.2)
 
 
 def _progress_bar(enabled: bool, total: int, unit: str):
