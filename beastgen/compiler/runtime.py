@@ -253,6 +253,11 @@ class CompiledPlan:
         counts: building one takes a fraction of a second)."""
         return self.path is not None and self.native is None and not self.numba_cached("count")
 
+    def estimate_needs_compiling(self, method: str) -> bool:
+        """Whether a time-budgeted estimate compiles first (Numba's cache lacks its functions)."""
+        functions = ("probe" if method == "knuth" else "chen", "probe", "census")
+        return self.path is not None and not all(map(self.numba_cached, functions))
+
     def _nest_function(self, function_name: str, *args):
         """A generated function: the native count or split_nodes when there is one, else Numba's."""
         if function_name in native.FUNCTIONS and self.native is not None:
@@ -433,18 +438,23 @@ class CompiledPlan:
     def _estimate_within(self, budget: float, seed: int, method: str) -> Estimate:
         if self.path is None:
             return Estimate(0.0, 0.0, 0.0, 0, 0.0, "exact")
+        import numpy as np
         function = "probe" if method == "knuth" else "chen"
-        self._compiled(function, 1, 0)
-        self._compile_chunking(jobs=2)  # count and census, for the exact count
+        for name, args in ((function, (1, 0)), ("probe", (1, 0)),
+                           ("census", (0, 0, np.zeros(0), np.zeros(0)))):
+            self._compiled(name, *args)  # all compiling before the clock starts
+        self._compile_chunking(jobs=1)
+        self.split_node_count()
         start = time.perf_counter()
-        exact = self._count_if_cheap(budget / 2, start)
+        exact = self._count_if_cheap(budget / 2, start) if self._census_fits(budget / 4) else None
         if exact is not None:
             return Estimate(float(exact), float(exact), float(exact), 0, time.perf_counter() - start,
                             "exact")
         total = total_sq = 0.0
         samples, batch, limit = 0, 1, self.ESTIMATE_SAMPLES[method]
         sampling = time.perf_counter()
-        while samples < 2 or (samples < limit and time.perf_counter() - start < budget):
+        while samples < self.ESTIMATE_MIN_SAMPLES or (samples < limit and
+                                                      time.perf_counter() - start < budget):
             # each batch its own stream: independent of the others, reproducible from ``seed``
             part, part_sq = self._run(function, batch, (int(seed) << 24) + samples)
             total, total_sq, samples = total + part, total_sq + part_sq, samples + batch
@@ -453,6 +463,21 @@ class CompiledPlan:
             batch = int(max(1, min(2 * batch, left / per_sample if per_sample > 0 else 2 * batch,
                                    limit - samples)))
         return Estimate.of_sums(total, total_sq, samples, time.perf_counter() - start, method)
+
+    #: runs or descents a time-budgeted estimate takes even past its budget (two make no interval)
+    ESTIMATE_MIN_SAMPLES = 10
+    #: Knuth descents timed to predict the cost of the split census
+    _TIMED_DESCENTS = 32
+
+    def _census_fits(self, budget: float) -> bool:
+        """Whether the split census (``_CENSUS_SAMPLES_PER_NODE`` descents below each split node)
+        should end within ``budget`` seconds, predicted from timed whole descents (an overestimate:
+        a census descent starts at the split level). A wide space has millions of split nodes, and
+        its census would take minutes before the estimate even starts."""
+        start = time.perf_counter()
+        self._run("probe", self._TIMED_DESCENTS, 0)
+        per_descent = (time.perf_counter() - start) / self._TIMED_DESCENTS
+        return self.split_node_count() * _CENSUS_SAMPLES_PER_NODE * per_descent <= budget
 
     #: loop iterations per second assumed before the first chunk of an exact count has run
     _ASSUMED_RATE = 1e8
