@@ -10,6 +10,7 @@ import sys
 
 from . import __version__
 from .errors import BeastError
+from .trust import GENERATED_DIR_HELP
 
 #: subcommand -> its module in ``beastgen.commands``
 COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate": "estimate",
@@ -45,7 +46,7 @@ def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
     p.add_argument("--set", dest="settings", nargs="+", action="append", metavar="NAME=VALUE",
                    help="override settings (repeatable)")
     p.add_argument("--generated-dir", default=None,
-                   help="where generated enumerators go (default: ./generated)")
+                   help=f"where generated enumerators go (default: {GENERATED_DIR_HELP})")
 
 
 def _threads(text: str) -> int:

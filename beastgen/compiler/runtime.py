@@ -24,7 +24,7 @@ from ..bounds import Comparison, LevelCuts, Threshold
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import POLL_SECONDS, call_interruptibly, wait_interruptibly
-from ..trust import check_generated_directory
+from ..trust import GENERATED_DIR_ENV, check_generated_directory, generated_directory
 from . import native
 from .native import NativeNest
 
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from .plan import Plan
     from .specialize import Specialized
 
-GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
 _FIRST_BUFFER_BYTES = 256 << 20  # a native enumeration's first buffer per thread (virtual memory)
@@ -44,14 +43,9 @@ _DTYPES = {"int": "int64", "str": "int64", "float": "float64", "bool": "bool"}
 
 
 def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
-    """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
+    """``<space>__<device>__<settings-hash>.py`` in :func:`generated_directory`."""
     return os.path.join(generated_directory(generated_dir), f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
                                    f"{spec.settings_hash()}.py")
-
-
-def generated_directory(generated_dir: str | None = None) -> str:
-    """``generated_dir``, else $BEASTGEN_GENERATED_DIR, else ``generated/`` under the working directory."""
-    return generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
 
 
 def file_name_part(text: str) -> str:

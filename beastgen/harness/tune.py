@@ -116,11 +116,6 @@ class TuneResult:
         return "\n".join(lines)
 
 
-def default_generated_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "beastgen", "generated")
-
-
 def setup_backend(backend: str, device, replay_path, kernel):
     """(profile or None, runner, language, extra settings) for a backend name."""
     if backend == "replay":
@@ -180,8 +175,7 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     elif kernel is None:
         raise BeastError(f"space '{space.name}' declares no kernel (beast.kernel(...)): nothing to run "
                          f"on the {backend} backend", space.path)
-    plan = compile_space(space, device=profile, settings=settings,
-                         generated_dir=generated_dir or default_generated_dir())
+    plan = compile_space(space, device=profile, settings=settings, generated_dir=generated_dir)
     spec = plan.specialized
     typed_settings = dict(spec.settings)
     if backend == "replay":
