@@ -18,7 +18,7 @@ from ..errors import BeastError
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run TEXT PRIMARY KEY, space TEXT, device TEXT, backend TEXT, strategy TEXT, settings TEXT,
-    created REAL);
+    created REAL, export TEXT);
 CREATE TABLE IF NOT EXISTS results (
     run TEXT NOT NULL, config_key TEXT NOT NULL, config TEXT NOT NULL,
     status TEXT NOT NULL,            -- ok, compile, launch, wrong_result, timeout, unmeasured
@@ -80,7 +80,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
-            columns = [row[1] for row in self.db.execute("PRAGMA table_info(results)")]
+            columns = _columns(self.db, "results")
             check = self.db.execute("PRAGMA quick_check").fetchone()[0]
         except sqlite3.Error as e:
             raise BeastError(f"cannot open the results store: {e}", path) from None
@@ -90,12 +90,17 @@ class Store:
         if check != "ok":
             raise BeastError(f"the results store is damaged ({check}); give another file with "
                              "--results", path)
+        if "export" not in _columns(self.db, "runs"):  # a store written before the column
+            self.db.execute("ALTER TABLE runs ADD COLUMN export TEXT")
 
     def open_run(self, run: str, **description) -> None:
-        self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+        """Record the run: ``space``, ``device``, ``backend``, ``strategy``, ``settings`` and
+        ``export`` (what an export of its results needs that the rows do not hold)."""
+        self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         (run, description.get("space"), description.get("device"),
                          description.get("backend"), description.get("strategy"),
-                         json.dumps(description.get("settings", {}), default=str), time.time()))
+                         json.dumps(description.get("settings", {}), default=str), time.time(),
+                         json.dumps(description.get("export", {}), default=str)))
 
     def results(self, run: str) -> dict[str, dict]:
         """config_key -> row, for everything this run recorded."""
@@ -118,6 +123,10 @@ class Store:
         self._lock.close()  # releases the lock
 
 
+def _columns(db, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
 def _result_rows(db, run: str):
     """(config_key, row) for each result of ``run``, in the order recorded."""
     cursor = db.execute("SELECT config_key, config, status, time, times, bound, bottleneck, message, "
@@ -133,14 +142,16 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
     """(the run's description, its result rows in the order recorded) from the store at ``path``,
     opened read-only (no lock: a running ``tune`` is not disturbed). ``run`` defaults to the latest
     run; the description has ``run``, ``space``, ``device``, ``backend``, ``strategy``,
-    ``settings`` (a dict), ``created`` (seconds since the epoch)."""
+    ``settings`` (a dict), ``created`` (seconds since the epoch) and ``export`` (a dict, empty for
+    a run recorded before beastgen kept it)."""
     if not os.path.isfile(path):
         raise BeastError("no results store there (tune writes one with --results)", path)
     try:
         db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
         try:
-            runs = db.execute("SELECT run, space, device, backend, strategy, settings, created "
-                              "FROM runs ORDER BY created").fetchall()
+            export = "export" if "export" in _columns(db, "runs") else "NULL"
+            runs = db.execute("SELECT run, space, device, backend, strategy, settings, created, "
+                              f"{export} FROM runs ORDER BY created").fetchall()
             if not runs:
                 raise BeastError("the results store holds no run", path)
             chosen = runs[-1] if run is None else next((r for r in runs if r[0] == run), None)
@@ -152,7 +163,8 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
             db.close()
     except sqlite3.Error as e:
         raise BeastError(f"not a readable beastgen results store: {e}", path) from None
-    description = dict(zip(("run", "space", "device", "backend", "strategy", "settings", "created"),
-                           chosen))
+    description = dict(zip(("run", "space", "device", "backend", "strategy", "settings", "created",
+                            "export"), chosen))
     description["settings"] = json.loads(description["settings"] or "{}")
+    description["export"] = json.loads(description["export"] or "{}")
     return description, rows

@@ -22,6 +22,7 @@ from ..bounds import format_seconds
 from ..compiler.runtime import compile_space
 from ..devices import load_profile
 from ..errors import BeastError
+from ..interop.results import kernel_tuner_header
 from ..loading import load
 from .backends.base import KernelFailure
 from .backends.cuda import CUDABackend, import_pycuda
@@ -197,7 +198,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     }, sort_keys=True).encode()).hexdigest()[:20]
     store = Store(results)
     store.open_run(run_id, space=space.name, device=profile.key, backend=backend, strategy=strategy,
-                   settings=typed_settings)
+                   settings=typed_settings, export=kernel_tuner_header(
+                       plan.columns, typed_settings, getattr(runner, "replay", None), kernel, space.name))
     previous = store.results(run_id)
 
     result = TuneResult(space.name, f"{profile.key} ({profile.name})", backend, strategy,
