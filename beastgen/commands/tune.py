@@ -3,7 +3,7 @@
 import json
 
 from ..harness.tune import tune
-from .common import parse_settings
+from .common import check_plot, parse_settings
 
 
 def run(args) -> int:
@@ -13,6 +13,7 @@ def run(args) -> int:
 def search(args, tune_function) -> int:
     """Run ``tune_function`` (the local ``harness.tune.tune`` or its Dask twin) with the options of
     ``args`` and print the result."""
+    check_plot(args)
     result = tune_function(args.space, backend=args.backend, device=args.device,
                            settings=parse_settings(args.settings), replay=args.replay, budget=args.budget,
                            time_limit=args.time, results=args.results, strategy=args.strategy,

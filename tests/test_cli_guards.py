@@ -1,0 +1,64 @@
+"""What a command checks before its work: --plot's matplotlib and folder (a tune can take hours),
+and whether an enumeration's rows fit in memory (refused with the numbers, no file written)."""
+import os
+import sys
+
+import pytest
+
+from beastgen.cli import main
+
+from conftest import REPLAY, REPO
+
+GEMM_CLBLAST = os.path.join(REPO, "spaces", "gemm_clblast.py")
+
+
+@pytest.fixture
+def no_matplotlib(monkeypatch):
+    """matplotlib cannot be imported (None in sys.modules blocks the import, as if not installed)."""
+    for name in [n for n in sys.modules if n == "matplotlib" or n.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+
+
+@pytest.mark.parametrize("command", [
+    ["tune", GEMM_CLBLAST, "--backend", "replay", "--replay", REPLAY],
+    ["compare", os.path.join(REPO, "spaces", "gemm.py"), "-t", "2x"],
+    ["check-bounds", GEMM_CLBLAST, "--replay", REPLAY],
+])
+def test_plot_without_matplotlib_fails_before_the_work(command, no_matplotlib, tmp_path, capsys):
+    results = tmp_path / "r.db"
+    extra = ["--results", str(results)] if command[0] == "tune" else []
+    assert main(command + extra + ["--plot", str(tmp_path / "p.png")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no report: nothing ran
+    assert captured.err.strip() == ("beastgen: error: --plot needs matplotlib: pip install "
+                                    "'beastgen[plot]' (or leave out --plot)")
+    assert not results.exists()
+
+
+def test_plot_into_a_missing_folder_fails_before_the_work(tmp_path, capsys):
+    missing = tmp_path / "no" / "such"
+    assert main(["compare", os.path.join(REPO, "spaces", "gemm.py"), "-t", "2x",
+                 "--plot", str(missing / "p.png")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{missing}: --plot: the picture's folder does not exist" in captured.err
+
+
+HUGE = """\
+import beastgen as beast
+a = beast.range(0, 1000000)
+b = beast.range(0, 10000000)
+third = beast.filter((a + b) % 3 == 0)
+"""
+
+
+def test_enumerate_refuses_what_cannot_fit_in_memory(write_space, generated_dir, tmp_path, capsys):
+    """6.7e12 rows (107 TB): refused with the estimate and the memory available, no file written."""
+    output = tmp_path / "all.npy"
+    assert main(["enumerate", write_space(HUGE, "huge_rows.py"), "-o", str(output),
+                 "--generated-dir", generated_dir]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("beastgen: error: the space has about 6,666,66")
+    assert "TB in memory at 16 bytes a row, more than the" in error and "available" in error
+    assert len(error.splitlines()) == 1 and not output.exists()
