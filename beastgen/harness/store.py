@@ -3,6 +3,8 @@
 WAL mode and one transaction per row keep the file consistent; a row that is already there is never
 overwritten (``INSERT OR IGNORE``), so resuming a run skips what it measured before. One process
 at a time holds a store (``PATH.lock``): a second ``tune`` on it is refused with a clear message.
+A run's ``settings`` JSON also holds, under ``__export__`` (no setting can be named so), what an
+export of its results needs that the rows do not hold (``interop.results.kernel_tuner_header``).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ..errors import BeastError
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run TEXT PRIMARY KEY, space TEXT, device TEXT, backend TEXT, strategy TEXT, settings TEXT,
-    created REAL, export TEXT);
+    created REAL);
 CREATE TABLE IF NOT EXISTS results (
     run TEXT NOT NULL, config_key TEXT NOT NULL, config TEXT NOT NULL,
     status TEXT NOT NULL,            -- ok, compile, launch, wrong_result, timeout, unmeasured
@@ -28,6 +30,7 @@ CREATE TABLE IF NOT EXISTS results (
 """
 
 
+_EXPORT = "__export__"  # the key of the export's header in a run's settings JSON
 _RESULT_COLUMNS = ["run", "config_key", "config", "status", "time", "times", "bound", "bottleneck",
                    "message", "recorded"]
 
@@ -80,7 +83,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
-            columns = _columns(self.db, "results")
+            columns = [row[1] for row in self.db.execute("PRAGMA table_info(results)")]
             check = self.db.execute("PRAGMA quick_check").fetchone()[0]
         except sqlite3.Error as e:
             raise BeastError(f"cannot open the results store: {e}", path) from None
@@ -90,17 +93,14 @@ class Store:
         if check != "ok":
             raise BeastError(f"the results store is damaged ({check}); give another file with "
                              "--results", path)
-        if "export" not in _columns(self.db, "runs"):  # a store written before the column
-            self.db.execute("ALTER TABLE runs ADD COLUMN export TEXT")
 
     def open_run(self, run: str, **description) -> None:
-        """Record the run: ``space``, ``device``, ``backend``, ``strategy``, ``settings`` and
-        ``export`` (what an export of its results needs that the rows do not hold)."""
-        self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        """Record the run: ``space``, ``device``, ``backend``, ``strategy``, ``settings``, ``export``."""
+        settings = dict(description.get("settings", {}), **{_EXPORT: description.get("export", {})})
+        self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (run, description.get("space"), description.get("device"),
                          description.get("backend"), description.get("strategy"),
-                         json.dumps(description.get("settings", {}), default=str), time.time(),
-                         json.dumps(description.get("export", {}), default=str)))
+                         json.dumps(settings, default=str), time.time()))
 
     def results(self, run: str) -> dict[str, dict]:
         """config_key -> row, for everything this run recorded."""
@@ -121,10 +121,6 @@ class Store:
     def close(self) -> None:
         self.db.close()
         self._lock.close()  # releases the lock
-
-
-def _columns(db, table: str) -> list[str]:
-    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
 
 
 def _result_rows(db, run: str):
@@ -149,9 +145,8 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
     try:
         db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
         try:
-            export = "export" if "export" in _columns(db, "runs") else "NULL"
-            runs = db.execute("SELECT run, space, device, backend, strategy, settings, created, "
-                              f"{export} FROM runs ORDER BY created").fetchall()
+            runs = db.execute("SELECT run, space, device, backend, strategy, settings, created "
+                              "FROM runs ORDER BY created").fetchall()
             if not runs:
                 raise BeastError("the results store holds no run", path)
             chosen = runs[-1] if run is None else next((r for r in runs if r[0] == run), None)
@@ -163,8 +158,8 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
             db.close()
     except sqlite3.Error as e:
         raise BeastError(f"not a readable beastgen results store: {e}", path) from None
-    description = dict(zip(("run", "space", "device", "backend", "strategy", "settings", "created",
-                            "export"), chosen))
+    description = dict(zip(("run", "space", "device", "backend", "strategy", "settings", "created"),
+                           chosen))
     description["settings"] = json.loads(description["settings"] or "{}")
-    description["export"] = json.loads(description["export"] or "{}")
+    description["export"] = description["settings"].pop(_EXPORT, {})
     return description, rows
