@@ -16,7 +16,7 @@ from .trust import GENERATED_DIR_HELP
 COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate": "estimate",
             "rank": "rank", "compare": "compare", "enumerate": "enumerate", "check-bounds": "check_bounds",
             "tune": "tune", "export": "export", "nvcc-check": "nvcc_check", "calibrate": "calibrate",
-            "devices": "devices", "export-results": "export_results"}
+            "devices": "devices", "export-results": "export_results", "convert": "convert"}
 
 
 def _set_before_positionals(argv: list[str]) -> list[str]:
@@ -209,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repetitions", "-r", type=int, default=None, metavar="N",
                    help="runs of each microbenchmark, the fastest kept (default 10)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("convert", help="write a Kernel Tuner script's tune_params and restrictions (or "
+                                       "a T1 JSON space) as a readable beastgen space file")
+    p.add_argument("input", help="a Kernel Tuner script (.py, run until it calls tune_kernel: it is "
+                                 "a program, read it first) or a T1 space (.json)")
+    p.add_argument("-o", "--output", required=True, metavar="SPACE.py", help="the space file to write")
 
     sub.add_parser("devices", help="list the built-in device profiles")
     return parser
