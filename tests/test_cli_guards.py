@@ -1,5 +1,6 @@
 """What a command checks before its work: --plot's matplotlib and folder (a tune can take hours),
-and whether an enumeration's rows fit in memory (refused with the numbers, no file written)."""
+and whether an enumeration's rows fit in memory (refused with the numbers, no file written); and
+the messages a newcomer meets: a threshold below the best bound, a device that must be calibrated."""
 import os
 import sys
 
@@ -62,3 +63,20 @@ def test_enumerate_refuses_what_cannot_fit_in_memory(write_space, generated_dir,
     assert error.startswith("beastgen: error: the space has about 6,666,66")
     assert "TB in memory at 16 bytes a row, more than the" in error and "available" in error
     assert len(error.splitlines()) == 1 and not output.exists()
+
+
+def test_a_threshold_below_the_best_bound_says_what_the_best_is(generated_dir, capsys):
+    assert main(["count", os.path.join(REPO, "spaces", "gemm.py"), "--threshold", "1.5ms",
+                 "--generated-dir", generated_dir]) == 0
+    out = capsys.readouterr().out
+    assert ("0 valid configurations with a lower bound of at most 1.5 ms (the best bound is "
+            "2.346 ms;") in out
+    assert "empty: no configuration's lower bound is at most 1.5 ms; the best is 2.346 ms" in out
+    assert out.count("1.5 ms") == 2  # the threshold once per line, not twice
+
+
+def test_a_device_to_measure_points_at_calibrate(capsys):
+    assert main(["count", os.path.join(REPO, "spaces", "gemm.py"), "--device", "opencl:0"]) == 2
+    error = capsys.readouterr().err
+    assert "'opencl:0' is a device to measure, not a profile: `beastgen calibrate --device " \
+           "opencl:0 -o my.toml`" in error
