@@ -80,3 +80,12 @@ def test_a_device_to_measure_points_at_calibrate(capsys):
     error = capsys.readouterr().err
     assert "'opencl:0' is a device to measure, not a profile: `beastgen calibrate --device " \
            "opencl:0 -o my.toml`" in error
+
+
+def test_generate_says_unchanged_for_a_file_it_did_not_write(tmp_path, capsys):
+    command = ["generate", os.path.join(REPO, "spaces", "reduction.py"), "--generated-dir",
+               str(tmp_path / "gen")]
+    assert main(command) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 'gen'}")
+    assert main(command) == 0
+    assert capsys.readouterr().out.startswith(f"unchanged: {tmp_path / 'gen'}")
