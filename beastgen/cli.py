@@ -222,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(_set_before_positionals(sys.argv[1:] if argv is None else argv))
+    if hasattr(sys.stdout, "reconfigure"):  # each line out at once, into a pipe too (| tee)
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         return command_module(args).run(args)
     except BeastError as e:

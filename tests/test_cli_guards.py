@@ -89,3 +89,31 @@ def test_generate_says_unchanged_for_a_file_it_did_not_write(tmp_path, capsys):
     assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 'gen'}")
     assert main(command) == 0
     assert capsys.readouterr().out.startswith(f"unchanged: {tmp_path / 'gen'}")
+
+
+def test_ctrl_c_on_tune_says_what_was_kept_and_how_to_resume(tmp_path):
+    """SIGINT once results are recorded: exit 130, and stderr says how many results the store keeps
+    and that the same command resumes."""
+    import signal
+    import subprocess
+    import time
+
+    from beastgen.harness.store import latest_run_size
+
+    results = tmp_path / "r.db"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-m", "beastgen", "tune", GEMM_CLBLAST, "--backend",
+                              "replay", "--replay", REPLAY, "--results", str(results)],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    deadline = time.monotonic() + 120
+    while not (latest_run_size(str(results)) or (0, 0))[1]:
+        assert child.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 130, err
+    kept = [line for line in err.splitlines() if "are kept in" in line]
+    assert kept and kept[0].endswith(f"are kept in {results}; the same command resumes from them "
+                                     "(nothing measured is run again)")
+    assert err.rstrip().endswith("beastgen: interrupted (Ctrl-C)") and "Traceback" not in err

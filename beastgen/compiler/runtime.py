@@ -264,6 +264,8 @@ class CompiledPlan:
         try:
             function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
         except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
+            if _interrupted(e):  # Ctrl-C while Numba compiled: an interruption, not an error
+                raise KeyboardInterrupt from None
             raise self._compile_error(e) from None
         return function
 
@@ -809,6 +811,17 @@ def _claiming(jobs: int, work, next_node, progress=None) -> list:
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return [future.result() for future in futures]
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` (or what it was raised from or during) is a KeyboardInterrupt."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:

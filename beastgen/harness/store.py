@@ -123,6 +123,22 @@ class Store:
         self._lock.close()  # releases the lock
 
 
+def latest_run_size(path: str) -> tuple[str, int] | None:
+    """(run, rows) of the run that recorded a result last in the store at ``path`` (read-only), or
+    None when there is no such store or no result."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT run, COUNT(*) FROM results GROUP BY run "
+                              "ORDER BY MAX(recorded) DESC LIMIT 1").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+
+
 def _result_rows(db, run: str):
     """(config_key, row) for each result of ``run``, in the order recorded."""
     cursor = db.execute("SELECT config_key, config, status, time, times, bound, bottleneck, message, "

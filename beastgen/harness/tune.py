@@ -208,7 +208,7 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     state = SearchState()
     chosen = STRATEGIES[strategy](plan, seed)
     start = time.perf_counter()
-    bar = _progress_bar(progress, budget)
+    bar = _progress_bar(progress, min(budget or math.inf, plan.count()) if progress else None)
 
     unmeasured_bounds = []  # replay: the bounds of proposed configurations the file does not hold
 
