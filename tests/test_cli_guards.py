@@ -117,3 +117,11 @@ def test_ctrl_c_on_tune_says_what_was_kept_and_how_to_resume(tmp_path):
     assert kept and kept[0].endswith(f"are kept in {results}; the same command resumes from them "
                                      "(nothing measured is run again)")
     assert err.rstrip().endswith("beastgen: interrupted (Ctrl-C)") and "Traceback" not in err
+
+
+def test_rank_lists_equal_bounds_in_the_same_order_whatever_k(gemm_h100):
+    """Ties (gemm's best bound is shared by several configurations) in loop-nest order: the top 2
+    are the first two of the top 5."""
+    two, five = gemm_h100.rank(2), gemm_h100.rank(5)
+    assert two["bound"][0] == five["bound"][4]  # five configurations share the best bound
+    assert two.tolist() == five[:2].tolist()

@@ -346,7 +346,8 @@ class CompiledPlan:
 
     def rank(self, k: int = 10, threshold: float = math.inf) -> np.ndarray:
         """The ``k`` valid configurations with the smallest bounds (at most ``threshold``), best
-        first, with fields ``bound`` (seconds) and ``bottleneck`` (the dominating term)."""
+        first (equal bounds in loop-nest order of their values, whatever ``k``), with fields
+        ``bound`` (seconds) and ``bottleneck`` (the dominating term)."""
         import numpy as np
         self._require_bounds()
         names = self.columns
@@ -357,7 +358,8 @@ class CompiledPlan:
         terms = np.empty(k, dtype=np.int64)
         rows = np.empty((k, len(self.plan.order)))
         size = int(self._run("rank", float(threshold), bounds, terms, rows))
-        order = np.argsort(bounds[:size], kind="stable")
+        keys = [rows[:size, j] for j in reversed(range(len(self.plan.order)))]
+        order = np.lexsort(keys + [bounds[:size]])  # by bound, then by the values in loop order
         items = self.specialized.items
         columns = {name: rows[order, j].astype(self._column_dtype(items[name]))
                    for j, name in enumerate(self.plan.order)}
