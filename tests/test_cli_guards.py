@@ -125,3 +125,15 @@ def test_rank_lists_equal_bounds_in_the_same_order_whatever_k(gemm_h100):
     two, five = gemm_h100.rank(2), gemm_h100.rank(5)
     assert two["bound"][0] == five["bound"][4]  # five configurations share the best bound
     assert two.tolist() == five[:2].tolist()
+
+
+def test_every_subcommand_shows_an_example_that_names_it(capsys):
+    from beastgen.cli import COMMANDS, EXAMPLES
+
+    assert set(EXAMPLES) == set(COMMANDS)
+    for name in COMMANDS:
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        out = capsys.readouterr().out
+        assert f"example:\n  beastgen {name}" in out
+        assert "%%" not in out
