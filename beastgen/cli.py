@@ -90,7 +90,7 @@ EXAMPLES = {
     "check-bounds": "beastgen check-bounds spaces/gemm_clblast.py --device titanrtx "
                     "--replay data/replay/gemm_clblast_rtx_titan.json.gz",
     "tune": "beastgen tune data/reference-spaces/convolution_milo.json --backend replay "
-            "--replay data/replay/convolution_milo_a100.json.gz --results run.db",
+            "--replay data/replay/convolution_milo_a100.json.gz --strategy exhaustive --results run.db",
     "export": "beastgen export data/reference-spaces/hotspot.json --format kernel_tuner -o configs.json",
     "export-results": "beastgen export-results run.db --format kernel_tuner -o cache.json",
     "nvcc-check": "beastgen nvcc-check spaces/gemm.py --device h100 --samples 5",
@@ -102,7 +102,8 @@ EXAMPLES = {
 
 def _command(sub, name: str, help: str) -> argparse.ArgumentParser:
     """A subcommand's parser: its help as description, and an example at the end of --help."""
-    return sub.add_parser(name, help=help, description=help.replace("%%", "%"), epilog=f"example:\n  {EXAMPLES[name]}",
+    return sub.add_parser(name, help=help, description=help.replace("%%", "%"),
+                          epilog=f"example:\n  {EXAMPLES[name]}",
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 

@@ -6,8 +6,8 @@ and stderr): each expected line must match a later output line, where ``...`` st
 (so timings and paths can vary). The commands of one page run one after the other in one folder of
 their own, which holds ``spaces``, ``data`` and ``examples`` of the repository (links), with
 ``beastgen`` on PATH running this checkout. A block fenced ```console gpu needs a GPU and is not run
-here; the Quickstart's two commands are fenced ```console ci: they are what ``.ci/run`` runs, which
-this test checks. Any other fence holding ``$ `` commands fails the test.
+here, nor one fenced ```console cluster (it needs machines of a Dask cluster); the Quickstart's two
+commands are fenced ```console ci: they are what ``.ci/run`` runs, which this test checks. Any other fence holding ``$ `` commands fails the test.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from conftest import REPO
 
 PAGES = ["README.md"] + sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs", "*.md")))
 FENCE = re.compile(r"^```([\w-]*)[ \t]*([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-NOT_HERE = {"gpu", "ci"}
+NOT_HERE = {"gpu", "cluster", "ci"}
 #: pages written on other branches of this round (remove once merged: then they must exist)
 WRITTEN_ELSEWHERE = {"docs/cuda.md", "docs/devices.md", "docs/search.md"}
 
@@ -56,8 +56,9 @@ def _commands(text: str) -> list[tuple[str, list[str]]]:
 
 
 def _matches(expected: str, line: str) -> bool:
-    pattern = ".*".join(re.escape(part.strip()) for part in expected.split("..."))
-    return re.fullmatch(pattern, line.strip()) is not None
+    """``line`` is ``expected``, ``...`` standing for any text and any run of spaces for one."""
+    pattern = ".*".join(re.escape(" ".join(part.split())) for part in expected.split("..."))
+    return re.fullmatch(pattern, " ".join(line.split())) is not None
 
 
 def _check_output(command: str, expected: list[str], output: str) -> None:
@@ -71,11 +72,13 @@ def _check_output(command: str, expected: list[str], output: str) -> None:
 
 @pytest.fixture(scope="module")
 def shell_bin(tmp_path_factory):
-    """A folder holding ``beastgen``: this checkout's command line, whatever is installed."""
+    """A folder holding ``beastgen`` (this checkout's command line, whatever is installed) and
+    ``python`` (this interpreter)."""
     folder = tmp_path_factory.mktemp("docs-bin")
     script = folder / "beastgen"
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m beastgen "$@"\n')
     script.chmod(0o755)
+    os.symlink(sys.executable, folder / "python")
     return str(folder)
 
 
@@ -93,7 +96,7 @@ def test_every_command_of_the_page_runs(page, shell_bin, tmp_path):
         assert language == "console", f"{page}: a block of commands must be ```console: {text}"
         if mark in NOT_HERE:
             continue
-        assert not mark, f"{page}: unknown mark ```console {mark} (use gpu or ci)"
+        assert not mark, f"{page}: unknown mark ```console {mark} (use gpu, cluster or ci)"
         for command, expected in commands:
             run = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env,
                                  text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
