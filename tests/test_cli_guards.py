@@ -137,3 +137,13 @@ def test_every_subcommand_shows_an_example_that_names_it(capsys):
         out = capsys.readouterr().out
         assert f"example:\n  beastgen {name}" in out
         assert "%%" not in out
+
+
+def test_show_keeps_lines_readable(generated_dir, capsys):
+    """The bound-term library unfolds into expressions of thousands of characters: show cuts them
+    (the generated module has them whole) and wraps the lists of names."""
+    assert main(["show", os.path.join(REPO, "spaces", "gemm.py"), "--generated-dir", generated_dir]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) < 300
+    assert any("characters; the whole expression is in the generated enumerator)" in line
+               for line in lines)
