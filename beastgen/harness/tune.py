@@ -382,7 +382,7 @@ def plot_results(result: TuneResult, path: str) -> None:
     except ImportError:
         raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]'") from None
     points = [(b, t) for b, t in result.points if math.isfinite(b) and b > 0]
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    fig, ax = plt.subplots(figsize=(8.4, 4.8))
     if points:
         bounds, times = np.array(points).T
         ok = times >= bounds
@@ -399,7 +399,8 @@ def plot_results(result: TuneResult, path: str) -> None:
     ax.set_ylabel("measured time (ms)")
     ax.set_title(f"{result.space} on {result.device.split(' (')[0]}: {result.strategy}, "
                  f"{result.evaluated} runs")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=8)  # beside the
+    # points, which lie above the diagonal: in the upper left
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=120)
