@@ -11,12 +11,13 @@ import sys
 from . import __version__
 from .errors import BeastError
 from .interrupt import Terminated, sigterm_as_interrupt
+from .trust import GENERATED_DIR_HELP
 
 #: subcommand -> its module in ``beastgen.commands``
 COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate": "estimate",
             "rank": "rank", "compare": "compare", "enumerate": "enumerate", "check-bounds": "check_bounds",
             "tune": "tune", "export": "export", "nvcc-check": "nvcc_check", "calibrate": "calibrate",
-            "devices": "devices", "export-results": "export_results"}
+            "devices": "devices", "export-results": "export_results", "convert": "convert"}
 
 
 def _set_before_positionals(argv: list[str]) -> list[str]:
@@ -46,7 +47,7 @@ def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
     p.add_argument("--set", dest="settings", nargs="+", action="append", metavar="NAME=VALUE",
                    help="override settings (repeatable)")
     p.add_argument("--generated-dir", default=None,
-                   help="where generated enumerators go (default: ./generated)")
+                   help=f"where generated enumerators go (default: {GENERATED_DIR_HELP})")
 
 
 def _threads(text: str) -> int:
@@ -78,6 +79,35 @@ def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
                             "`dask scheduler --scheduler-file FILE` writes")
 
 
+#: an example of each subcommand, shown at the end of its --help (run from the repository root)
+EXAMPLES = {
+    "show": "beastgen show spaces/gemm.py --device v100 --set precision=d",
+    "generate": "beastgen generate spaces/gemm.py --device a100",
+    "count": "beastgen count spaces/gemm.py --device v100 --set precision=d trans_b=1",
+    "estimate": "beastgen estimate spaces/gemm.py --method knuth --samples 20000 --seed 1",
+    "rank": "beastgen rank spaces/gemm.py --device h100 -k 5",
+    "compare": "beastgen compare spaces/gemm.py --threshold 1.5x --plot cuts.png",
+    "enumerate": "beastgen enumerate spaces/gemm.py -o gemm.parquet -j 2",
+    "check-bounds": "beastgen check-bounds spaces/gemm_clblast.py --device titanrtx "
+                    "--replay data/replay/gemm_clblast_rtx_titan.json.gz",
+    "tune": "beastgen tune data/reference-spaces/convolution_milo.json --backend replay "
+            "--replay data/replay/convolution_milo_a100.json.gz --strategy exhaustive --results run.db",
+    "export": "beastgen export data/reference-spaces/hotspot.json --format kernel_tuner -o configs.json",
+    "export-results": "beastgen export-results run.db --format kernel_tuner -o cache.json",
+    "nvcc-check": "beastgen nvcc-check spaces/gemm.py --device h100 --samples 5",
+    "calibrate": "beastgen calibrate --device opencl:0 -o my-device.toml",
+    "convert": "beastgen convert kt_script.py -o space.py",
+    "devices": "beastgen devices",
+}
+
+
+def _command(sub, name: str, help: str) -> argparse.ArgumentParser:
+    """A subcommand's parser: its help as description, and an example at the end of --help."""
+    return sub.add_parser(name, help=help, description=help.replace("%%", "%"),
+                          epilog=f"example:\n  {EXAMPLES[name]}",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="beastgen",
@@ -86,13 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"beastgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("show", help="variables, dependency DAG and the loop nest with each filter placed")
+    p = _command(sub, "show", help="variables, dependency DAG and the loop nest with each filter placed")
     _add_space_args(p)
 
-    p = sub.add_parser("generate", help="write the generated enumerator")
+    p = _command(sub, "generate", help="write the generated enumerator")
     _add_space_args(p)
 
-    p = sub.add_parser("count", help="count the valid configurations")
+    p = _command(sub, "count", help="count the valid configurations")
     _add_space_args(p)
     p.add_argument("--stats", action="store_true", help="iterations per loop level, rejections per filter")
     p.add_argument("--threshold", "-t", default=None,
@@ -103,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_jobs_arg(p)
     _add_scheduler_arg(p, "count in chunks")
 
-    p = sub.add_parser("estimate", help="estimate the number of valid configurations (Knuth's "
+    p = _command(sub, "estimate", help="estimate the number of valid configurations (Knuth's "
                                         "estimator or Chen's heuristic sampling, 95%% confidence "
                                         "interval) without counting")
     _add_space_args(p)
@@ -113,25 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random descents (knuth) or runs (chen); by default, sampling stops after "
                         "1.5 s (at most 100000 descents or 30000 runs), and a space the census "
                         "predicts countable within that is counted exactly")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random samples (default 0): the same seed gives the same estimate")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     _add_progress_arg(p)
     _add_scheduler_arg(p, "estimate in tasks of independent random streams (seed, seed+1, ...)")
 
-    p = sub.add_parser("rank", help="the configurations with the smallest lower bounds")
+    p = _command(sub, "rank", help="the configurations with the smallest lower bounds")
     _add_space_args(p)
     p.add_argument("--top", "-k", type=int, default=10, help="how many (default 10)")
     p.add_argument("--threshold", "-t", default=None, help="only bounds at most this (time or factor)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
-    p = sub.add_parser("compare", help="exhaustive versus bound-pruned counts, and where the cuts happen")
+    p = _command(sub, "compare", help="exhaustive versus bound-pruned counts, and where the cuts happen")
     _add_space_args(p)
     p.add_argument("--threshold", "-t", required=True,
                    help="a time (1.5ms, 250us, 0.002) or a factor of the best bound (2x)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the per-level picture")
 
-    p = sub.add_parser("enumerate", help="write every valid configuration to a file")
+    p = _command(sub, "enumerate", help="write every valid configuration to a file")
     _add_space_args(p)
     p.add_argument("-o", "--output", required=True,
                    help="output file: .csv, .parquet or .npy (with --scheduler: a directory, which "
@@ -140,21 +171,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_jobs_arg(p)
     _add_scheduler_arg(p, "enumerate in chunks")
 
-    p = sub.add_parser("check-bounds",
+    p = _command(sub, "check-bounds",
                        help="check the bound model against real measurements (a Kernel Tuner cache file)")
     _add_space_args(p)
     p.add_argument("--replay", required=True, metavar="FILE.json[.gz]", help="Kernel Tuner cache file")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw measured time against each bound term")
 
-    p = sub.add_parser("tune", help="benchmark configurations on a device and search for the fastest "
+    p = _command(sub, "tune", help="benchmark configurations on a device and search for the fastest "
                                     "(branch and bound on the lower bounds, or a baseline strategy)")
     _add_space_args(p, device=False)
     p.add_argument("--device", "-d", default=None,
                    help="opencl: opencl:N (default opencl:0, its profile read from the device) or a profile "
                         "written by `beastgen calibrate` (run on the device it names); cuda: a "
                         "profile or auto (default); replay: a profile (default: the file's GPU)")
-    p.add_argument("--backend", "-b", default="opencl", choices=["opencl", "cuda", "replay"])
+    p.add_argument("--backend", "-b", default="opencl", choices=["opencl", "cuda", "replay"],
+                   help="where configurations run: an OpenCL device (default), a CUDA GPU, or a "
+                        "Kernel Tuner cache file's measurements (replay, with --replay)")
     p.add_argument("--replay", default=None, metavar="FILE.json[.gz]",
                    help="Kernel Tuner cache file answering the runs (--backend replay)")
     p.add_argument("--budget", type=int, default=None, metavar="N", help="at most N runs in this invocation")
@@ -162,15 +195,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default="beastgen-results.db", metavar="DB",
                    help="SQLite results store; a run resumes from it (default beastgen-results.db)")
     p.add_argument("--strategy", default="branch_and_bound",
-                   choices=["branch_and_bound", "bound_order", "exhaustive", "random", "genetic"])
+                   choices=["branch_and_bound", "bound_order", "exhaustive", "random", "genetic"],
+                   help="search order (default branch_and_bound: every configuration whose lower "
+                        "bound is below the best time, in a learnt order, with a proof of the best; "
+                        "see docs/search.md)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random and genetic strategies")
-    p.add_argument("--iterations", type=int, default=None, help="timed runs per configuration")
+    p.add_argument("--iterations", type=int, default=None,
+                   help="timed runs per configuration (default: the kernel's, else 7)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="plot measured time against bound")
     _add_scheduler_arg(p, "run each candidate on a worker holding a GPU (--resources GPU=1)")
 
-    p = sub.add_parser("export", help="write the space for another tool: its valid configurations "
+    p = _command(sub, "export", help="write the space for another tool: its valid configurations "
                                       "for Kernel Tuner, or the space as T1 JSON")
     _add_space_args(p)
     p.add_argument("--format", "-f", required=True, choices=["kernel_tuner", "t1"],
@@ -179,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="output JSON file")
     _add_progress_arg(p)
 
-    p = sub.add_parser("export-results", help="write a tune run's results for another tool: a Kernel "
+    p = _command(sub, "export-results", help="write a tune run's results for another tool: a Kernel "
                                               "Tuner cache file or T4 results JSON (times in ms)")
     p.add_argument("results", help="the results store tune wrote (--results)")
     p.add_argument("--format", "-f", required=True, choices=["kernel_tuner", "t4"],
@@ -192,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-name", default=None,
                    help="device_name of the cache file (default: the run's device profile)")
 
-    p = sub.add_parser("nvcc-check", help="compile a sample of configurations of the space's CUDA kernel "
+    p = _command(sub, "nvcc-check", help="compile a sample of configurations of the space's CUDA kernel "
                                           "with nvcc (nothing runs) and compare ptxas's registers "
                                           "with the space's estimate `regs`")
     _add_space_args(p)
@@ -200,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the random sample")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
-    p = sub.add_parser("calibrate", help="measure a device with microbenchmarks (clock, FMA rate, DRAM and "
+    p = _command(sub, "calibrate", help="measure a device with microbenchmarks (clock, FMA rate, DRAM and "
                                          "L2 bandwidth, local-memory wavefronts, launch overhead) and "
                                          "write a device profile for --device FILE.toml")
     p.add_argument("--device", "-d", required=True, help="opencl:N or cuda:N")
@@ -210,12 +247,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runs of each microbenchmark, the fastest kept (default 10)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    sub.add_parser("devices", help="list the built-in device profiles")
+    p = _command(sub, "convert", help="write a Kernel Tuner script's tune_params and restrictions (or "
+                                       "a T1 JSON space) as a readable beastgen space file")
+    p.add_argument("input", help="a Kernel Tuner script (.py, run until it calls tune_kernel: it is "
+                                 "a program, read it first) or a T1 space (.json)")
+    p.add_argument("-o", "--output", required=True, metavar="SPACE.py", help="the space file to write")
+
+    _command(sub, "devices", help="list the built-in device profiles")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(_set_before_positionals(sys.argv[1:] if argv is None else argv))
+    if hasattr(sys.stdout, "reconfigure"):  # each line out at once, into a pipe too (| tee)
+        sys.stdout.reconfigure(line_buffering=True)
     try:
         with sigterm_as_interrupt():
             return command_module(args).run(args)

@@ -152,6 +152,11 @@ def _builtin(spec: str, where: str | None = None) -> DeviceProfile:
         raise DeviceError(f"'{spec}' is an architecture, not a GPU: write a profile with base = "
                           f"\"{spec}\" and the GPU's {', '.join(GPU_OWN_PROPERTIES)} (docs/devices.md)",
                           where)
+    if key is None and re.fullmatch(r"(opencl|cuda):\d+", str(spec).strip().lower()):
+        raise DeviceError(
+            f"'{spec}' is a device to measure, not a profile: `beastgen calibrate --device {spec} "
+            f"-o my.toml` writes its profile, then use --device my.toml (only `tune` runs on "
+            f"{spec} itself)", where)
     if key is None:
         raise DeviceError(
             f"unknown device '{spec}'{did_you_mean(_norm(spec), profiles)}; "

@@ -20,11 +20,10 @@ from .compiler.runtime import (
     Target,
     compile_space,
     file_name_part,
-    generated_directory,
     write_if_changed,
 )
 from .devices import DeviceProfile, load_profile
-from .trust import check_generated_directory, trusted_file
+from .trust import check_generated_directory, generated_directory, trusted_file
 from .version import __version__
 
 RECORD_SUFFIX = ".plan.json"

@@ -1,6 +1,7 @@
-"""Whether a generated directory, and a file in it, may be trusted: its modules are imported, its C
-libraries loaded and Numba's cache under it holds pickles, so anyone who can put a file there (or
-replace the directory) can run code as you.
+"""The generated directory: where it is by default (the one owner of that default), and whether it,
+and a file in it, may be trusted: its modules are imported, its C libraries loaded and Numba's cache
+under it holds pickles, so anyone who can put a file there (or replace the directory) can run code
+as you.
 
 A trusted directory belongs to you (or root) and no one else may write into it, sticky bit or
 not: in a sticky world-writable directory such as ``/tmp`` another user cannot replace your files,
@@ -15,6 +16,20 @@ import stat
 from .errors import BeastError
 
 _FIX = "set BEASTGEN_GENERATED_DIR (or --generated-dir) to a private directory of yours (chmod go-w)"
+GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
+#: what ``--help`` says about the default of ``--generated-dir``
+GENERATED_DIR_HELP = "$BEASTGEN_GENERATED_DIR, else ~/.cache/beastgen/generated"
+
+
+def generated_directory(generated_dir: str | None = None) -> str:
+    """Where generated code goes, the one owner of its default: ``generated_dir``, else
+    $BEASTGEN_GENERATED_DIR, else the user's cache (``$XDG_CACHE_HOME/beastgen/generated``, by
+    default ``~/.cache/beastgen/generated``): never the working directory, so that a command run in
+    a checkout or a shared directory leaves nothing there."""
+    if generated_dir or os.environ.get(GENERATED_DIR_ENV):
+        return generated_dir or os.environ[GENERATED_DIR_ENV]
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "beastgen", "generated")
 
 
 def check_generated_directory(directory: str) -> None:

@@ -196,3 +196,59 @@ def test_a_spent_time_budget_samples(mixed):
     estimate = mixed.estimate(seconds=0.0, seed=4)
     assert estimate.method == "chen" and estimate.samples >= 2
     assert estimate.low <= estimate.count <= estimate.high
+
+
+WIDE = """\
+import beastgen as beast
+a = beast.range(1, 2001)
+b = beast.range(1, 2001)
+c = beast.range(1, 2001)
+d = beast.range(1, 65)
+rare = beast.filter((a * b + c) % 7 == d % 7)
+"""
+
+NEEDLE = """\
+import beastgen as beast
+a = beast.range(0, 100000)
+b = beast.range(0, 100000)
+needle = beast.filter((a != 777) | (b != 999))
+"""
+
+
+def test_a_cold_estimate_counts_exactly(tmp_path):
+    """Compiling (the census, the estimator) happens before the time budget starts: a fresh generated
+    directory counts a small space exactly, as a warm one does (it used to answer 0 to 0)."""
+    plan = _plan(tmp_path, MIXED, "cold", str(tmp_path / "fresh"))
+    estimate = plan.estimate(seconds=1.5)
+    assert estimate.method == "exact"
+    assert estimate.count == plan.count()
+
+
+def test_a_wide_space_skips_the_census_and_samples(spaces_dir, generated_dir):
+    """4,000,000 split nodes: their census would take minutes, so the budgeted estimate samples
+    (at least ESTIMATE_MIN_SAMPLES runs) instead of trying to count."""
+    wide = _plan(spaces_dir, WIDE, "wide", generated_dir)
+    assert wide.split_node_count() == 4_000_000
+    estimate = wide.estimate(seconds=0.2, seed=1)
+    assert estimate.method == "chen" and estimate.samples >= wide.ESTIMATE_MIN_SAMPLES
+    assert _within_three_standard_errors(estimate, _wide_exact())
+
+
+def _wide_exact() -> int:
+    """WIDE's count in closed form: (a, b, c, d) is rejected when c = d - ab (mod 7)."""
+    by_residue = [sum(1 for v in range(1, 2001) if v % 7 == r) for r in range(7)]
+    pairs = [sum(by_residue[i] * by_residue[j] for i in range(7) for j in range(7) if i * j % 7 == r)
+             for r in range(7)]
+    return sum(pairs[r] * sum(2000 - by_residue[(d - r) % 7] for d in range(1, 65)) for r in range(7))
+
+
+def test_an_estimate_that_reaches_nothing_says_so(spaces_dir, generated_dir, capsys):
+    """Descents that all die give no interval of zero width: the report says no valid configuration
+    was reached and points at count and --samples."""
+    path = spaces_dir / "needle.py"
+    path.write_text(NEEDLE)
+    assert main(["estimate", str(path), "--method", "knuth", "--samples", "10",
+                 "--generated-dir", generated_dir]) == 0
+    out = capsys.readouterr().out
+    assert "no valid configuration reached by 10 random descents" in out
+    assert "interval" not in out

@@ -112,3 +112,42 @@ def test_missing_store_and_unknown_run_are_clear_errors(tuned, tmp_path):
         read_run(str(tmp_path / "none.db"))
     with pytest.raises(BeastError, match=f"no run 'nope'.*{description['run']}"):
         read_run(store, "nope")
+
+
+CONVOLUTION = os.path.join(REPO, "data", "reference-spaces", "convolution_milo.json")
+CONVOLUTION_A100 = os.path.join(REPO, "data", "replay", "convolution_milo_a100.json.gz")
+
+
+def test_a_measured_replay_run_round_trips_through_kernel_tuner(tmp_path, monkeypatch, capsys):
+    """The migration target: a fully measured replay run of the convolution T1 space, exported
+    --format kernel_tuner, is read back by Kernel Tuner's brute force in simulation mode with the T1
+    file's own tune_params (in its order) and restrictions, and finds the same best. The tune honours
+    $BEASTGEN_GENERATED_DIR (one default for every command)."""
+    import ast
+    kernel_tuner = pytest.importorskip("kernel_tuner")
+    monkeypatch.setenv("BEASTGEN_GENERATED_DIR", str(tmp_path / "from-env"))
+    store, output = str(tmp_path / "r.db"), str(tmp_path / "cache.json")
+    assert main(["tune", CONVOLUTION, "--backend", "replay", "--replay", CONVOLUTION_A100,
+                 "--results", store, "--strategy", "exhaustive", "--no-progress", "--json"]) == 0
+    best = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert best["evaluated"] == 4362
+    assert any(name.startswith("convolution_milo__") for name in os.listdir(tmp_path / "from-env"))
+    assert main(["export-results", store, "--format", "kernel_tuner", "-o", output]) == 0
+    replay = json.load(__import__("gzip").open(CONVOLUTION_A100))
+    document = json.load(open(output))
+    for key in ("kernel_name", "problem_size", "device_name", "tune_params_keys"):
+        assert document[key] == replay[key], key
+
+    t1 = json.load(open(CONVOLUTION))["ConfigurationSpace"]
+    tune_params = {p["Name"]: ast.literal_eval(p["Values"]) for p in t1["TuningParameters"]}
+    restrictions = [c["Expression"] for c in t1["Conditions"]]
+    with pytest.warns(UserWarning):  # no kernel arguments: simulated
+        results, _ = kernel_tuner.tune_kernel(
+            replay["kernel_name"], "__global__ void convolution_kernel() {}", replay["problem_size"],
+            [], tune_params, restrictions=restrictions, cache=output, simulation_mode=True,
+            strategy="brute_force", quiet=True, lang="CUDA")
+    timed = [r for r in results if isinstance(r["time"], float)]
+    assert len(results) == 4362 and len(timed) == 4201
+    fastest = min(timed, key=lambda r: r["time"])
+    assert {k: fastest[k] for k in tune_params} == best["best_config"]
+    assert fastest["time"] == pytest.approx(best["best_time_ms"], rel=1e-12)

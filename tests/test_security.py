@@ -251,8 +251,17 @@ def test_ctrl_c_stops_an_estimate(big_space, method):
     assert status == 130 and seconds < 1.5, output
 
 
+SPARSE_SPACE = BIG_SPACE.replace("% 7 == 3", "% 100003 != 3")  # 1e12 points, about 1e7 rows
+
+
 def test_ctrl_c_during_enumerate_leaves_no_output(big_space):
-    status, seconds, output = _interrupt(big_space, ["enumerate", "big.py", "-o", "out.csv"],
+    """A long enumeration whose rows fit in memory (a bigger one is refused before it starts)."""
+    path = big_space / "sparse.py"
+    path.write_text(SPARSE_SPACE)
+    plan = compile_space(beastgen.load(str(path)), "h100", {}, generated_dir=str(big_space / "gen"))
+    plan.estimate(seconds=0.0, method="knuth")
+    plan.enumerate(chunk=(0, 0))
+    status, seconds, output = _interrupt(big_space, ["enumerate", "sparse.py", "-o", "out.csv"],
                                          "settings:")
     assert status == 130 and seconds < 1.5, output
     assert not [p for p in os.listdir(big_space) if p.startswith((".out", "out"))]

@@ -2,10 +2,11 @@
 import json
 
 from ..harness.recorded import check_bounds, load_replay, plot_terms, term_samples
-from .common import compile_target, describe_target
+from .common import check_plot, compile_target, describe_target
 
 
 def run(args) -> int:
+    check_plot(args)
     replay = load_replay(args.replay)
     plan = compile_target(args)
     print(describe_target(plan))

@@ -2,6 +2,7 @@
 JSON record of the target, and the count's report."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -31,6 +32,18 @@ def jobs(args) -> int:
 def shows_progress(args) -> bool:
     """Progress lines (on a terminal only) unless --json or --no-progress."""
     return not (getattr(args, "json", False) or getattr(args, "no_progress", False))
+
+
+def check_plot(args) -> None:
+    """``--plot FILE``: matplotlib and the file's folder checked before the work (a tune can take
+    hours), not when the picture is drawn."""
+    if not getattr(args, "plot", None):
+        return
+    if importlib.util.find_spec("matplotlib") is None:
+        raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]' (or leave out --plot)")
+    folder = os.path.dirname(os.path.abspath(args.plot))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise BeastError("--plot: the picture's folder does not exist or cannot be written", folder)
 
 
 def compile_target(args):

@@ -2,10 +2,11 @@
 import json
 
 from ..bounds import format_seconds, parse_threshold, plot_comparison
-from .common import compile_target, describe_target
+from .common import check_plot, compile_target, describe_target
 
 
 def run(args) -> int:
+    check_plot(args)
     plan = compile_target(args)
     print(describe_target(plan))
     comparison = plan.compare(parse_threshold(args.threshold))

@@ -22,14 +22,20 @@ def run(args) -> int:
             raise BeastError("--stats counts the exhaustive space; use `beastgen compare` for "
                              "per-level statistics of bound pruning")
         threshold = parse_threshold(args.threshold)
-        seconds_limit = threshold.resolve(plan.best_bound() if threshold.factor else math.inf)
+        best = plan.best_bound()
+        seconds_limit = threshold.resolve(best if threshold.factor else math.inf)
         with Elapsed("counting", shows_progress(args)):
             count = plan.count(seconds_limit)
         seconds = plan.last_seconds
         total = time.perf_counter() - start
+        which = (f"{threshold.factor:g}x the best bound, {format_seconds(best)}" if threshold.factor
+                 else f"the best bound is {format_seconds(best)}")
         print(f"{count:,} valid configurations with a lower bound of at most "
-              f"{format_seconds(seconds_limit)} ({threshold}) (enumeration {seconds:.3f} s, "
-              f"total {total:.2f} s)")
+              f"{format_seconds(seconds_limit)} ({which}; "
+              f"enumeration {seconds:.3f} s, total {total:.2f} s)")
+        if count == 0:
+            print(f"empty: no configuration's lower bound is at most {format_seconds(seconds_limit)}; "
+                  f"the best is {format_seconds(best)} (try --threshold 1.5x)")
         if args.json:
             print(json.dumps(target_record(plan) | {
                 "count": count, "threshold_seconds": seconds_limit, "seconds": seconds,

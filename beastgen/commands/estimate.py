@@ -1,5 +1,6 @@
 """``beastgen estimate``: the number of valid configurations estimated without counting."""
 import json
+import sys
 
 from ..errors import BeastError
 from ..progress import Elapsed
@@ -14,6 +15,8 @@ def run(args) -> int:
         raise BeastError("--samples must be at least 2")
     plan = compile_target(args)
     print(describe_target(plan))
+    if args.samples is None and plan.estimate_needs_compiling(args.method):
+        print("compiling the estimator (cached after the first run)...", file=sys.stderr, flush=True)
     with Elapsed("estimating", shows_progress(args)):
         estimate = plan.estimate(args.samples, args.seed, method=args.method,
                                  seconds=None if args.samples else ESTIMATE_SECONDS)
@@ -27,6 +30,10 @@ def report(args, plan, estimate) -> None:
     if estimate.method == "exact":
         print(f"{estimate.count:,.0f} valid configurations (counted exactly in {estimate.seconds:.2f} s, "
               "within the estimate's time budget)")
+    elif estimate.high == 0:
+        print(f"no valid configuration reached by {estimate.samples:,} {what} in "
+              f"{estimate.seconds:.2f} s: the space is empty or too sparse to sample; count it "
+              "(beastgen count) or sample more (--samples)")
     else:
         print(f"about {estimate.count:,.0f} valid configurations (95% confidence interval "
               f"{estimate.low:,.0f} to {estimate.high:,.0f}; {estimate.samples:,} {what} in "

@@ -1,5 +1,6 @@
 """``beastgen show``: variables, dependency DAG and the loop nest with each filter placed."""
 import os
+import textwrap
 
 from ..compiler.language.printer import expr_source
 from .common import compile_target, describe_target
@@ -15,7 +16,8 @@ def run(args) -> int:
                         ("filter", "filters"), ("bound", "bound terms")):
         variables = space.of_kind(kind)
         if variables:
-            print(f"{label}: {', '.join(variables)}")
+            print(textwrap.fill(f"{label}: {', '.join(variables)}", width=100,
+                                subsequent_indent="    ", break_on_hyphens=False))
     spec = plan.specialized
     if spec.dropped_filters:
         print(f"filters always false for these settings (dropped): {', '.join(spec.dropped_filters)}")
@@ -36,6 +38,17 @@ def run(args) -> int:
                   "when divisible and inside the domain)")
         for item in level.body:
             what = {"filter": "rejects when ", "bound": ">= "}.get(item.kind, "= ")
-            print(f"  {pad}  {item.kind} {item.name} {what}{item.source_text}")
+            print(f"  {pad}  {item.kind} {item.name} {what}{_shortened(item.source_text)}")
     print(f"\ngenerated enumerator: {os.path.relpath(plan.path)}")
     return 0
+
+
+#: the longest expression shown whole (a bound-term library call unfolds into thousands of characters)
+SHOWN_CHARACTERS = 200
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= SHOWN_CHARACTERS:
+        return text
+    return (f"{text[:SHOWN_CHARACTERS - 40].rstrip()} ... ({len(text):,} characters; the whole "
+            "expression is in the generated enumerator)")

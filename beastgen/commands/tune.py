@@ -1,9 +1,11 @@
 """``beastgen tune``: benchmark configurations on a device and search for the fastest (with
 ``--scheduler``, :mod:`.on_cluster` runs the same search through :func:`search`)."""
 import json
+import sys
 
 from ..harness.tune import tune
-from .common import parse_settings
+from ..harness.store import latest_run_size
+from .common import check_plot, parse_settings
 
 
 def run(args) -> int:
@@ -13,14 +15,30 @@ def run(args) -> int:
 def search(args, tune_function) -> int:
     """Run ``tune_function`` (the local ``harness.tune.tune`` or its Dask twin) with the options of
     ``args`` and print the result."""
-    result = tune_function(args.space, backend=args.backend, device=args.device,
-                           settings=parse_settings(args.settings), replay=args.replay, budget=args.budget,
-                           time_limit=args.time, results=args.results, strategy=args.strategy,
-                           seed=args.seed, iterations=args.iterations, generated_dir=args.generated_dir,
-                           progress=not args.no_progress, plot=args.plot)
+    check_plot(args)
+    try:
+        result = tune_function(args.space, backend=args.backend, device=args.device,
+                               settings=parse_settings(args.settings), replay=args.replay,
+                               budget=args.budget, time_limit=args.time, results=args.results,
+                               strategy=args.strategy, seed=args.seed, iterations=args.iterations,
+                               generated_dir=args.generated_dir, progress=not args.no_progress,
+                               plot=args.plot)
+    except KeyboardInterrupt:
+        print(interrupted_message(args.results), file=sys.stderr, flush=True)
+        raise
     print(result.report())
     if args.plot:
         print(f"wrote {args.plot}")
     if args.json:
         print(json.dumps(result.as_dict(), default=str))
     return 0
+
+
+def interrupted_message(results: str) -> str:
+    """What a Ctrl-C'd tune keeps, and how to go on."""
+    latest = latest_run_size(results)
+    if latest is None:
+        return f"beastgen: no result was recorded in {results}"
+    run, rows = latest
+    return (f"beastgen: {rows:,} results of run {run} are kept in {results}; the same command "
+            "resumes from them (nothing measured is run again)")

@@ -25,7 +25,8 @@ from ..bounds import Comparison, LevelCuts, Threshold
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import POLL_SECONDS, call_interruptibly, wait_interruptibly
-from ..trust import check_generated_directory, private_directory, trusted_file
+from ..trust import (GENERATED_DIR_ENV, check_generated_directory, generated_directory, private_directory,
+                     trusted_file)
 from . import native
 from .native import NativeNest
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from .plan import Plan
     from .specialize import Specialized
 
-GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
 _FIRST_BUFFER_BYTES = 256 << 20  # a native enumeration's first buffer per thread (virtual memory)
@@ -45,14 +45,9 @@ _DTYPES = {"int": "int64", "str": "int64", "float": "float64", "bool": "bool"}
 
 
 def generated_path(spec: Specialized, generated_dir: str | None = None) -> str:
-    """``generated/<space>__<device>__<settings-hash>.py`` under the working directory by default."""
+    """``<space>__<device>__<settings-hash>.py`` in :func:`generated_directory`."""
     return os.path.join(generated_directory(generated_dir), f"{file_name_part(spec.space.name)}__{file_name_part(spec.device.key)}__"
                                    f"{spec.settings_hash()}.py")
-
-
-def generated_directory(generated_dir: str | None = None) -> str:
-    """``generated_dir``, else $BEASTGEN_GENERATED_DIR, else ``generated/`` under the working directory."""
-    return generated_dir or os.environ.get(GENERATED_DIR_ENV) or os.path.join(os.getcwd(), "generated")
 
 
 def file_name_part(text: str) -> str:
@@ -265,6 +260,11 @@ class CompiledPlan:
         counts: building one takes a fraction of a second)."""
         return self.path is not None and self.native is None and not self.numba_cached("count")
 
+    def estimate_needs_compiling(self, method: str) -> bool:
+        """Whether a time-budgeted estimate compiles first (Numba's cache lacks its functions)."""
+        functions = ("probe" if method == "knuth" else "chen", "probe", "census")
+        return self.path is not None and not all(map(self.numba_cached, functions))
+
     def _nest_function(self, function_name: str, *args):
         """A generated function: the native count or split_nodes when there is one, else Numba's."""
         if function_name in native.FUNCTIONS and self.native is not None:
@@ -277,6 +277,8 @@ class CompiledPlan:
         try:
             function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
         except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
+            if _interrupted(e):  # Ctrl-C while Numba compiled: an interruption, not an error
+                raise KeyboardInterrupt from None
             raise self._compile_error(e) from None
         return function
 
@@ -357,7 +359,8 @@ class CompiledPlan:
 
     def rank(self, k: int = 10, threshold: float = math.inf) -> np.ndarray:
         """The ``k`` valid configurations with the smallest bounds (at most ``threshold``), best
-        first, with fields ``bound`` (seconds) and ``bottleneck`` (the dominating term)."""
+        first (equal bounds in loop-nest order of their values, whatever ``k``), with fields
+        ``bound`` (seconds) and ``bottleneck`` (the dominating term)."""
         import numpy as np
         self._require_bounds()
         names = self.columns
@@ -368,7 +371,8 @@ class CompiledPlan:
         terms = np.empty(k, dtype=np.int64)
         rows = np.empty((k, len(self.plan.order)))
         size = int(self._run("rank", float(threshold), bounds, terms, rows))
-        order = np.argsort(bounds[:size], kind="stable")
+        keys = [rows[:size, j] for j in reversed(range(len(self.plan.order)))]
+        order = np.lexsort(keys + [bounds[:size]])  # by bound, then by the values in loop order
         items = self.specialized.items
         columns = {name: rows[order, j].astype(self._column_dtype(items[name]))
                    for j, name in enumerate(self.plan.order)}
@@ -445,18 +449,23 @@ class CompiledPlan:
     def _estimate_within(self, budget: float, seed: int, method: str) -> Estimate:
         if self.path is None:
             return Estimate(0.0, 0.0, 0.0, 0, 0.0, "exact")
+        import numpy as np
         function = "probe" if method == "knuth" else "chen"
-        self._compiled(function, 1, 0)
-        self._compile_chunking(jobs=2)  # count and census, for the exact count
+        for name, args in ((function, (1, 0)), ("probe", (1, 0)),
+                           ("census", (0, 0, np.zeros(0), np.zeros(0)))):
+            self._compiled(name, *args)  # all compiling before the clock starts
+        self._compile_chunking(jobs=1)
+        self.split_node_count()
         start = time.perf_counter()
-        exact = self._count_if_cheap(budget / 2, start)
+        exact = self._count_if_cheap(budget / 2, start) if self._census_fits(budget / 4) else None
         if exact is not None:
             return Estimate(float(exact), float(exact), float(exact), 0, time.perf_counter() - start,
                             "exact")
         total = total_sq = 0.0
         samples, batch, limit = 0, 1, self.ESTIMATE_SAMPLES[method]
         sampling = time.perf_counter()
-        while samples < 2 or (samples < limit and time.perf_counter() - start < budget):
+        while samples < self.ESTIMATE_MIN_SAMPLES or (samples < limit and
+                                                      time.perf_counter() - start < budget):
             # each batch its own stream: independent of the others, reproducible from ``seed``
             part, part_sq = self._run(function, batch, (int(seed) << 24) + samples)
             total, total_sq, samples = total + part, total_sq + part_sq, samples + batch
@@ -465,6 +474,21 @@ class CompiledPlan:
             batch = int(max(1, min(2 * batch, left / per_sample if per_sample > 0 else 2 * batch,
                                    limit - samples)))
         return Estimate.of_sums(total, total_sq, samples, time.perf_counter() - start, method)
+
+    #: runs or descents a time-budgeted estimate takes even past its budget (two make no interval)
+    ESTIMATE_MIN_SAMPLES = 10
+    #: Knuth descents timed to predict the cost of the split census
+    _TIMED_DESCENTS = 32
+
+    def _census_fits(self, budget: float) -> bool:
+        """Whether the split census (``_CENSUS_SAMPLES_PER_NODE`` descents below each split node)
+        should end within ``budget`` seconds, predicted from timed whole descents (an overestimate:
+        a census descent starts at the split level). A wide space has millions of split nodes, and
+        its census would take minutes before the estimate even starts."""
+        start = time.perf_counter()
+        self._run("probe", self._TIMED_DESCENTS, 0)
+        per_descent = (time.perf_counter() - start) / self._TIMED_DESCENTS
+        return self.split_node_count() * _CENSUS_SAMPLES_PER_NODE * per_descent <= budget
 
     #: loop iterations per second assumed before the first chunk of an exact count has run
     _ASSUMED_RATE = 1e8
@@ -802,6 +826,17 @@ def _claiming(jobs: int, work, next_node, progress=None) -> list:
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return [future.result() for future in futures]
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` (or what it was raised from or during) is a KeyboardInterrupt."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _chunk(chunk: tuple[int, int] | None) -> tuple[int, int]:

@@ -322,7 +322,10 @@ def specialize_space(space: Space, device=None, settings: dict | None = None) ->
     result = Specialized(space, profile, setting_values, folder.constants, folder.items,
                          folder.dropped_filters, folder.empty_reason)
     if not any(item.kind == "iterator" for item in folder.items.values()) and not result.empty_reason:
-        raise SpaceError(f"space '{space.name}' has no iterator", space.path)
+        hint = (f"; a Kernel Tuner script? `beastgen convert {space.path} -o space.py` writes its "
+                "tune_params and restrictions as a space file" if "kernel_tuner" in (space.source or "")
+                else "")
+        raise SpaceError(f"space '{space.name}' has no iterator{hint}", space.path)
     return result
 
 

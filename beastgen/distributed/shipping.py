@@ -12,11 +12,9 @@ import sys
 from dataclasses import dataclass
 
 from ..compiler.model import imported_module_names
-from ..compiler.runtime import GENERATED_DIR_ENV
 from ..errors import BeastError
 from ..output import AtomicOutput
-from ..harness.tune import default_generated_dir
-from ..trust import check_generated_directory, private_directory
+from ..trust import check_generated_directory, generated_directory, private_directory
 from ..version import __version__
 
 #: the most a space's shipped files may hold (they travel with every recipe)
@@ -99,9 +97,9 @@ def _local_imports(source: str, path: str, directory: str) -> list[str]:
 
 
 def worker_generated_dir() -> str:
-    """Where a worker writes generated code and shipped spaces: ``BEASTGEN_GENERATED_DIR`` in the
-    worker's environment, or the user's cache directory (never the worker's working directory)."""
-    return os.environ.get(GENERATED_DIR_ENV) or default_generated_dir()
+    """Where a worker writes generated code and shipped spaces: the default generated directory of
+    the worker's environment (never its working directory)."""
+    return generated_directory()
 
 
 @contextlib.contextmanager

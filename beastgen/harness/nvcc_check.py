@@ -33,7 +33,6 @@ from ..reference import ReferenceEnumerator
 from ..table import format_table
 from .kernel import find_kernel
 from .nvcc import nvcc_path, supported_arches
-from .tune import default_generated_dir
 
 #: seconds one nvcc compile may take before it is recorded as an error
 COMPILE_TIMEOUT = 300.0
@@ -216,8 +215,7 @@ def nvcc_check(space_path: str, device=None, settings: dict | None = None, sampl
     note = None
     if arch is None:
         arch, note = choose_arch(profile.get("compute_capability"), supported_arches(nvcc))
-    plan = compile_space(space, device=profile, settings=settings or {},
-                         generated_dir=generated_dir or default_generated_dir())
+    plan = compile_space(space, device=profile, settings=settings or {}, generated_dir=generated_dir)
     typed_settings = {k: _plain(v) for k, v in plan.specialized.settings.items()}
     configs = plan.enumerate()
     columns = list(plan.columns)

@@ -258,8 +258,9 @@ def term_samples(plan, replay: Replay) -> list[tuple[tuple, dict]]:
 
 
 def plot_terms(replay: Replay, samples: list[tuple[tuple, dict]], path: str, title: str) -> None:
-    """One panel per bound term: measured time against the term's value, with the y = x line (a
-    point above it, bound over real, is a violation)."""
+    """One panel per bound term: measured time against the term's value on log-log axes (times and
+    bounds span decades), with the y = x line (a point above it, bound over real, is a violation).
+    A term of 0 (it raised, or does not apply) has no place on a log axis and is left out."""
     try:  # optional (beastgen[plot]), and slow to import: only for --plot
         import matplotlib
         matplotlib.use("Agg")
@@ -272,10 +273,14 @@ def plot_terms(replay: Replay, samples: list[tuple[tuple, dict]], path: str, tit
     fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 4 * rows), squeeze=False)
     real = [replay.times[key] for key, _ in samples]
     for ax, term in zip(axes.flat, terms):
-        values = [values[term] for _, values in samples]
-        ax.scatter(real, values, s=3, alpha=0.4)
-        top = max(real + values)
-        ax.plot([0, top], [0, top], color="black", linewidth=0.8)
+        pairs = [(r, v[term]) for r, (_, v) in zip(real, samples) if r > 0 and v[term] > 0]
+        if pairs:
+            xs, ys = zip(*pairs)
+            ax.scatter(xs, ys, s=3, alpha=0.4)
+            low, high = min(xs + ys), max(xs + ys)
+            ax.plot([low, high], [low, high], color="black", linewidth=0.8)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
         ax.set_title(term)
         ax.set_xlabel("measured time (s)")
         ax.set_ylabel("bound term (s)")

@@ -3,6 +3,8 @@
 WAL mode and one transaction per row keep the file consistent; a row that is already there is never
 overwritten (``INSERT OR IGNORE``), so resuming a run skips what it measured before. One process
 at a time holds a store (``PATH.lock``): a second ``tune`` on it is refused with a clear message.
+A run's ``settings`` JSON also holds, under ``__export__`` (no setting can be named so), what an
+export of its results needs that the rows do not hold (``interop.results.kernel_tuner_header``).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ CREATE TABLE IF NOT EXISTS results (
 """
 
 
+_EXPORT = "__export__"  # the key of the export's header in a run's settings JSON
 _RESULT_COLUMNS = ["run", "config_key", "config", "status", "time", "times", "bound", "bottleneck",
                    "message", "recorded"]
 _RUN_COLUMNS = ["run", "space", "device", "backend", "strategy", "settings", "created"]
@@ -137,11 +140,13 @@ class Store:
             raise BeastError(f"cannot open the results store: {e}", self.path) from None
 
     def open_run(self, run: str, **description) -> None:
+        """Record the run: ``space``, ``device``, ``backend``, ``strategy``, ``settings``, ``export``."""
+        settings = dict(description.get("settings", {}), **{_EXPORT: description.get("export", {})})
         with self._writing():
             self.db.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (run, description.get("space"), description.get("device"),
                              description.get("backend"), description.get("strategy"),
-                             json.dumps(description.get("settings", {}), default=str), time.time()))
+                             json.dumps(settings, default=str), time.time()))
 
     def results(self, run: str) -> dict[str, dict]:
         """config_key -> row, for everything this run recorded."""
@@ -175,6 +180,22 @@ class Store:
     def close(self) -> None:
         self.db.close()
         self._lock.close()  # releases the lock
+
+
+def latest_run_size(path: str) -> tuple[str, int] | None:
+    """(run, rows) of the run that recorded a result last in the store at ``path`` (read-only), or
+    None when there is no such store or no result."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        db = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT run, COUNT(*) FROM results GROUP BY run "
+                              "ORDER BY MAX(recorded) DESC LIMIT 1").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
 
 
 def _result_rows(db, run: str, shown: str):
@@ -220,7 +241,8 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
     """(the run's description, its result rows in the order recorded) from the store at ``path``,
     opened read-only (no lock: a running ``tune`` is not disturbed). ``run`` defaults to the latest
     run; the description has ``run``, ``space``, ``device``, ``backend``, ``strategy``,
-    ``settings`` (a dict), ``created`` (seconds since the epoch)."""
+    ``settings`` (a dict), ``created`` (seconds since the epoch) and ``export`` (a dict, empty for
+    a run recorded before beastgen kept it)."""
     if not os.path.isfile(path):
         raise BeastError("no results store there (tune writes one with --results)", path)
     try:
@@ -242,4 +264,5 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
     description = dict(zip(("run", "space", "device", "backend", "strategy", "settings", "created"),
                            chosen))
     description["settings"] = json.loads(description["settings"] or "{}")
+    description["export"] = description["settings"].pop(_EXPORT, {})
     return description, rows

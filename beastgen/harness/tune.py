@@ -22,6 +22,7 @@ from ..bounds import format_seconds
 from ..compiler.runtime import compile_space
 from ..devices import load_profile
 from ..errors import BeastError
+from ..interop.results import kernel_tuner_header
 from ..loading import load
 from .backends.base import KernelFailure
 from .backends.cuda import CUDABackend, import_pycuda
@@ -116,11 +117,6 @@ class TuneResult:
         return "\n".join(lines)
 
 
-def default_generated_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "beastgen", "generated")
-
-
 def setup_backend(backend: str, device, replay_path, kernel):
     """(profile or None, runner, language, extra settings) for a backend name."""
     if backend == "replay":
@@ -182,8 +178,7 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     elif kernel is None:
         raise BeastError(f"space '{space.name}' declares no kernel (beast.kernel(...)): nothing to run "
                          f"on the {backend} backend", space.path)
-    plan = compile_space(space, device=profile, settings=settings,
-                         generated_dir=generated_dir or default_generated_dir())
+    plan = compile_space(space, device=profile, settings=settings, generated_dir=generated_dir)
     spec = plan.specialized
     typed_settings = dict(spec.settings)
     if backend == "replay":
@@ -205,7 +200,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     }, sort_keys=True).encode()).hexdigest()[:20]
     store = Store(results)
     store.open_run(run_id, space=space.name, device=profile.key, backend=backend, strategy=strategy,
-                   settings=typed_settings)
+                   settings=typed_settings, export=kernel_tuner_header(
+                       plan.columns, typed_settings, getattr(runner, "replay", None), kernel, space.name))
     previous = store.results(run_id)
 
     result = TuneResult(space.name, f"{profile.key} ({profile.name})", backend, strategy,
@@ -214,7 +210,7 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     state = SearchState()
     chosen = STRATEGIES[strategy](plan, seed)
     start = time.perf_counter()
-    bar = _progress_bar(progress, budget)
+    bar = _progress_bar(progress, min(budget or math.inf, plan.count()) if progress else None)
 
     unmeasured_bounds = []  # replay: the bounds of proposed configurations the file does not hold
 
@@ -388,7 +384,7 @@ def plot_results(result: TuneResult, path: str) -> None:
     except ImportError:
         raise BeastError("--plot needs matplotlib: pip install 'beastgen[plot]'") from None
     points = [(b, t) for b, t in result.points if math.isfinite(b) and b > 0]
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    fig, ax = plt.subplots(figsize=(8.4, 4.8))
     if points:
         bounds, times = np.array(points).T
         ok = times >= bounds
@@ -405,7 +401,8 @@ def plot_results(result: TuneResult, path: str) -> None:
     ax.set_ylabel("measured time (ms)")
     ax.set_title(f"{result.space} on {result.device.split(' (')[0]}: {result.strategy}, "
                  f"{result.evaluated} runs")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=8)  # beside the
+    # points, which lie above the diagonal: in the upper left
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=120)

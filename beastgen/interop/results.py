@@ -48,12 +48,36 @@ def _parameter_names(rows: list[dict]) -> list[str]:
     return names
 
 
+def kernel_tuner_header(columns: list[str], settings: dict, replay=None, kernel=None,
+                        space_name: str = "") -> dict:
+    """What a Kernel Tuner cache file of a tune run needs that its result rows do not hold, recorded
+    with the run (``export``): ``kernel_name``, ``problem_size`` and ``tune_params_keys``, each as
+    the Kernel Tuner caller has them. A replay run takes them from its file (``replay``: its
+    ``kernel_name``, ``problem_size``, ``keys``, the order of the caller's ``tune_params``, and
+    ``device_name``);
+    otherwise the kernel's name (else ``space_name``), the values of its ``problem_size`` settings
+    (else every integer setting) and the space's iterators in declaration order (``columns``)."""
+    if replay is not None:
+        keys = list(replay.keys) + [name for name in columns if name not in replay.keys]
+        return {"kernel_name": replay.kernel_name, "problem_size": list(replay.problem_size),
+                "tune_params_keys": keys, "device_name": replay.device_name}
+    if kernel is not None and kernel.problem_size:
+        problem_size = [settings[name] for name in kernel.problem_size]
+    else:
+        problem_size = [v for v in settings.values() if isinstance(v, int) and not isinstance(v, bool)]
+    return {"kernel_name": kernel.name if kernel is not None else space_name,
+            "problem_size": [_plain(v) for v in problem_size], "tune_params_keys": list(columns)}
+
+
 def kernel_tuner_cache(description: dict, rows: list[dict], kernel_name: str | None = None,
                        device_name: str | None = None) -> dict:
-    """A Kernel Tuner cache document of the run's results. ``kernel_name`` defaults to the space's
-    name, ``device_name`` to the run's device profile; the problem size is the run's integer
-    settings in order (Kernel Tuner checks all three when it loads the file)."""
-    keys = _parameter_names(rows)
+    """A Kernel Tuner cache document of the run's results, with the kernel name, problem size and
+    parameter order recorded with the run (:func:`kernel_tuner_header`; Kernel Tuner checks all
+    three when it loads the file). ``kernel_name`` and ``device_name`` (default: the replay file's,
+    else the run's device profile) override. A run recorded before beastgen kept the header: the space's name, the
+    integer settings, and the parameters in the order the rows hold them."""
+    header = description.get("export") or {}
+    keys = header.get("tune_params_keys") or _parameter_names(rows)
     tune_params = {name: sorted({row["config"][name] for row in rows}, key=_sort_key) for name in keys}
     cache = {}
     for row in rows:
@@ -67,10 +91,12 @@ def kernel_tuner_cache(description: dict, rows: list[dict], kernel_name: str | N
         entry["timestamp"] = _timestamp(row["recorded"])
         cache[",".join(str(v) for v in values)] = entry
     settings = description["settings"]
-    return {"device_name": device_name or description["device"],
-            "kernel_name": kernel_name or description["space"],
-            "problem_size": [v for v in settings.values() if isinstance(v, int) and not isinstance(v, bool)],
-            "tune_params_keys": keys, "tune_params": tune_params, "objective": "time", "cache": cache}
+    problem_size = header.get("problem_size", [v for v in settings.values()
+                                               if isinstance(v, int) and not isinstance(v, bool)])
+    return {"device_name": device_name or header.get("device_name") or description["device"],
+            "kernel_name": kernel_name or header.get("kernel_name") or description["space"],
+            "problem_size": problem_size, "tune_params_keys": keys, "tune_params": tune_params,
+            "objective": "time", "cache": cache}
 
 
 def t4_results(description: dict, rows: list[dict]) -> dict:
@@ -93,6 +119,10 @@ def t4_results(description: dict, rows: list[dict]) -> dict:
             "metadata": {"timeunit": "milliseconds", "space": description["space"],
                          "device": description["device"], "backend": description["backend"],
                          "strategy": description["strategy"], "settings": description["settings"]}}
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
 
 
 def _sort_key(value):

@@ -1,0 +1,140 @@
+"""``beastgen convert``: a Kernel Tuner script or a T1 file as a readable space file that counts
+exactly what Kernel Tuner (or the T1 file) counts."""
+import functools
+import itertools
+import os
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import beastgen
+from beastgen.cli import main
+from beastgen.interop import from_kernel_tuner, load_t1
+from beastgen.interop.space_file import space_file_source
+
+from conftest import REFERENCE_DIR
+from test_kernel_tuner_forms import NAMES, NONZERO, PARAMS, TEMPLATES, _load, _render, _value
+
+searchspace = pytest.importorskip("kernel_tuner.searchspace")
+
+SCRIPT = '''\
+"""A Kernel Tuner script, as people write them."""
+from collections import OrderedDict
+
+import numpy as np
+from kernel_tuner import tune_kernel
+
+SIZE = np.dtype("float32").itemsize
+
+
+def shared(block_size_x, block_size_y, tile_size_x, use_shmem):
+    need = block_size_x * tile_size_x * SIZE
+    if tile_size_x > 2:
+        need = need * 2
+    return need <= 1024
+
+
+def tune_params():
+    params = OrderedDict()
+    params["block_size_x"] = [32 * i for i in range(1, 17)]
+    params["block_size_y"] = [1, 2, 4, 8]
+    params["tile_size_x"] = [1, 2, 3, 4]
+    params["use_shmem"] = [0, 1]
+    return params
+
+
+RESTRICTIONS = ["block_size_x * block_size_y >= 64",
+                lambda p: p["use_shmem"] == 1 or p["tile_size_x"] < 3,
+                shared]
+# the same for Kernel Tuner's Searchspace (whose parser fails on a lambda after a string)
+AS_STRINGS = [shared, RESTRICTIONS[0], "use_shmem == 1 or tile_size_x < 3"]
+
+if __name__ == "__main__":
+    a = np.zeros(4096, dtype=np.float32)
+    tune_kernel("my_kernel", "my_kernel.cu", (4096, 1), [a], tune_params(),
+                restrictions=RESTRICTIONS)
+'''
+
+
+def test_a_kernel_tuner_script_converts_to_a_space_that_counts_like_kernel_tuner(tmp_path, capsys,
+                                                                              generated_dir):
+    script = tmp_path / "kt_script.py"
+    script.write_text(SCRIPT)
+    output = tmp_path / "space.py"
+    assert main(["convert", str(script), "-o", str(output)]) == 0
+    assert "4 parameters, 3 restrictions as filters, Kernel Tuner's implicit rule" in capsys.readouterr().out
+    text = output.read_text()
+    assert "block_size_x = beast.values(32, 64, 96," in text and "SIZE = 4" in text
+    assert '"""kt_script.py:restrictions[0]"""' in text and str(tmp_path) not in text
+    module = _load(str(tmp_path), SCRIPT.replace("__main__", "never"), "kt_script_module")
+    expected = searchspace.Searchspace(module.tune_params(), module.AS_STRINGS, 1024)
+    plan = beastgen.load(str(output)).specialize(device="h100", generated_dir=generated_dir)
+    rows = plan.enumerate()
+    assert set(zip(*(rows[n].tolist() for n in module.tune_params()))) == set(map(tuple, expected.list))
+    assert plan.count() == len(expected.list) > 0
+
+
+@pytest.mark.parametrize("name", ["convolution_milo", "dedispersion", "hotspot", "gemm_clblast"])
+def test_t1_reference_spaces_convert_to_spaces_that_count_the_same(name, tmp_path, generated_dir):
+    source = os.path.join(REFERENCE_DIR, f"{name}.json")
+    output = tmp_path / f"{name}_space.py"
+    assert main(["convert", source, "-o", str(output)]) == 0
+    converted = beastgen.load(str(output)).specialize(generated_dir=generated_dir)
+    assert converted.count() == load_t1(source).specialize(generated_dir=generated_dir).count()
+    assert list(converted.columns) == list(load_t1(source).iterators)
+
+
+@settings(max_examples=int(os.environ.get("BEASTGEN_KT_EXAMPLES", "10")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(specs=st.lists(st.tuples(st.sampled_from(TEMPLATES), st.permutations(NAMES),
+                                st.sampled_from(NONZERO), st.integers(1, 40), st.integers(0, 4),
+                                st.sampled_from(["string", "lambda", "positional"])),
+                      min_size=1, max_size=3, unique_by=lambda spec: spec[0]))
+def test_random_restrictions_convert_exactly(specs, tmp_path_factory):
+    """Restrictions in the forms that become expressions (the C target counts them; a function
+    body is in the script test), printed as a space file: the file's configurations are exactly
+    those every restriction keeps (brute force of the templates)."""
+    directory = tmp_path_factory.mktemp("convert", numbered=True)
+    source, reads, checks = ["import numpy as np"], [], []
+    for index, (template, order, divisor, k, m, form) in enumerate(specs):
+        names = {"a": order[0], "b": order[1], "c": order[2], "d": divisor}
+        text, read = _render(index, template, names, k, m, form)
+        source.append(text)
+        reads.append(read)
+        checks.append(functools.partial(_value, template, names, k, m))
+    source.append(f"RESTRICTIONS = [{', '.join(reads)}]")
+    module = _load(str(directory), "\n".join(source), f"convert_forms_{next(_COUNTER)}")
+    space = from_kernel_tuner(PARAMS, module.RESTRICTIONS)
+    path = directory / "converted.py"
+    path.write_text(space_file_source(space, "random restrictions"))
+    plan = beastgen.load(str(path)).specialize(generated_dir=str(directory))
+    rows = plan.enumerate()
+    expected = {p for p in itertools.product(*PARAMS.values())
+                if all(check(dict(zip(NAMES, p))) for check in checks)}
+    assert set(zip(*(rows[n].tolist() for n in NAMES))) == expected
+
+
+_COUNTER = itertools.count()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("x = 1\n", "the script never called kernel_tuner.tune_kernel"),
+    ("import kernel_tuner\nraise RuntimeError('no GPU here')\n",
+     "kt_broken.py:2: the script failed before it called tune_kernel: RuntimeError: no GPU here"),
+])
+def test_a_script_that_does_not_reach_tune_kernel_is_one_error(body, message, tmp_path, capsys):
+    script = tmp_path / "kt_broken.py"
+    script.write_text(body)
+    assert main(["convert", str(script), "-o", str(tmp_path / "s.py")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "s.py").exists()
+
+
+def test_counting_a_kernel_tuner_script_points_at_convert(tmp_path, capsys):
+    script = tmp_path / "kt_script.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    assert main(["count", str(script)]) == 2
+    assert "has no iterator; a Kernel Tuner script? `beastgen convert" in capsys.readouterr().err
