@@ -270,7 +270,8 @@ def test_ctrl_c_during_enumerate_leaves_no_output(big_space):
 def test_sigterm_during_enumerate_leaves_no_output(big_space):
     import signal
 
-    status, seconds, output = _interrupt(big_space, ["enumerate", "big.py", "-o", "term.csv"],
+    (big_space / "sparse.py").write_text(SPARSE_SPACE)  # rows that fit: the enumeration starts
+    status, seconds, output = _interrupt(big_space, ["enumerate", "sparse.py", "-o", "term.csv"],
                                          "settings:", signal_number=signal.SIGTERM)
     assert status == 143 and seconds < 1.5, output
     assert output.rstrip().endswith("beastgen: terminated (SIGTERM)") and "Traceback" not in output
