@@ -12,6 +12,7 @@ into tasks of independent random streams and merges their sums.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import io
 import json
@@ -209,32 +210,45 @@ class ChunkedRun:
 
 
 def _run_tasks(client, function, recipe, chunks, extra=None, progress=True, what="chunks"):
-    """One task per chunk; the results in chunk order (with a progress bar over chunks)."""
+    """One task per chunk; the results in chunk order (with a progress bar over chunks). A task
+    lost with its worker is computed again (its result is taken once it is back); with no worker
+    left for NO_WORKER_SECONDS, one line."""
     distributed = import_distributed()
     recipe_future = shared(client, recipe, "recipe")  # rerun with the tasks of a lost worker
     futures = [client.submit(function, recipe_future, chunk, *(extra(i) if extra else ()),
                              key=f"beastgen-{function.__name__.strip('_')}-{i}-{os.urandom(4).hex()}",
                              pure=False)
                for i, chunk in enumerate(chunks)]
+    position = {future.key: i for i, future in enumerate(futures)}
+    results, missing = [None] * len(futures), set(position)
     bar = _progress_bar(progress, len(futures), what)
     completed = distributed.as_completed(futures, loop=client.loop)
     idle_since = time.monotonic()
     try:
-        while not completed.is_empty():
+        while missing:
             ready = completed.next_batch(block=False)
             for future in ready:
-                if future.status != "finished":
+                if future.status in ("error", "cancelled"):
                     raise_worker_error(future)
+                try:
+                    results[position[future.key]] = future.result(timeout=NO_WORKER_SECONDS)
+                except distributed.TimeoutError:  # lost with its worker since: computed again
+                    completed.add(future)
+                    continue
+                except concurrent.futures.CancelledError:  # forgotten by the scheduler meanwhile
+                    raise BeastError("the Dask scheduler cancelled a task of this run (its workers "
+                                     "or the scheduler went away); run the command again") from None
+                missing.discard(future.key)
                 if bar is not None:
                     bar.update(1)
             if ready:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > 1.0:  # nothing for a while: any worker left?
-                _check_workers_left(client, sum(f.done() for f in futures), len(futures), what)
+                _check_workers_left(client, len(futures) - len(missing), len(futures), what)
                 idle_since = time.monotonic()
             else:
                 time.sleep(0.02)
-        return [f.result() for f in futures]
+        return results
     finally:
         if bar is not None:
             bar.close()
