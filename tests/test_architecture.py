@@ -11,7 +11,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 #: the layers, lowest first: a module may import its own layer and those below, never one above
 LAYERS = [
     ("foundations", ["errors", "table", "version", "devices", "bounds", "nestlib", "quoting", "interrupt", "progress",
-                     "output", "trust"]),
+                     "output", "trust", "deep"]),
     ("language", ["compiler.language"]),
     ("model", ["compiler.model"]),
     ("specialize", ["compiler.specialize"]),

@@ -22,18 +22,44 @@ _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not wo
 Interval = tuple  # (low, high): Python ints, or None for unknown
 
 
-def check_integer_ranges(spec: Specialized) -> None:
-    """Raise :class:`SpaceError` naming the first integer operation that can overflow int64."""
+def check_integer_ranges(spec: Specialized) -> dict[str, Interval | None]:
+    """Raise :class:`SpaceError` naming the first integer operation that can overflow int64; the
+    interval of every int and bool item (None: not known)."""
     known: dict[str, Interval | None] = {}
     for item in spec.items.values():  # dependency order
         analysis = _Analysis(spec, known, item)
         if item.kind == "iterator":
             known[item.name] = analysis.domain(item.domain) if item.function is None else None
+            if known[item.name] is not None and item.value_type in ("int", "bool"):
+                _check_domain(item, known[item.name])
         elif item.function is None:
             value = analysis.interval(item.expr)
             known[item.name] = value if item.value_type in ("int", "bool") else None
         else:
             known[item.name] = None
+    return known
+
+
+def _check_domain(item, interval: Interval) -> None:
+    """An iterator's bounds must be 64-bit integers (a value past them cannot be held)."""
+    low, high = interval
+    if low < INT64_MIN or high > INT64_MAX:
+        extreme = high if high > INT64_MAX else low
+        raise SpaceError(f"iterator '{item.name}': its domain reaches {extreme}, outside the 64-bit "
+                         "integers of compiled code", item.origin)
+
+
+def range_fits(spec: Specialized, known: dict, item) -> bool:
+    """Whether a range iterator's loop is proven to stay inside 64 bits as compiled: ``stop - start``
+    (Numba's ``range`` computes it) and the value past the last one (``x += step`` in C) both fit.
+    Otherwise the loops count their trips instead (``nestlib.range_length``)."""
+    analysis = _Analysis(spec, known, item)
+    parts = [analysis.interval(part) for part in item.domain[1:]]
+    if None in parts:
+        return False
+    (lo_min, lo_max), (hi_min, hi_max), (step_min, step_max) = parts
+    reach = [hi_max - lo_min, lo_max - hi_min, hi_max + max(step_max, 0), hi_min + min(step_min, 0)]
+    return all(INT64_MIN <= value <= INT64_MAX for value in reach)
 
 
 class _Analysis(Mapper):
@@ -56,7 +82,8 @@ class _Analysis(Mapper):
         checked against the 64-bit range."""
         children = [self.interval(child) for child in expr.children()]
         value = self(expr, children)
-        if (value is not None and isinstance(expr, (L.BinOp, L.UnaryOp))
+        if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
+                                   or (isinstance(expr, L.Call) and expr.func == "abs"))
                 and infer_type(expr, self.spec.items) == "int"
                 and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
             extreme = value[1] if value[1] > INT64_MAX else value[0]

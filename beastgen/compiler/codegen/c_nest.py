@@ -21,7 +21,7 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..plan import Plan
 from ..specialize import Item, infer_type
-from .nest import PythonPowers, constant_values, countable_tail, domain_size, split_level
+from .nest import PythonPowers, constant_values, countable_tail, split_level
 
 
 class Unsupported(Exception):
@@ -383,9 +383,8 @@ class CNestWriter:
     def _count_leaf(self, counted) -> None:
         """Count the configurations reached: the product of the ``counted`` innermost domains."""
         if counted:
-            size = math.prod(domain_size(level.iterator) for level in counted)
-            self.emit(f"_n += {c_literal(size)};  // the innermost loops "
-                      f"({', '.join(level.iterator.name for level in counted)}) test nothing: counted")
+            self.emit(f"_n += 1;  // the innermost loops ({', '.join(level.iterator.name for level in counted)})"
+                      " test nothing: a prefix, which the runtime multiplies by their size")
         else:
             self.emit("_n += 1;")
 
@@ -454,7 +453,20 @@ class CNestWriter:
         else:
             self.reject_if(f"{step} == 0", "range() step zero")
             condition = f"({step} > 0 ? {var} < {hi} : {var} > {hi})"
+        if not self.plan.range_fits(it):
+            self._counted_range(var, lo, hi, step)
+            return
         self._open(f"for ({var} = {lo}; {condition}; {var} += {step}) {{")
+
+    def _counted_range(self, var: str, lo: str, hi: str, step: str) -> None:
+        """A range whose last value plus step (or ``stop - start``) may pass 64 bits: its trips
+        counted in unsigned arithmetic (exact), so ``x += step`` past the last value never loops."""
+        left = f"{var}__left"
+        self.emit(f"uint64_t {left} = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
+                  f"(uint64_t){step} + 1 : 0) : ({hi} < {lo} ? ((uint64_t){lo} - (uint64_t){hi} - 1) / "
+                  f"(0 - (uint64_t){step}) + 1 : 0);  // the range's length: stop - start may pass 64 bits")
+        self._open(f"for ({var} = {lo}; {left} > 0; {left}--, {var} = (int64_t)((uint64_t){var} + "
+                   f"(uint64_t){step})) {{")
 
     def _values(self, it: Item) -> None:
         kind = it.value_type

@@ -40,7 +40,7 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
            "at its level already exceeds the threshold; a term that raises bounds nothing (0).",
            '"""',
            "import math", "", "import numba", "import numpy as np", "",
-           "from beastgen.nestlib import float_power, heap_offer", ""]
+           f"from beastgen.nestlib import {', '.join(_nestlib_names(plan))}", ""]
     out += _constants_section(plan)
     out += _helpers_section(plan)
     out += _stat_labels(plan)
@@ -56,6 +56,13 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
     for mode in modes:
         out += [""] + (ChenWriter if mode == "chen" else NestWriter)(plan, mode, symbolic).write()
     return "\n".join(out) + "\n"
+
+
+def _nestlib_names(plan: Plan) -> list[str]:
+    """The helpers the module imports: the trip-counted ranges' only where a loop needs them."""
+    counted = any(level.iterator.function is None and level.iterator.domain[0] == "range"
+                  and not level.solved and not plan.range_fits(level.iterator) for level in plan.levels)
+    return ["float_power", "heap_offer"] + (["range_length", "range_value"] if counted else [])
 
 
 def regenerate_command(spec) -> str | None:

@@ -96,9 +96,24 @@ def constant_values(item: Item) -> bool:
 
 
 def domain_size(it: Item) -> int:
+    """How many values a constant domain holds (exact past 64 bits, where ``len(range)`` raises)."""
     kind, *parts = it.domain
     values = [p.value for p in parts]
-    return len(range(*values)) if kind == "range" else len(values)
+    return range_length(*values) if kind == "range" else len(values)
+
+
+def range_length(start: int, stop: int, step: int = 1) -> int:
+    """``len(range(start, stop, step))`` for any Python ints."""
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // -step)
+
+
+def counted_tail_size(levels) -> int:
+    """The configurations each prefix that the generated count reaches stands for: the product of
+    the :func:`countable_tail` domains. The count functions count prefixes (at most one per loop
+    iteration, far below 2**63); the runtime multiplies in Python's exact integers."""
+    return math.prod(domain_size(level.iterator) for level in countable_tail(levels))
 
 
 def countable_tail(levels) -> list:
@@ -269,9 +284,8 @@ class NestWriter:
             elif index == split - 1 and self.mode == "census":
                 self._census_node()
         if counted:
-            size = math.prod(domain_size(level.iterator) for level in counted)
-            self.emit(f"_n += {size}  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
-                      " test nothing: counted, not iterated")
+            self.emit(f"_n += 1  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
+                      " test nothing: a prefix, which the runtime multiplies by their size")
             self.depth = 1
             self.emit("return _n")
             return self.lines
@@ -485,10 +499,23 @@ class NestWriter:
         if level.solved:
             self._solved(level, index, lo, hi, step)
             return
+        if it.function is None and not self.plan.range_fits(it):
+            self._counted_range(it, index, lo, hi, step)
+            return
         args = [lo, hi] if step == "1" else [lo, hi, step]
         if args == ["0", hi]:
             args = [hi]
         self._open(f"for {it.name} in range({', '.join(args)}):", index)
+
+    def _counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        """A range whose ``stop - start`` may pass 64 bits (where Numba's ``range`` counts nothing):
+        its trips counted and its values computed exactly (``nestlib``)."""
+        for name, source in (("lo", lo), ("step", step)):
+            if source != f"{it.name}__{name}":
+                self.emit(f"{it.name}__{name} = {source}")
+        self._open(f"for {it.name}__k in range(range_length({it.name}__lo, {hi}, {it.name}__step)):"
+                   "  # stop - start may pass 64 bits", index)
+        self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__k, {it.name}__step)")
 
     def _range_arguments(self, it: Item) -> list[str]:
         """Source for start, stop and step, after the guards they need (a zero step rejects)."""
