@@ -101,7 +101,7 @@ def _values_constant(value_type: str, values: list) -> str:
     dtype = _ARRAY_DTYPES.get(value_type)
     if dtype is None or (value_type == "int" and not all(-2 ** 63 <= v < 2 ** 63 for v in values)):
         return repr(tuple(values))
-    return f"np.array({values!r}, dtype=np.{dtype})"
+    return f"np.array([{', '.join(map(literal, values))}], dtype=np.{dtype})"  # NaN, inf: math's
 
 
 _ARRAY_DTYPES = {"int": "int64", "float": "float64", "bool": "bool_"}
