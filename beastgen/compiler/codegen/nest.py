@@ -22,6 +22,10 @@ NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chu
 NJIT_GENERATOR = "@numba.njit(error_model='python')"
 CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
 _CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes (_lo, _hi)
+#: nests whose levels past this many loops go on in a function of their own: Python compiles at
+#: most 20 nested blocks (loops, try) into one function
+_PARTED = ("count", "stats", "fill", "pruned", "analysis", "rank")
+_LOOPS_PER_FUNCTION = 14
 
 
 # --------------------------------------------------------------------------------------------------
@@ -223,6 +227,41 @@ class NestWriter:
     }
 
     def write(self) -> list[str]:
+        """The mode's function, then the parts its nest was split into (see :meth:`_start_part`)."""
+        self.parts: list[list[str]] = []  # functions left to finish: their lines, then their return
+        self.top_return = "_size" if self.mode == "rank" else "_n"
+        lines = self._write_function()
+        for part in self.parts:
+            lines += [""] + part
+        return lines
+
+    def _start_part(self, index: int) -> None:
+        """Go on with levels ``index`` and below in a function of their own: Python allows 20
+        nested blocks in one function. It takes what the outer levels bound and the mode's state,
+        and answers what it added (``fill``: the next row; ``rank``: the heap's size and limit)."""
+        computed = ("iterator", "derived") + (("bound",) if self.mode in ("pruned", "analysis", "rank") else ())
+        bound = [name for level in self.plan.levels[:index] for item in level.items
+                 if item.kind in computed for name in
+                 ([item.name, f"{item.name}__index"] if item.value_type == "str" and item.kind == "iterator"
+                  else [item.name])]
+        columns = [f"_col_{level.iterator.name}" for level in self.plan.levels]
+        state = {"count": [], "stats": ["_visits", "_rejections"], "fill": columns + ["_n"],
+                 "pruned": ["_threshold", "_limit"], "rank": ["_threshold", "_bounds", "_terms", "_rows",
+                                                             "_row", "_size", "_limit"],
+                 "analysis": ["_threshold", "_visits", "_skipped", "_cuts", "_removed", f"_cut_{index}"]}
+        name = f"{self.function_name}__part{len(self.parts) + 1}"
+        call = f"{name}({', '.join(state[self.mode] + bound)})"
+        self.emit({"fill": f"_n = {call}", "rank": f"_size, _limit = {call}"}.get(self.mode, f"_n += {call}")
+                  + "  # the levels below, in a function of their own (nested blocks)")
+        self.parts.insert(0, [*self.lines, f"    return {self.top_return}"])
+        self.lines = [NJIT, f"def {call}:", f'    """Levels {index} and below of {self.function_name}."""']
+        self.depth, self.loops = 1, 0
+        if self.mode not in ("fill", "rank"):
+            self.emit("_n = 0")
+        if self.mode == "rank":
+            self.top_return = "_size, _limit"
+
+    def _write_function(self) -> list[str]:
         iterators = [level.iterator for level in self.plan.levels]
         spec = self.plan.specialized
         if self.mode == "fill":
@@ -234,6 +273,7 @@ class NestWriter:
             signature, doc = self._HEADERS[self.mode]
             header = [f"def {signature}:", f'    """{doc}"""']
         self.lines = [NJIT, *header]
+        self.function_name = header[0][4:].split("(")[0]
         split = split_level(self.plan)
         if self.mode == "nodes":
             return self._write_split_nodes(split)
@@ -276,6 +316,9 @@ class NestWriter:
                     continue
                 if scanned:
                     continue  # a solved level was tested inside its parent's scan
+            if self.mode in _PARTED and self.loops >= _LOOPS_PER_FUNCTION and index >= split \
+                    and not level.solved:
+                self._start_part(index)
             self._loop(level, index)
             for item in level.body:
                 self._item(item)
@@ -316,7 +359,7 @@ class NestWriter:
         elif self.mode == "rank":
             self._rank_leaf(iterators)
             self.depth = 1
-            self.emit("return _size")
+            self.emit(f"return {self.top_return}")
             return self.lines
         self.emit("_n += 1")
         self.depth = 1
@@ -414,7 +457,7 @@ class NestWriter:
         if self.mode == "stats":
             self.emit(f"_rejections[{self.slot[item.name]}] += 1")
         # before the outermost loop, a rejection rejects everything
-        self.emit("continue" if self.loops else ("return _size" if self.mode == "rank" else "return _n"))
+        self.emit("continue" if self.loops else f"return {self.top_return}")
 
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
