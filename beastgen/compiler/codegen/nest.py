@@ -22,8 +22,8 @@ NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chu
 NJIT_GENERATOR = "@numba.njit(error_model='python')"
 CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
 _CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes (_lo, _hi)
-#: nests whose levels past this many loops go on in a function of their own: Python compiles at
-#: most 20 nested blocks (loops, try) into one function
+#: nests whose levels past this many loops go on in a function of their own where Python would not
+#: compile them whole (at most 20 nested blocks, loops and try, in one function)
 _PARTED = ("count", "stats", "fill", "pruned", "analysis", "rank")
 _LOOPS_PER_FUNCTION = 14
 
@@ -165,6 +165,15 @@ def _solved_below(levels, index: int) -> list:
     return below
 
 
+def _compiles(lines: list[str]) -> bool:
+    """Whether Python compiles the function (it refuses more than 20 nested blocks)."""
+    try:
+        compile("\n".join(lines), "<nest>", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
 def stat_slots(plan: Plan) -> list[Item]:
     """Items with a counter in the statistics: every filter/bound (rejections), then everything that
     can raise (errors), in placement order."""
@@ -228,7 +237,15 @@ class NestWriter:
 
     def write(self) -> list[str]:
         """The mode's function, then the parts its nest was split into (see :meth:`_start_part`)."""
-        self.parts: list[list[str]] = []  # functions left to finish: their lines, then their return
+        lines = self._write_parted(None)
+        if self.mode in _PARTED and not _compiles(lines):  # too many nested blocks: in parts
+            self.__init__(self.plan, self.mode, self.symbolic)
+            lines = self._write_parted(_LOOPS_PER_FUNCTION)
+        return lines
+
+    def _write_parted(self, loops_per_function: int | None) -> list[str]:
+        self.loops_per_function = loops_per_function
+        self.parts: list[list[str]] = []  # the outer functions, finished
         self.top_return = "_size" if self.mode == "rank" else "_n"
         lines = self._write_function()
         for part in self.parts:
@@ -316,7 +333,7 @@ class NestWriter:
                     continue
                 if scanned:
                     continue  # a solved level was tested inside its parent's scan
-            if self.mode in _PARTED and self.loops >= _LOOPS_PER_FUNCTION and index >= split \
+            if self.loops_per_function and self.loops >= self.loops_per_function and index >= split \
                     and not level.solved:
                 self._start_part(index)
             self._loop(level, index)
