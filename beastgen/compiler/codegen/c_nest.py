@@ -297,6 +297,20 @@ class CExpression(Mapper):
         raise Unsupported(f"function {func}")
 
 
+def value_tables(plan: Plan) -> list[str]:
+    """The constant listed domains as file-scope arrays, one per iterator, which every nest reads."""
+    lines = []
+    for level in plan.levels:
+        it = level.iterator
+        kind = it.value_type
+        if it.function is None and it.domain[0] == "values" and constant_values(it) and kind in C_TYPES:
+            cast = {"int": int, "bool": int, "float": float}[kind]
+            literals = ", ".join(c_literal(cast(p.value)) for p in it.domain[1:])
+            lines.append(f"static const {C_TYPES[kind]} {c_name(it.name)}__values[{len(it.domain) - 1}] = "
+                         f"{{{literals}}};")
+    return lines
+
+
 def needed_items(plan: Plan, may_fail) -> set[str]:
     """The items a count computes: iterators, filters, derived values that may raise (a raise
     rejects), and what they read, transitively; not what only bound terms read."""
@@ -477,11 +491,7 @@ class CNestWriter:
         if kind not in C_TYPES:
             raise Unsupported(f"values of {it.name!r} of type {kind}")
         var, parts = c_name(it.name), it.domain[1:]
-        cast = {"int": int, "bool": int, "float": float}[kind]
-        if constant_values(it):
-            literals = ", ".join(c_literal(cast(p.value)) for p in parts)
-            self.emit(f"static const {C_TYPES[kind]} {var}__values[{len(parts)}] = {{{literals}}};")
-        else:
+        if not constant_values(it):  # constant ones: a table at file scope (value_tables)
             self.emit(f"{C_TYPES[kind]} {var}__values[{len(parts)}];")
             for position, part in enumerate(parts):
                 self.assign(f"{var}__values[{position}]", part)
@@ -758,4 +768,6 @@ def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> st
     nodes = writer.split_nodes()
     fill = CClaimingWriter(plan, symbolic).fill()
     claimed = CClaimingWriter(plan, symbolic).count_claimed()
-    return "\n".join(header + [PRELUDE] + count + [""] + nodes + ["", DIVISORS] + fill + [""] + claimed) + "\n"
+    tables = value_tables(plan)
+    return "\n".join(header + [PRELUDE] + tables + [""] * bool(tables) + count + [""] + nodes
+                     + ["", DIVISORS] + fill + [""] + claimed) + "\n"
