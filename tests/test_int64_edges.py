@@ -4,10 +4,13 @@ iterators, NaN and infinities, NFKC-equal T1 names and a T1 parameter of many va
 the reference's answer in both targets (C and Numba) or one clear error."""
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, Phase, event, given, note, settings
 
 import beastgen
 from beastgen.cli import main
@@ -17,6 +20,7 @@ from beastgen.errors import BeastError, SpaceError
 from beastgen.interop.t1 import t1_space
 from beastgen.plancache import compile_cached
 from beastgen.reference import ReferenceEnumerator, reference_count
+from space_strategies import edge_spaces, many_iterator_spaces
 
 HEADER = "import math\nimport beastgen as beast\n"
 
@@ -197,3 +201,47 @@ def test_a_long_t1_value_list_is_printed_once(tmp_path):
     assert c_source.count("39999") == 1 and len(c_source) < 1.5 * values_text + 100_000
     assert plan.source.count("39999") == 1 and len(plan.source) < values_text + 200_000
     assert plan.count() == reference_count(plan.specialized.space, "h100")
+
+
+# -- properties: C = Numba = reference at the edges, or one clear refusal ---------------------------
+EDGE_CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+_spaces = itertools.count()
+
+
+def check_or_refused(source: str, directory) -> str:
+    """Both targets count what the reference counts, or compiling refuses with one line that names
+    the 64-bit limit or the nesting; which of the two happened."""
+    note(source)
+    folder = directory / f"s{next(_spaces)}"
+    folder.mkdir()
+    (folder / "space.py").write_text(source)
+    space = beastgen.load(str(folder / "space.py"))
+    try:
+        plan = compile_space(space, "h100", {}, str(folder))
+    except BeastError as error:
+        assert "\n" not in str(error) and re.search(r"64-bit|nested too deeply", str(error)), error
+        return "refused"
+    expected = reference_count(space, "h100")
+    counts = [plan.count()]  # the C target where it prints the plan
+    plan._native = False
+    counts += [plan.count(), plan.stats().count]
+    assert counts == [expected] * 3
+    return "counted"
+
+
+@pytest.fixture(scope="module")
+def edge_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("edges")
+
+
+@settings(EDGE_CI, max_examples=12)
+@given(source=edge_spaces())
+def test_edge_spaces_count_like_the_reference_or_are_refused(edge_dir, source):
+    event(check_or_refused(source, edge_dir))
+
+
+@settings(EDGE_CI, max_examples=2)
+@given(source=many_iterator_spaces())
+def test_nests_of_20_and_more_iterators_count_like_the_reference(edge_dir, source):
+    assert check_or_refused(source, edge_dir) == "counted"
