@@ -134,7 +134,26 @@ class _Analysis(Mapper):
         if None in children:
             return None
         types = infer_type(expr.left, self.spec.items), infer_type(expr.right, self.spec.items)
-        return _binop(expr.op, *children, floats="float" in types, integer_divisor=types[1] != "float")
+        smallest = 1 if types[1] != "float" else self._smallest_magnitude(expr.right)
+        return _binop(expr.op, *children, floats="float" in types, smallest=smallest)
+
+    def _smallest_magnitude(self, expr) -> float | None:
+        """The smallest size a nonzero float divisor can have: a constant's, or the smallest of an
+        iterator's listed constants (None: not known, it may be as small as a float goes)."""
+        if isinstance(expr, L.Ref) and expr.target in self.spec.constants:
+            values = [self.spec.constants[expr.target]]
+        elif isinstance(expr, L.Ref) and expr.target in self.spec.items:
+            item = self.spec.items[expr.target]
+            if item.kind != "iterator" or item.function is not None or item.domain[0] != "values" \
+                    or not all(isinstance(p, L.Const) for p in item.domain[1:]):
+                return None
+            values = [p.value for p in item.domain[1:]]
+        elif isinstance(expr, L.Const):
+            values = [expr.value]
+        else:
+            return None
+        sizes = [abs(v) for v in values if isinstance(v, (int, float)) and v == v and v != 0]
+        return min(sizes, default=math.inf)
 
     def map_UnaryOp(self, expr, children):
         if None in children:
@@ -184,17 +203,18 @@ def _constant(value) -> Interval | None:
 
 
 def _binop(op: str, left: Interval, right: Interval, floats: bool = False,
-           integer_divisor: bool = True) -> Interval | None:
+           smallest: float | None = 1) -> Interval | None:
     """The interval of ``left op right`` (``floats``: either operand is a float, Python's float
-    operation; its rounding is monotone, so the corners still bound it)."""
+    operation; its rounding is monotone, so the corners still bound it; ``smallest``: the smallest
+    size a nonzero divisor can have, None where unknown)."""
     try:
-        return _binop_corners(op, left, right, floats, integer_divisor)
+        return _binop_corners(op, left, right, floats, smallest)
     except (OverflowError, ZeroDivisionError):
         return None
 
 
 def _binop_corners(op: str, left: Interval, right: Interval, floats: bool,
-                   integer_divisor: bool) -> Interval | None:
+                   smallest: float | None) -> Interval | None:
     if floats:
         left, right = (float(left[0]), float(left[1])), (float(right[0]), float(right[1]))
         if not all(math.isfinite(v) for v in left + right) and op != "+" and op != "-":
@@ -204,17 +224,20 @@ def _binop_corners(op: str, left: Interval, right: Interval, floats: bool,
                    for a, b in product(left, right)]
         return None if any(c != c for c in corners) else (min(corners), max(corners))
     if op == "/":
-        if right[0] <= 0 <= right[1]:  # a nonzero integer divisor is at least 1 in size
-            if not integer_divisor:
+        if right[0] <= 0 <= right[1]:  # a zero divisor raises; any other is at least `smallest`
+            if not smallest:
                 return None
-            m = float(max(abs(left[0]), abs(left[1])))
+            m = max(abs(left[0]), abs(left[1])) / smallest
             return -m, m
         corners = [a / b for a, b in product(left, right)]
         return min(corners), max(corners)
     if op == "//":
-        if right[0] <= 0 <= right[1]:  # may divide by 0 (guarded) or by -1: at most |left|
-            if floats:
+        if right[0] <= 0 <= right[1] and floats:  # as for /, and the floor one lower
+            if not smallest:
                 return None
+            m = max(abs(left[0]), abs(left[1])) / smallest + 1
+            return -m, m
+        if right[0] <= 0 <= right[1]:  # may divide by 0 (guarded) or by -1: at most |left|
             m = max(abs(left[0]), abs(left[1]))
             return -m, m
         corners = [a // b for a, b in product(left, right)]
