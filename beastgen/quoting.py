@@ -38,7 +38,7 @@ def docstring_text(text: str) -> str:
 
 
 #: the longest text a comment shows (a listed domain of a million values is not repeated whole)
-COMMENT_LIMIT = 2000
+COMMENT_LIMIT = 10_000
 
 
 def comment_text(text: str) -> str:
