@@ -82,3 +82,13 @@ def range_value(start, index, step):
     """``range(start, stop, step)[index]`` for an index inside the range (exact: the value fits in
     64 bits, the wrap-around of ``index * step`` cancels)."""
     return numba.int64(numba.uint64(start) + numba.uint64(index) * numba.uint64(step))
+
+
+@numba.njit(cache=True, nogil=True)
+def range_contains(start, stop, step, value):
+    """``value in range(start, stop, step)`` of 64-bit integers whose difference may pass 64 bits."""
+    if step > 0 and start <= value < stop:
+        return (numba.uint64(value) - numba.uint64(start)) % numba.uint64(step) == 0
+    if step < 0 and stop < value <= start:
+        return (numba.uint64(start) - numba.uint64(value)) % (numba.uint64(0) - numba.uint64(step)) == 0
+    return False

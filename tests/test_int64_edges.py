@@ -75,6 +75,11 @@ def test_a_domain_past_64_bits_is_one_clear_error(tmp_path):
     "y = beast.values(1, 2)\nx = beast.range(-2 ** 63 + 3, -2 ** 63, -1)\nf = beast.filter(x + 0 * y == 5)\n",
     "x = beast.range(-2 ** 62, 2 ** 62 + 5, 2 ** 61)\ny = beast.values(1, 2)\nf = beast.filter(x + y == 3)\n",
     "x = beast.range(2 ** 62, -2 ** 62 - 5, -2 ** 61)\ny = beast.values(1, 2)\nf = beast.filter(x % 3 == y)\n",
+    # an equality filter solved for x: the domain test of its solution
+    "y = beast.values(-2, -1, 0, 1, 2, 3)\nx = beast.range(-2 ** 62, 2 ** 62 + 5, 2 ** 61)\n"
+    "f = beast.filter(x != y * 2 ** 61)\n",
+    "y = beast.values(-2, -1, 0, 1, 2, 3)\nx = beast.range(2 ** 62, -2 ** 62 - 5, -2 ** 61)\n"
+    "f = beast.filter(x != y * 2 ** 61)\n",
 ])
 def test_loops_at_the_64_bit_edge_end_and_count_every_value(tmp_path, body):
     space = load(tmp_path, body)

@@ -515,7 +515,11 @@ class CNestWriter:
         self.reject_if(f"bg_mod_nz({numerator}, {denominator}) != 0", "no integer solution")
         self.emit(f"{var} = bg_floordiv_nz({numerator}, {denominator});  // the denominator: proven never zero")
         inside = f"{lo} <= {var} && {var} < {hi}"
-        if not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
+        if not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1) and not self.plan.range_fits(it):
+            inside = (f"({step} > 0 && {lo} <= {var} && {var} < {hi} && ((uint64_t){var} - (uint64_t){lo}) "
+                      f"% (uint64_t){step} == 0) || ({step} < 0 && {hi} < {var} && {var} <= {lo} && "
+                      f"((uint64_t){lo} - (uint64_t){var}) % (0 - (uint64_t){step}) == 0)")  # may pass 64 bits
+        elif not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
             inside = (f"(({step} > 0 && {lo} <= {var} && {var} < {hi}) || ({step} < 0 && {hi} < {var} "
                       f"&& {var} <= {lo})) && bg_mod({var} - {lo}, {step}, &_err) == 0")
         self.reject_if(f"!({inside})", f"outside the domain of {c_comment(it.name)}")

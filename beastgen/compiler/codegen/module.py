@@ -60,9 +60,11 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
 
 def _nestlib_names(plan: Plan) -> list[str]:
     """The helpers the module imports: the trip-counted ranges' only where a loop needs them."""
-    counted = any(level.iterator.function is None and level.iterator.domain[0] == "range"
-                  and not level.solved and not plan.range_fits(level.iterator) for level in plan.levels)
-    return ["float_power", "heap_offer"] + (["range_length", "range_value"] if counted else [])
+    ranges = [level for level in plan.levels if level.iterator.function is None
+              and level.iterator.domain[0] == "range" and not plan.range_fits(level.iterator)]
+    return (["float_power", "heap_offer"]
+            + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
+            + (["range_contains"] if any(level.solved for level in ranges) else []))
 
 
 def regenerate_command(spec) -> str | None:

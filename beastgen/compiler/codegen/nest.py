@@ -632,6 +632,8 @@ class NestWriter:
             self.emit(f"{it.name} = {numerator}")
         if step == "1":
             inside = f"{lo} <= {it.name} < {hi}"
+        elif not self.plan.range_fits(it):  # stop - start may pass 64 bits
+            inside = f"range_contains({lo}, {hi}, {step}, {it.name})"
         else:
             inside = (f"(({step} > 0 and {lo} <= {it.name} < {hi}) or ({step} < 0 and {hi} < {it.name} <= {lo}))"
                       f" and ({it.name} - {lo}) % {step} == 0")
