@@ -9,7 +9,7 @@ import threading
 
 from .errors import SpaceError
 
-STACK_BYTES = 1 << 30  # virtual memory: only the pages a deep walk touches are used
+STACK_BYTES = 512 << 20  # virtual memory: only the pages a deep walk touches are used
 RECURSION_LIMIT = 200_000
 _lock = threading.Lock()  # the recursion limit is per process: one deep call raises it at a time
 _inside = threading.local()
@@ -30,15 +30,18 @@ def deeply(function, *args, **kwargs):
 
     with _lock:
         limit, stack = sys.getrecursionlimit(), threading.stack_size()
-        threading.stack_size(STACK_BYTES)
-        sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+        sys.setrecursionlimit(max(limit, RECURSION_LIMIT))  # before the thread starts: it is global
         try:
-            worker = threading.Thread(target=run, name="beastgen-deep", daemon=True)
-            worker.start()
-        finally:
-            threading.stack_size(stack)
-        try:
+            try:
+                threading.stack_size(STACK_BYTES)
+                worker = threading.Thread(target=run, name="beastgen-deep", daemon=True)
+                worker.start()
+            finally:
+                threading.stack_size(stack)
             worker.join()
+        except (RuntimeError, ValueError, MemoryError):  # no room for such a stack: Python's own limit
+            sys.setrecursionlimit(limit)
+            return function(*args, **kwargs)
         finally:
             sys.setrecursionlimit(limit)
     if "error" in outcome:
