@@ -59,3 +59,36 @@ def float_power(base, exponent):
     if base < 0 and exponent != math.floor(exponent):
         raise ValueError("a negative number to a fractional power is complex")
     return base ** exponent
+
+
+@numba.njit(cache=True, nogil=True)
+def range_length(start, stop, step):
+    """``len(range(start, stop, step))`` of 64-bit integers whose difference may pass 64 bits
+    (Numba's ``range`` computes ``stop - start`` in 64 bits and then counts nothing). A length past
+    2**63 - 1 (no loop ends that) is that."""
+    if step > 0 and start < stop:
+        span = numba.uint64(stop) - numba.uint64(start) - numba.uint64(1)  # exact: wraps modulo 2**64
+        length = span // numba.uint64(step) + numba.uint64(1)
+    elif step < 0 and stop < start:
+        span = numba.uint64(start) - numba.uint64(stop) - numba.uint64(1)
+        length = span // (numba.uint64(0) - numba.uint64(step)) + numba.uint64(1)
+    else:
+        return 0
+    return numba.int64(min(length, numba.uint64(9223372036854775807)))
+
+
+@numba.njit(cache=True, nogil=True)
+def range_value(start, index, step):
+    """``range(start, stop, step)[index]`` for an index inside the range (exact: the value fits in
+    64 bits, the wrap-around of ``index * step`` cancels)."""
+    return numba.int64(numba.uint64(start) + numba.uint64(index) * numba.uint64(step))
+
+
+@numba.njit(cache=True, nogil=True)
+def range_contains(start, stop, step, value):
+    """``value in range(start, stop, step)`` of 64-bit integers whose difference may pass 64 bits."""
+    if step > 0 and start <= value < stop:
+        return (numba.uint64(value) - numba.uint64(start)) % numba.uint64(step) == 0
+    if step < 0 and stop < value <= start:
+        return (numba.uint64(start) - numba.uint64(value)) % (numba.uint64(0) - numba.uint64(step)) == 0
+    return False

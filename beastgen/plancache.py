@@ -14,6 +14,7 @@ import os
 import sys
 
 from .compiler import native
+from .deep import deeply
 from .compiler.model import display_path, imported_module_names
 from .compiler.runtime import (
     CompiledPlan,
@@ -39,7 +40,8 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     key = None if shown.endswith(".json") else _cache_key(shown, device, settings)
     if key is None:
         from .loading import load
-        return compile_space(load(path), device=device, settings=settings, generated_dir=generated_dir)
+        return deeply(lambda: compile_space(load(path), device=device, settings=settings,
+                                            generated_dir=generated_dir))
     profile, digest = key
     directory = generated_directory(generated_dir)
     record_path = os.path.join(directory, f"{file_name_part(_space_name(shown))}__"
@@ -47,7 +49,8 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
 
     def build() -> CompiledPlan:
         from .loading import load
-        return compile_space(load(path), device=profile, settings=settings, generated_dir=generated_dir)
+        return deeply(lambda: compile_space(load(path), device=profile, settings=settings,
+                                            generated_dir=generated_dir))
 
     check_generated_directory(directory)
     cached = _read_record(record_path, digest, directory, build)
@@ -106,6 +109,10 @@ class CachedPlan(CompiledPlan):
     @property
     def empty_reason(self) -> str | None:
         return self._record["empty_reason"]
+
+    @property
+    def counted_tail(self) -> int:
+        return int(self._record["counted_tail"])
 
     @property
     def columns(self) -> list[str]:
@@ -233,8 +240,9 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         if not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]:
             return None
         Target(**record["target"])  # well formed
+        int(record["counted_tail"])
         return CachedPlan(record, module_path, build, record_path)
-    except (OSError, KeyError, TypeError):
+    except (OSError, KeyError, TypeError, ValueError):
         return None
 
 
@@ -245,6 +253,7 @@ def _write_record(record_path: str, digest: str, plan: CompiledPlan, nest=None) 
               "module": os.path.basename(plan.path) if plan.path else None,
               "module_sha256": hashlib.sha256(plan.source.encode("utf-8")).hexdigest(),
               "empty_reason": plan.empty_reason, "columns": plan.columns,
+              "counted_tail": str(plan.counted_tail),
               "target": plan.target.as_dict()}
     if nest is not None:
         record["native"] = _native_entry(nest)

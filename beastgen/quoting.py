@@ -37,9 +37,16 @@ def docstring_text(text: str) -> str:
     return "".join(out)
 
 
+#: the longest text a comment shows (a listed domain of a million values is not repeated whole)
+COMMENT_LIMIT = 10_000
+
+
 def comment_text(text: str) -> str:
-    """``text`` on one line of a ``#`` comment: characters that are not printable are escaped."""
-    return "".join(char if char.isprintable() else _escape_unprintable(char) for char in str(text))
+    """``text`` on one line of a ``#`` comment: characters that are not printable are escaped; past
+    :data:`COMMENT_LIMIT` characters, cut short with ``...``."""
+    text = str(text)
+    cut = text[:COMMENT_LIMIT] + (" ..." if len(text) > COMMENT_LIMIT else "")
+    return "".join(char if char.isprintable() else _escape_unprintable(char) for char in cut)
 
 
 def shell_command(arguments: list[str]) -> str | None:

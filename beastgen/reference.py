@@ -14,6 +14,7 @@ import networkx as nx
 
 from .compiler.language import nodes as L
 from .compiler.language.evaluate import Evaluator
+from .deep import deeply, too_deep
 from .devices import DeviceProfile, load_profile
 from .compiler.model import Space
 from .compiler.specialize import dependency_graph, function_globals, resolve_settings
@@ -42,7 +43,8 @@ class ReferenceEnumerator:
         yield from self._nest(0, {})
 
     def count(self) -> int:
-        return sum(1 for _ in self.configurations())
+        """How many valid configurations (room made for deeply nested expressions)."""
+        return deeply(lambda: sum(1 for _ in self.configurations()))
 
     def bound(self, config: dict) -> tuple[float, str | None]:
         """The bound of a valid configuration (the largest term; a term that raises bounds nothing,
@@ -152,6 +154,8 @@ class ReferenceEnumerator:
             return evaluator(node) if root else evaluator.evaluate(node)
         except (_Raised, _Unevaluable):
             raise
+        except RecursionError:  # the oracle's own limit, not the space's semantics: never a rejection
+            raise too_deep() from None
         except Exception:  # noqa: BLE001 - division by zero and friends: rejected
             raise _Raised from None
 

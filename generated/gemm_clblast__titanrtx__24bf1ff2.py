@@ -173,7 +173,7 @@ def count(_lo, _hi):
                                                             wavefronts_b = KWG * runs_b * (max((((lanes_b - 1) * run_b + run_b + 4 - 1) // 4 + 32 - 1) // 32 if run_b >= run_b else max((lanes_b * (64 if run_b // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_b // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_b // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_b // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_b // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_b // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_b * (run_b // 4) + 32 - 1) // 32) if run_b % 4 == 0 and run_b % 4 == 0 else (lanes_b * run_b + (32 * 4) - 1) // (32 * 4), 1 * ((run_b + 16 - 1) // 16) * ((((lanes_b - 1) * run_b + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= run_b else max((lanes_b * (64 if run_b // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_b // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_b // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_b // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_b // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_b // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_b * (4 // 4) + 32 - 1) // 32) if run_b % 4 == 0 and ((4 % 4) == 0) else (lanes_b * 4 + (32 * 4) - 1) // (32 * 4))) if SB == 1 else max((lanes_b * run_b + (32 * 4) - 1) // (32 * 4), 1 * ((run_b + 16 - 1) // 16)))
                                                             # derived wavefronts_per_tile (spaces/gemm_clblast.py:151): wavefronts_a + wavefronts_b + SA * copy_wavefronts_a + SB * copy_wavefronts_b
                                                             wavefronts_per_tile = wavefronts_a + wavefronts_b + SA * copy_wavefronts_a + SB * copy_wavefronts_b
-                                                            _n += 1  # the innermost loops (GEMMK, KREG, PRECISION) test nothing: counted, not iterated
+                                                            _n += 1  # the innermost loops (GEMMK, KREG, PRECISION) test nothing: a prefix, which the runtime multiplies by their size
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
@@ -938,7 +938,7 @@ def count_pruned(_threshold):
                                                             lsu_time = blocks_on_busiest_sm * warps * k_tiles * wavefronts_per_tile / (1 * (2100.0 * 1000000.0))
                                                             if lsu_time > _limit:  # cut: every completion is slower than the limit
                                                                 continue
-                                                            _n += 1  # the innermost loops (GEMMK, KREG, PRECISION) test nothing: counted, not iterated
+                                                            _n += 1  # the innermost loops (GEMMK, KREG, PRECISION) test nothing: a prefix, which the runtime multiplies by their size
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)

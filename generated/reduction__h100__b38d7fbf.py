@@ -133,7 +133,7 @@ def count(_lo, _hi):
                                     # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
                                     if blocks_per_sm * threads * regs > regs_per_sm:
                                         continue
-                                    _n += 2  # the innermost loops (cache_hint) test nothing: counted, not iterated
+                                    _n += 1  # the innermost loops (cache_hint) test nothing: a prefix, which the runtime multiplies by their size
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)

@@ -10,7 +10,7 @@ import networkx as nx
 
 from .language import nodes as L
 from .language.mapper import Mapper
-from .analysis.intervals import check_integer_ranges
+from .analysis.intervals import check_integer_ranges, range_fits
 from .specialize import Item, Specialized, infer_type
 from .analysis.symbolic import SymbolicContext
 
@@ -44,6 +44,7 @@ class Plan:
     specialized: Specialized
     graph: nx.DiGraph  # item dependency DAG (edges dep -> reader)
     levels: list[Level]
+    intervals: dict = field(default_factory=dict)  # of int and bool items (analysis.intervals)
 
     @property
     def order(self) -> list[str]:
@@ -61,6 +62,10 @@ class Plan:
     @property
     def bounds(self) -> list[Item]:
         return self.of_kind("bound")
+
+    def range_fits(self, item: Item) -> bool:
+        """Whether the range loop of ``item`` is proven inside 64 bits (see ``intervals.range_fits``)."""
+        return range_fits(self.specialized, self.intervals, item)
 
 
 def item_graph(items: dict[str, Item]) -> nx.DiGraph:
@@ -80,7 +85,7 @@ def iterator_closure(graph: nx.DiGraph, items: dict[str, Item], name: str) -> se
 
 def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
     """Order the loops (``order`` overrides the heuristic, for tests) and place every item."""
-    check_integer_ranges(spec)
+    intervals = check_integer_ranges(spec)
     items = spec.items
     graph = item_graph(items)
     if order is None:
@@ -99,7 +104,7 @@ def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
             placed[max((position[i] for i in closure[name]), default=0)].append(item)
     for index, level in enumerate(levels):
         level.body = _order_within_level(placed[index], graph)
-    plan = Plan(spec, graph, levels)
+    plan = Plan(spec, graph, levels, intervals)
     solve_equality_filters(plan)
     return plan
 

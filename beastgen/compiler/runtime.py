@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .language import nodes as L
 from ..bounds import Comparison, LevelCuts, Threshold
+from ..deep import deeply
 from ..errors import BeastError
 from .model import Space as SpaceModel
 from ..interrupt import POLL_SECONDS, call_interruptibly, wait_interruptibly
@@ -91,9 +92,11 @@ def compile_space(space, device=None, settings=None, generated_dir=None, order=N
     from .plan import make_plan
     from .specialize import specialize_space
 
-    spec = specialize_space(space, device, settings or {})
-    plan = make_plan(spec, order) if not spec.empty_reason else None
-    return CompiledPlan(spec, plan, generated_dir)
+    def build():
+        spec = specialize_space(space, device, settings or {})
+        plan = make_plan(spec, order) if not spec.empty_reason else None
+        return CompiledPlan(spec, plan, generated_dir)
+    return deeply(build)
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,7 @@ class CompiledPlan:
         from .codegen.c_nest import Unsupported, generate_c_module
 
         try:
-            return generate_c_module(self.plan, self._symbolic)
+            return deeply(generate_c_module, self.plan, self._symbolic)
         except Unsupported:
             return None
 
@@ -341,11 +344,20 @@ class CompiledPlan:
                 counts = self._in_threads(jobs, [("count", *c) for c in self._chunks(jobs, chunk)],
                                           progress, start)
             self.last_seconds = time.perf_counter() - start  # the census included
-            return sum(counts)
+            return sum(counts) * self.counted_tail
         if chunk is not None:
             raise BeastError("a bound-pruned count runs whole, not in chunks")
         self._require_bounds()
-        return int(self._run("count_pruned", float(threshold)))
+        return int(self._run("count_pruned", float(threshold))) * self.counted_tail
+
+    @property
+    def counted_tail(self) -> int:
+        """The configurations each prefix the generated ``count`` (and ``count_pruned``) counts
+        stands for (:func:`~beastgen.compiler.codegen.nest.counted_tail_size`): multiplied here, in
+        Python's exact integers, so that a count past 2**63 never wraps."""
+        from .codegen.nest import counted_tail_size
+
+        return counted_tail_size(self.plan.levels) if self.plan else 1
 
     # -- lower bounds ----------------------------------------------------------------------------
     @property
@@ -509,7 +521,7 @@ class CompiledPlan:
                 return None
             count += int(self._run("count", lo, hi))
             done_work += chunk_work
-        return int(count)
+        return int(count) * self.counted_tail
 
     def stats(self, chunk: tuple[int, int] | None = None) -> Stats:
         """Count with per-level iterations and per-filter rejections. With ``chunk``, the levels
@@ -664,7 +676,7 @@ class CompiledPlan:
         self._compile_chunking(jobs)
         start = time.perf_counter()
         chunks = self._chunks(jobs, chunk)
-        counts = self._in_threads(jobs, [("count", *c) for c in chunks])
+        counts = [n * self.counted_tail for n in self._in_threads(jobs, [("count", *c) for c in chunks])]
         offsets = np.cumsum([0] + counts)
         result = np.empty(offsets[-1], dtype=dtype)
         # fill writes straight into the result's fields; string values go through their indices

@@ -26,6 +26,7 @@ import contextlib
 import functools
 import keyword
 import math
+import unicodedata
 
 from ..compiler.language import nodes as L
 from ..compiler.model import RESERVED_NAMES
@@ -77,6 +78,10 @@ def check_name(name, where: str | None, what: str = "parameter") -> str:
     """A parameter name must be a plain identifier the generated code can use as a variable."""
     if not isinstance(name, str) or not name.isidentifier():
         raise SpaceError(f"{what} name {name!r} is not a Python identifier", where)
+    if unicodedata.normalize("NFKC", name) != name:  # Python reads identifiers normalized
+        raise SpaceError(f"{what} name {name!r} is {unicodedata.normalize('NFKC', name)!r} to Python "
+                         "(NFKC normalization), which would merge names that differ here; write it "
+                         "normalized", where)
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
         raise SpaceError(f"{what} name {name!r} is a Python keyword", where)
     if name in RESERVED_NAMES or name.startswith("_") or "__" in name:

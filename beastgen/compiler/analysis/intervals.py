@@ -8,6 +8,7 @@ and leaves the 64-bit range is refused with a clear error rather than compiled t
 """
 from __future__ import annotations
 
+import math
 from itertools import product
 
 from ..language import nodes as L
@@ -22,18 +23,46 @@ _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not wo
 Interval = tuple  # (low, high): Python ints, or None for unknown
 
 
-def check_integer_ranges(spec: Specialized) -> None:
-    """Raise :class:`SpaceError` naming the first integer operation that can overflow int64."""
+def check_integer_ranges(spec: Specialized) -> dict[str, Interval | None]:
+    """Raise :class:`SpaceError` naming the first integer operation that can overflow int64; the
+    interval of every int and bool item (None: not known)."""
     known: dict[str, Interval | None] = {}
     for item in spec.items.values():  # dependency order
         analysis = _Analysis(spec, known, item)
         if item.kind == "iterator":
             known[item.name] = analysis.domain(item.domain) if item.function is None else None
+            if item.value_type not in ("int", "bool", "float"):
+                known[item.name] = None
+            elif known[item.name] is not None and item.value_type != "float":
+                _check_domain(item, known[item.name])
         elif item.function is None:
             value = analysis.interval(item.expr)
-            known[item.name] = value if item.value_type in ("int", "bool") else None
+            known[item.name] = value if item.value_type in ("int", "bool", "float") else None
         else:
             known[item.name] = None
+    return known
+
+
+def _check_domain(item, interval: Interval) -> None:
+    """An iterator's bounds must be 64-bit integers (a value past them cannot be held)."""
+    low, high = interval
+    if low < INT64_MIN or high > INT64_MAX:
+        extreme = high if high > INT64_MAX else low
+        raise SpaceError(f"iterator '{item.name}': its domain reaches {extreme}, outside the 64-bit "
+                         "integers of compiled code", item.origin)
+
+
+def range_fits(spec: Specialized, known: dict, item) -> bool:
+    """Whether a range iterator's loop is proven to stay inside 64 bits as compiled: ``stop - start``
+    (Numba's ``range`` computes it) and the value past the last one (``x += step`` in C) both fit.
+    Otherwise the loops count their trips instead (``nestlib.range_length``)."""
+    analysis = _Analysis(spec, known, item)
+    parts = [analysis.interval(part) for part in item.domain[1:]]
+    if None in parts:
+        return False
+    (lo_min, lo_max), (hi_min, hi_max), (step_min, step_max) = parts
+    reach = [hi_max - lo_min, lo_max - hi_min, hi_max + max(step_max, 0), hi_min + min(step_min, 0)]
+    return all(INT64_MIN <= value <= INT64_MAX for value in reach)
 
 
 class _Analysis(Mapper):
@@ -56,7 +85,12 @@ class _Analysis(Mapper):
         checked against the 64-bit range."""
         children = [self.interval(child) for child in expr.children()]
         value = self(expr, children)
-        if (value is not None and isinstance(expr, (L.BinOp, L.UnaryOp))
+        if value is not None and any(v != v for v in value):
+            value = None  # NaN: nothing known
+        if isinstance(expr, L.Call) and expr.func in _TO_INT and infer_type(expr.args[0], self.spec.items) == "float":
+            self._check_to_int(expr, value)
+        if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
+                                   or (isinstance(expr, L.Call) and expr.func == "abs"))
                 and infer_type(expr, self.spec.items) == "int"
                 and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
             extreme = value[1] if value[1] > INT64_MAX else value[0]
@@ -67,18 +101,28 @@ class _Analysis(Mapper):
                 "or compute it in floating point (float(...))", self.item.origin)
         return value
 
+    def _check_to_int(self, expr, value) -> None:
+        """A float made an integer (``math.floor``, ``math.ceil``, ``int``) must be proven inside 64
+        bits: Python's result past them is an exact big integer, which compiled code cannot hold."""
+        if value is not None and INT64_MIN <= value[0] and value[1] <= INT64_MAX:
+            return
+        reach = ("cannot be proven to stay inside" if value is None else
+                 f"can reach {float(value[1] if value[1] > INT64_MAX else value[0]):.3g}, past")
+        raise SpaceError(
+            f"{self.item.kind} '{self.item.name}': {expr_source(expr)} {reach} the 64-bit integers of "
+            "compiled code, where Python's integers are exact; bound the float before converting it "
+            "(e.g. with min and max)", self.item.origin)
+
     # one map_ method per node type: the interval of ``expr`` from those of its ``children``
     def map_Expr(self, expr, children) -> Interval | None:
         return None
 
     def map_Const(self, expr, children):
-        v = expr.value
-        return (int(v), int(v)) if isinstance(v, (bool, int)) else None
+        return _constant(expr.value)
 
     def map_Ref(self, expr, children):
         if expr.target in self.spec.constants:
-            v = self.spec.constants[expr.target]
-            return (int(v), int(v)) if isinstance(v, (bool, int)) else None
+            return _constant(self.spec.constants[expr.target])
         return self.known.get(expr.target)
 
     def map_Compare(self, expr, children):
@@ -87,7 +131,29 @@ class _Analysis(Mapper):
     map_Not = map_Compare
 
     def map_BinOp(self, expr, children):
-        return None if None in children else _binop(expr.op, *children)
+        if None in children:
+            return None
+        types = infer_type(expr.left, self.spec.items), infer_type(expr.right, self.spec.items)
+        smallest = 1 if types[1] != "float" else self._smallest_magnitude(expr.right)
+        return _binop(expr.op, *children, floats="float" in types, smallest=smallest)
+
+    def _smallest_magnitude(self, expr) -> float | None:
+        """The smallest size a nonzero float divisor can have: a constant's, or the smallest of an
+        iterator's listed constants (None: not known, it may be as small as a float goes)."""
+        if isinstance(expr, L.Ref) and expr.target in self.spec.constants:
+            values = [self.spec.constants[expr.target]]
+        elif isinstance(expr, L.Ref) and expr.target in self.spec.items:
+            item = self.spec.items[expr.target]
+            if item.kind != "iterator" or item.function is not None or item.domain[0] != "values" \
+                    or not all(isinstance(p, L.Const) for p in item.domain[1:]):
+                return None
+            values = [p.value for p in item.domain[1:]]
+        elif isinstance(expr, L.Const):
+            values = [expr.value]
+        else:
+            return None
+        sizes = [abs(v) for v in values if isinstance(v, (int, float)) and v == v and v != 0]
+        return min(sizes, default=math.inf)
 
     def map_UnaryOp(self, expr, children):
         if None in children:
@@ -114,15 +180,63 @@ class _Analysis(Mapper):
         if expr.func == "abs":
             (lo, hi), = children
             return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+        if expr.func in _TO_INT:  # the integers between the rounded extremes (checked by interval())
+            (lo, hi), = children
+            if not all(math.isfinite(v) for v in (lo, hi)):
+                return None
+            return math.floor(lo), math.ceil(hi)
+        if expr.func == "float":
+            (lo, hi), = children
+            return float(lo), float(hi)
         return None
 
 
-def _binop(op: str, left: Interval, right: Interval) -> Interval | None:
+_TO_INT = ("floor", "ceil", "int")
+
+
+def _constant(value) -> Interval | None:
+    if isinstance(value, (bool, int)):
+        return int(value), int(value)
+    if isinstance(value, float) and value == value:
+        return value, value
+    return None
+
+
+def _binop(op: str, left: Interval, right: Interval, floats: bool = False,
+           smallest: float | None = 1) -> Interval | None:
+    """The interval of ``left op right`` (``floats``: either operand is a float, Python's float
+    operation; its rounding is monotone, so the corners still bound it; ``smallest``: the smallest
+    size a nonzero divisor can have, None where unknown)."""
+    try:
+        return _binop_corners(op, left, right, floats, smallest)
+    except (OverflowError, ZeroDivisionError):
+        return None
+
+
+def _binop_corners(op: str, left: Interval, right: Interval, floats: bool,
+                   smallest: float | None) -> Interval | None:
+    if floats:
+        left, right = (float(left[0]), float(left[1])), (float(right[0]), float(right[1]))
+        if not all(math.isfinite(v) for v in left + right) and op != "+" and op != "-":
+            return None
     if op in ("+", "-", "*"):
         corners = [a + b if op == "+" else a - b if op == "-" else a * b
                    for a, b in product(left, right)]
+        return None if any(c != c for c in corners) else (min(corners), max(corners))
+    if op == "/":
+        if right[0] <= 0 <= right[1]:  # a zero divisor raises; any other is at least `smallest`
+            if not smallest:
+                return None
+            m = max(abs(left[0]), abs(left[1])) / smallest
+            return -m, m
+        corners = [a / b for a, b in product(left, right)]
         return min(corners), max(corners)
     if op == "//":
+        if right[0] <= 0 <= right[1] and floats:  # as for /, and the floor one lower
+            if not smallest:
+                return None
+            m = max(abs(left[0]), abs(left[1])) / smallest + 1
+            return -m, m
         if right[0] <= 0 <= right[1]:  # may divide by 0 (guarded) or by -1: at most |left|
             m = max(abs(left[0]), abs(left[1]))
             return -m, m
@@ -132,7 +246,7 @@ def _binop(op: str, left: Interval, right: Interval) -> Interval | None:
         m = max(abs(right[0]), abs(right[1]))
         return (0 if right[0] > 0 else -m), (0 if right[1] < 0 else m)
     if op == "**":
-        if right[0] < 0:
+        if floats or right[0] < 0:
             return None  # refused elsewhere unless it is a float power
         m = max(abs(left[0]), abs(left[1]))
         top = _power(m, right[1])

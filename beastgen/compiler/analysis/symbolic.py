@@ -102,6 +102,13 @@ class SymbolicContext:
                     facts["positive"] = True
                 elif start.is_nonnegative:
                     facts["nonnegative"] = True
+        elif kind == "values" and all(isinstance(p, L.Const) and isinstance(p.value, (int, float))
+                                      for p in parts):  # listed numbers: their sign at once
+            low = min(p.value for p in parts)
+            if low > 0:
+                facts["positive"] = True
+            elif low >= 0:
+                facts["nonnegative"] = True
         elif kind == "values":
             values = [self.to_sympy(p) for p in parts]
             if all(v is not None and v.is_positive for v in values):

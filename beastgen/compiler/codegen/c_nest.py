@@ -21,7 +21,7 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..plan import Plan
 from ..specialize import Item, infer_type
-from .nest import PythonPowers, constant_values, countable_tail, domain_size, split_level
+from .nest import PythonPowers, constant_values, countable_tail, split_level
 
 
 class Unsupported(Exception):
@@ -122,10 +122,10 @@ static inline double bg_pow_f(double base, double exponent, int *err) {
     if (isinf(result) && isfinite(base) && isfinite(exponent)) { *err = 1; return 0.0; }
     return result;
 }
-/* math.ceil, math.floor, int() of a float: an infinity or NaN raises in Python; so does a value
-   past 64 bits here (Python would give a big integer). */
+/* math.ceil, math.floor, int() of a float: an infinity or NaN raises in Python (the interval
+   analysis proves every other value inside 64 bits, -2**63 included, or refuses the space). */
 static inline int64_t bg_to_int(double x, int *err) {
-    if (!(x > -9223372036854775808.0 && x < 9223372036854775808.0)) { *err = 1; return 0; }
+    if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) { *err = 1; return 0; }
     return (int64_t)x;
 }
 static inline int64_t bg_min_i(int64_t a, int64_t b) { return b < a ? b : a; }
@@ -297,6 +297,20 @@ class CExpression(Mapper):
         raise Unsupported(f"function {func}")
 
 
+def value_tables(plan: Plan) -> list[str]:
+    """The constant listed domains as file-scope arrays, one per iterator, which every nest reads."""
+    lines = []
+    for level in plan.levels:
+        it = level.iterator
+        kind = it.value_type
+        if it.function is None and it.domain[0] == "values" and constant_values(it) and kind in C_TYPES:
+            cast = {"int": int, "bool": int, "float": float}[kind]
+            literals = ", ".join(c_literal(cast(p.value)) for p in it.domain[1:])
+            lines.append(f"static const {C_TYPES[kind]} {c_name(it.name)}__values[{len(it.domain) - 1}] = "
+                         f"{{{literals}}};")
+    return lines
+
+
 def needed_items(plan: Plan, may_fail) -> set[str]:
     """The items a count computes: iterators, filters, derived values that may raise (a raise
     rejects), and what they read, transitively; not what only bound terms read."""
@@ -383,9 +397,8 @@ class CNestWriter:
     def _count_leaf(self, counted) -> None:
         """Count the configurations reached: the product of the ``counted`` innermost domains."""
         if counted:
-            size = math.prod(domain_size(level.iterator) for level in counted)
-            self.emit(f"_n += {c_literal(size)};  // the innermost loops "
-                      f"({', '.join(level.iterator.name for level in counted)}) test nothing: counted")
+            self.emit(f"_n += 1;  // the innermost loops ({', '.join(level.iterator.name for level in counted)})"
+                      " test nothing: a prefix, which the runtime multiplies by their size")
         else:
             self.emit("_n += 1;")
 
@@ -454,7 +467,20 @@ class CNestWriter:
         else:
             self.reject_if(f"{step} == 0", "range() step zero")
             condition = f"({step} > 0 ? {var} < {hi} : {var} > {hi})"
+        if not self.plan.range_fits(it):
+            self._counted_range(var, lo, hi, step)
+            return
         self._open(f"for ({var} = {lo}; {condition}; {var} += {step}) {{")
+
+    def _counted_range(self, var: str, lo: str, hi: str, step: str) -> None:
+        """A range whose last value plus step (or ``stop - start``) may pass 64 bits: its trips
+        counted in unsigned arithmetic (exact), so ``x += step`` past the last value never loops."""
+        left = f"{var}__left"
+        self.emit(f"uint64_t {left} = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
+                  f"(uint64_t){step} + 1 : 0) : ({hi} < {lo} ? ((uint64_t){lo} - (uint64_t){hi} - 1) / "
+                  f"(0 - (uint64_t){step}) + 1 : 0);  // the range's length: stop - start may pass 64 bits")
+        self._open(f"for ({var} = {lo}; {left} > 0; {left}--, {var} = (int64_t)((uint64_t){var} + "
+                   f"(uint64_t){step})) {{")
 
     def _values(self, it: Item) -> None:
         kind = it.value_type
@@ -465,11 +491,7 @@ class CNestWriter:
         if kind not in C_TYPES:
             raise Unsupported(f"values of {it.name!r} of type {kind}")
         var, parts = c_name(it.name), it.domain[1:]
-        cast = {"int": int, "bool": int, "float": float}[kind]
-        if constant_values(it):
-            literals = ", ".join(c_literal(cast(p.value)) for p in parts)
-            self.emit(f"static const {C_TYPES[kind]} {var}__values[{len(parts)}] = {{{literals}}};")
-        else:
+        if not constant_values(it):  # constant ones: a table at file scope (value_tables)
             self.emit(f"{C_TYPES[kind]} {var}__values[{len(parts)}];")
             for position, part in enumerate(parts):
                 self.assign(f"{var}__values[{position}]", part)
@@ -493,7 +515,11 @@ class CNestWriter:
         self.reject_if(f"bg_mod_nz({numerator}, {denominator}) != 0", "no integer solution")
         self.emit(f"{var} = bg_floordiv_nz({numerator}, {denominator});  // the denominator: proven never zero")
         inside = f"{lo} <= {var} && {var} < {hi}"
-        if not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
+        if not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1) and not self.plan.range_fits(it):
+            inside = (f"({step} > 0 && {lo} <= {var} && {var} < {hi} && ((uint64_t){var} - (uint64_t){lo}) "
+                      f"% (uint64_t){step} == 0) || ({step} < 0 && {hi} < {var} && {var} <= {lo} && "
+                      f"((uint64_t){lo} - (uint64_t){var}) % (0 - (uint64_t){step}) == 0)")  # may pass 64 bits
+        elif not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
             inside = (f"(({step} > 0 && {lo} <= {var} && {var} < {hi}) || ({step} < 0 && {hi} < {var} "
                       f"&& {var} <= {lo})) && bg_mod({var} - {lo}, {step}, &_err) == 0")
         self.reject_if(f"!({inside})", f"outside the domain of {c_comment(it.name)}")
@@ -746,4 +772,6 @@ def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> st
     nodes = writer.split_nodes()
     fill = CClaimingWriter(plan, symbolic).fill()
     claimed = CClaimingWriter(plan, symbolic).count_claimed()
-    return "\n".join(header + [PRELUDE] + count + [""] + nodes + ["", DIVISORS] + fill + [""] + claimed) + "\n"
+    tables = value_tables(plan)
+    return "\n".join(header + [PRELUDE] + tables + [""] * bool(tables) + count + [""] + nodes
+                     + ["", DIVISORS] + fill + [""] + claimed) + "\n"

@@ -40,7 +40,7 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
            "at its level already exceeds the threshold; a term that raises bounds nothing (0).",
            '"""',
            "import math", "", "import numba", "import numpy as np", "",
-           "from beastgen.nestlib import float_power, heap_offer", ""]
+           f"from beastgen.nestlib import {', '.join(_nestlib_names(plan))}", ""]
     out += _constants_section(plan)
     out += _helpers_section(plan)
     out += _stat_labels(plan)
@@ -56,6 +56,15 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
     for mode in modes:
         out += [""] + (ChenWriter if mode == "chen" else NestWriter)(plan, mode, symbolic).write()
     return "\n".join(out) + "\n"
+
+
+def _nestlib_names(plan: Plan) -> list[str]:
+    """The helpers the module imports: the trip-counted ranges' only where a loop needs them."""
+    ranges = [level for level in plan.levels if level.iterator.function is None
+              and level.iterator.domain[0] == "range" and not plan.range_fits(level.iterator)]
+    return (["float_power", "heap_offer"]
+            + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
+            + (["range_contains"] if any(level.solved for level in ranges) else []))
 
 
 def regenerate_command(spec) -> str | None:
@@ -94,7 +103,7 @@ def _values_constant(value_type: str, values: list) -> str:
     dtype = _ARRAY_DTYPES.get(value_type)
     if dtype is None or (value_type == "int" and not all(-2 ** 63 <= v < 2 ** 63 for v in values)):
         return repr(tuple(values))
-    return f"np.array({values!r}, dtype=np.{dtype})"
+    return f"np.array([{', '.join(map(literal, values))}], dtype=np.{dtype})"  # NaN, inf: math's
 
 
 _ARRAY_DTYPES = {"int": "int64", "float": "float64", "bool": "bool_"}

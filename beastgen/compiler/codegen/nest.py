@@ -22,6 +22,10 @@ NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chu
 NJIT_GENERATOR = "@numba.njit(error_model='python')"
 CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
 _CHUNKED = ("count", "stats", "fill")  # nests that take a chunk of split nodes (_lo, _hi)
+#: nests whose levels past this many loops go on in a function of their own where Python would not
+#: compile them whole (at most 20 nested blocks, loops and try, in one function)
+_PARTED = ("count", "stats", "fill", "pruned", "analysis", "rank")
+_LOOPS_PER_FUNCTION = 14
 
 
 # --------------------------------------------------------------------------------------------------
@@ -96,9 +100,24 @@ def constant_values(item: Item) -> bool:
 
 
 def domain_size(it: Item) -> int:
+    """How many values a constant domain holds (exact past 64 bits, where ``len(range)`` raises)."""
     kind, *parts = it.domain
     values = [p.value for p in parts]
-    return len(range(*values)) if kind == "range" else len(values)
+    return range_length(*values) if kind == "range" else len(values)
+
+
+def range_length(start: int, stop: int, step: int = 1) -> int:
+    """``len(range(start, stop, step))`` for any Python ints."""
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // -step)
+
+
+def counted_tail_size(levels) -> int:
+    """The configurations each prefix that the generated count reaches stands for: the product of
+    the :func:`countable_tail` domains. The count functions count prefixes (at most one per loop
+    iteration, far below 2**63); the runtime multiplies in Python's exact integers."""
+    return math.prod(domain_size(level.iterator) for level in countable_tail(levels))
 
 
 def countable_tail(levels) -> list:
@@ -144,6 +163,15 @@ def _solved_below(levels, index: int) -> list:
             break
         below.append(level)
     return below
+
+
+def _compiles(lines: list[str]) -> bool:
+    """Whether Python compiles the function (it refuses more than 20 nested blocks)."""
+    try:
+        compile("\n".join(lines), "<nest>", "exec")
+    except SyntaxError:
+        return False
+    return True
 
 
 def stat_slots(plan: Plan) -> list[Item]:
@@ -208,6 +236,49 @@ class NestWriter:
     }
 
     def write(self) -> list[str]:
+        """The mode's function, then the parts its nest was split into (see :meth:`_start_part`)."""
+        lines = self._write_parted(None)
+        if self.mode in _PARTED and not _compiles(lines):  # too many nested blocks: in parts
+            self.__init__(self.plan, self.mode, self.symbolic)
+            lines = self._write_parted(_LOOPS_PER_FUNCTION)
+        return lines
+
+    def _write_parted(self, loops_per_function: int | None) -> list[str]:
+        self.loops_per_function = loops_per_function
+        self.parts: list[list[str]] = []  # the outer functions, finished
+        self.top_return = "_size" if self.mode == "rank" else "_n"
+        lines = self._write_function()
+        for part in self.parts:
+            lines += [""] + part
+        return lines
+
+    def _start_part(self, index: int) -> None:
+        """Go on with levels ``index`` and below in a function of their own: Python allows 20
+        nested blocks in one function. It takes what the outer levels bound and the mode's state,
+        and answers what it added (``fill``: the next row; ``rank``: the heap's size and limit)."""
+        computed = ("iterator", "derived") + (("bound",) if self.mode in ("pruned", "analysis", "rank") else ())
+        bound = [name for level in self.plan.levels[:index] for item in level.items
+                 if item.kind in computed for name in
+                 ([item.name, f"{item.name}__index"] if item.value_type == "str" and item.kind == "iterator"
+                  else [item.name])]
+        columns = [f"_col_{level.iterator.name}" for level in self.plan.levels]
+        state = {"count": [], "stats": ["_visits", "_rejections"], "fill": columns + ["_n"],
+                 "pruned": ["_threshold", "_limit"], "rank": ["_threshold", "_bounds", "_terms", "_rows",
+                                                             "_row", "_size", "_limit"],
+                 "analysis": ["_threshold", "_visits", "_skipped", "_cuts", "_removed", f"_cut_{index}"]}
+        name = f"{self.function_name}__part{len(self.parts) + 1}"
+        call = f"{name}({', '.join(state[self.mode] + bound)})"
+        self.emit({"fill": f"_n = {call}", "rank": f"_size, _limit = {call}"}.get(self.mode, f"_n += {call}")
+                  + "  # the levels below, in a function of their own (nested blocks)")
+        self.parts.insert(0, [*self.lines, f"    return {self.top_return}"])
+        self.lines = [NJIT, f"def {call}:", f'    """Levels {index} and below of {self.function_name}."""']
+        self.depth, self.loops = 1, 0
+        if self.mode not in ("fill", "rank"):
+            self.emit("_n = 0")
+        if self.mode == "rank":
+            self.top_return = "_size, _limit"
+
+    def _write_function(self) -> list[str]:
         iterators = [level.iterator for level in self.plan.levels]
         spec = self.plan.specialized
         if self.mode == "fill":
@@ -219,6 +290,7 @@ class NestWriter:
             signature, doc = self._HEADERS[self.mode]
             header = [f"def {signature}:", f'    """{doc}"""']
         self.lines = [NJIT, *header]
+        self.function_name = header[0][4:].split("(")[0]
         split = split_level(self.plan)
         if self.mode == "nodes":
             return self._write_split_nodes(split)
@@ -261,6 +333,9 @@ class NestWriter:
                     continue
                 if scanned:
                     continue  # a solved level was tested inside its parent's scan
+            if self.loops_per_function and self.loops >= self.loops_per_function and index >= split \
+                    and not level.solved:
+                self._start_part(index)
             self._loop(level, index)
             for item in level.body:
                 self._item(item)
@@ -269,9 +344,8 @@ class NestWriter:
             elif index == split - 1 and self.mode == "census":
                 self._census_node()
         if counted:
-            size = math.prod(domain_size(level.iterator) for level in counted)
-            self.emit(f"_n += {size}  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
-                      " test nothing: counted, not iterated")
+            self.emit(f"_n += 1  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
+                      " test nothing: a prefix, which the runtime multiplies by their size")
             self.depth = 1
             self.emit("return _n")
             return self.lines
@@ -302,7 +376,7 @@ class NestWriter:
         elif self.mode == "rank":
             self._rank_leaf(iterators)
             self.depth = 1
-            self.emit("return _size")
+            self.emit(f"return {self.top_return}")
             return self.lines
         self.emit("_n += 1")
         self.depth = 1
@@ -400,7 +474,7 @@ class NestWriter:
         if self.mode == "stats":
             self.emit(f"_rejections[{self.slot[item.name]}] += 1")
         # before the outermost loop, a rejection rejects everything
-        self.emit("continue" if self.loops else ("return _size" if self.mode == "rank" else "return _n"))
+        self.emit("continue" if self.loops else f"return {self.top_return}")
 
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
@@ -485,10 +559,23 @@ class NestWriter:
         if level.solved:
             self._solved(level, index, lo, hi, step)
             return
+        if it.function is None and not self.plan.range_fits(it):
+            self._counted_range(it, index, lo, hi, step)
+            return
         args = [lo, hi] if step == "1" else [lo, hi, step]
         if args == ["0", hi]:
             args = [hi]
         self._open(f"for {it.name} in range({', '.join(args)}):", index)
+
+    def _counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        """A range whose ``stop - start`` may pass 64 bits (where Numba's ``range`` counts nothing):
+        its trips counted and its values computed exactly (``nestlib``)."""
+        for name, source in (("lo", lo), ("step", step)):
+            if source != f"{it.name}__{name}":
+                self.emit(f"{it.name}__{name} = {source}")
+        self._open(f"for {it.name}__k in range(range_length({it.name}__lo, {hi}, {it.name}__step)):"
+                   "  # stop - start may pass 64 bits", index)
+        self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__k, {it.name}__step)")
 
     def _range_arguments(self, it: Item) -> list[str]:
         """Source for start, stop and step, after the guards they need (a zero step rejects)."""
@@ -545,6 +632,8 @@ class NestWriter:
             self.emit(f"{it.name} = {numerator}")
         if step == "1":
             inside = f"{lo} <= {it.name} < {hi}"
+        elif not self.plan.range_fits(it):  # stop - start may pass 64 bits
+            inside = f"range_contains({lo}, {hi}, {step}, {it.name})"
         else:
             inside = (f"(({step} > 0 and {lo} <= {it.name} < {hi}) or ({step} < 0 and {hi} < {it.name} <= {lo}))"
                       f" and ({it.name} - {lo}) % {step} == 0")

@@ -9,6 +9,7 @@ A filter REJECTS a configuration when it is true (BEAST's convention).
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import os
@@ -25,10 +26,15 @@ def caller_origin() -> str | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+        if not _in_package(filename):
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _in_package(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
 
 
 # Operators: symbol -> Python function. Codegen prints the symbol, the reference evaluator calls the

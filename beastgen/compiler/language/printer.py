@@ -27,7 +27,7 @@ def wrap(node, parent: int, strict: bool = False) -> str:
 def literal(value) -> str:
     """A constant as Python source (infinities and NaN through ``math``)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return f"math.{'inf' if value > 0 else 'nan'}" if value == value else "math.nan"
+        return "math.nan" if value != value else "math.inf" if value > 0 else "-math.inf"
     return repr(value)
 
 

@@ -1,0 +1,252 @@
+"""Issue 28's probes at the 64-bit edge, each as it was found: counts past 2**63, loops whose last
+step passes INT64_MAX, abs(-2**63), float-to-int conversions past 64 bits, deep expressions, 21+
+iterators, NaN and infinities, NFKC-equal T1 names and a T1 parameter of many values. Every one is
+the reference's answer in both targets (C and Numba) or one clear error."""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, Phase, event, given, note, settings
+
+import beastgen
+from beastgen.cli import main
+from beastgen.compiler.codegen.c_nest import generate_c_module
+from beastgen.compiler.runtime import compile_space
+from beastgen.errors import BeastError, SpaceError
+from beastgen.interop.t1 import t1_space
+from beastgen.plancache import compile_cached
+from beastgen.reference import ReferenceEnumerator, reference_count
+from space_strategies import edge_spaces, many_iterator_spaces
+
+HEADER = "import math\nimport beastgen as beast\n"
+
+
+def load(tmp_path, body: str, name: str = "space"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEADER + textwrap.dedent(body))
+    return beastgen.load(str(path))
+
+
+def both_counts(space, generated_dir) -> tuple[int, int]:
+    """(C target's count, Numba's count) of ``space``; the C target must print it."""
+    plan = compile_space(space, "h100", {}, str(generated_dir))
+    assert plan.native is not None
+    native = plan.count()
+    plan._native = False  # Numba from here on
+    return native, plan.count()
+
+
+# -- counts of 2**63 and more -----------------------------------------------------------------------
+@pytest.mark.parametrize("body, expected", [
+    ("y = beast.values(1, 2, 3, 4, 5)\nx = beast.range(0, 2 ** 62)\n", 23_058_430_092_136_939_520),
+    ("a = beast.range(0, 2 ** 31)\nb = beast.range(0, 2 ** 32)\n", 9_223_372_036_854_775_808),
+    ("a = beast.range(0, 2 ** 32)\nb = beast.range(0, 2 ** 32)\n", 2 ** 64),
+    ("y = beast.values(1, 2, 3, 4, 5, 6)\nx = beast.range(0, 2 ** 62)\n", 6 * 2 ** 62),
+])
+def test_counts_past_2_63_never_wrap(tmp_path, body, expected):
+    assert both_counts(load(tmp_path, body), tmp_path) == (expected, expected)
+
+
+def test_a_count_past_2_63_in_json_and_from_the_plan_cache(tmp_path, capsys):
+    path = tmp_path / "big.py"
+    path.write_text(HEADER + "y = beast.values(1, 2, 3, 4, 5)\nx = beast.range(0, 2 ** 62)\n")
+    for _ in range(2):  # cold, then answered from the plan cache's record
+        assert main(["count", str(path), "--json", "--generated-dir", str(tmp_path)]) == 0
+        record = json.loads(capsys.readouterr().out.splitlines()[-1])
+        assert record["count"] == 23_058_430_092_136_939_520
+    cached = compile_cached(str(path), generated_dir=str(tmp_path))
+    assert type(cached).__name__ == "CachedPlan" and cached.count() == 23_058_430_092_136_939_520
+
+
+def test_a_domain_past_64_bits_is_one_clear_error(tmp_path):
+    space = load(tmp_path, "a = beast.range(0, 28 * 10 ** 18)\nb = beast.values(1)\n")
+    with pytest.raises(SpaceError, match=r"iterator 'a': its domain reaches 28000000000000000000, "
+                                         r"outside the 64-bit integers"):
+        compile_space(space, "h100", {}, str(tmp_path))
+
+
+# -- loops at INT64_MAX and ranges wider than 64 bits ----------------------------------------------
+@pytest.mark.parametrize("body", [
+    "y = beast.values(1, 2)\nx = beast.range(2 ** 63 - 4, 2 ** 63 - 1, 2)\nf = beast.filter(x + 0 * y == 5)\n",
+    "y = beast.values(1, 2)\nx = beast.range(-2 ** 63 + 3, -2 ** 63, -1)\nf = beast.filter(x + 0 * y == 5)\n",
+    "x = beast.range(-2 ** 62, 2 ** 62 + 5, 2 ** 61)\ny = beast.values(1, 2)\nf = beast.filter(x + y == 3)\n",
+    "x = beast.range(2 ** 62, -2 ** 62 - 5, -2 ** 61)\ny = beast.values(1, 2)\nf = beast.filter(x % 3 == y)\n",
+    # an equality filter solved for x: the domain test of its solution
+    "y = beast.values(-2, -1, 0, 1, 2, 3)\nx = beast.range(-2 ** 62, 2 ** 62 + 5, 2 ** 61)\n"
+    "f = beast.filter(x != y * 2 ** 61)\n",
+    "y = beast.values(-2, -1, 0, 1, 2, 3)\nx = beast.range(2 ** 62, -2 ** 62 - 5, -2 ** 61)\n"
+    "f = beast.filter(x != y * 2 ** 61)\n",
+])
+def test_loops_at_the_64_bit_edge_end_and_count_every_value(tmp_path, body):
+    space = load(tmp_path, body)
+    expected = reference_count(space, "h100")
+    assert expected > 0
+    assert both_counts(space, tmp_path) == (expected, expected)
+
+
+def test_abs_of_int64_min_is_refused_like_negation(tmp_path):
+    space = load(tmp_path, "x = beast.values(-2 ** 63, 1, 2)\ny = beast.values(1, 2)\n"
+                           "f = beast.filter(abs(x) + y == 3)\n")
+    with pytest.raises(SpaceError, match=r"filter 'f': abs\(x\) can reach 9.22e\+18, past the 64-bit"):
+        compile_space(space, "h100", {}, str(tmp_path))
+
+
+# -- float to int -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("conversion", ["math.floor(x)", "math.ceil(x)", "math.floor(x * 2.0)"])
+@pytest.mark.parametrize("big", ["1e19", "1e300", "float('inf')"])
+def test_a_float_made_an_integer_past_64_bits_is_refused(tmp_path, conversion, big):
+    space = load(tmp_path, f"x = beast.values(1.5, {big}, -3.5)\ny = beast.values(1, 2)\n"
+                           f"d = {conversion} + y\nf = beast.filter(d > 5)\n")
+    with pytest.raises(SpaceError, match=r"derived 'd': math\.(floor|ceil)\(.*\) (can reach .*, past|"
+                                         r"cannot be proven to stay inside) the 64-bit integers"):
+        compile_space(space, "h100", {}, str(tmp_path))
+
+
+def test_float_to_int_proven_inside_64_bits_counts_like_python(tmp_path):
+    space = load(tmp_path, """\
+        x = beast.range(1, 60)
+        y = beast.range(0, 5)
+        z = beast.values(-9.223372036854775808e18, 0.5, 9.2e18)
+        d = math.ceil(x / y) + math.floor(x * 0.5) + math.floor(beast.min(x * 1e30, 1e10))
+        f = beast.filter(d % 7 == 0)
+        g = beast.filter(math.floor(z) + x == 3)
+        @beast.derived
+        def e():
+            return int(x * 2.5) + math.ceil(y * 1e-3)
+        h = beast.filter(e % 3 == 1)
+    """)
+    expected = reference_count(space, "h100")
+    assert expected > 0
+    assert both_counts(space, tmp_path) == (expected, expected)
+
+
+# -- deep expressions -------------------------------------------------------------------------------
+def test_a_250_term_chain_compiles_in_both_targets(tmp_path):
+    terms = " + ".join(f"x * {i}" for i in range(250))
+    space = load(tmp_path, f"x = beast.range(0, 4)\ny = beast.values(1, 2)\n"
+                           f"f = beast.filter(({terms}) % 7 == y)\n")
+    expected = reference_count(space, "h100")
+    assert 0 < expected < 8
+    assert both_counts(space, tmp_path) == (expected, expected)
+
+
+T1_CHAIN = {"ConfigurationSpace": {
+    "TuningParameters": [{"Name": "a", "Values": "[0, 1, 2, 3]"}, {"Name": "b", "Values": "[1, 2]"}],
+    "Conditions": [{"Expression": "(" + " + ".join(["a"] * 500) + ") % 7 != b"}]}}
+
+
+def test_a_500_term_t1_condition_counts_and_the_reference_never_answers_0(tmp_path):
+    space = t1_space(T1_CHAIN, str(tmp_path / "chain.json"))
+    expected = reference_count(space, "h100")  # room made for the depth
+    assert expected == 7  # 500 * a % 7 is 0, 3, 6, 2: only a = 3 with b = 2 is invalid
+    assert both_counts(space, tmp_path) == (expected, expected)
+    with pytest.raises(SpaceError, match="nested too deeply"):  # at Python's own limit: an error
+        sum(1 for _ in ReferenceEnumerator(space, "h100", {}).configurations())
+
+
+# -- many iterators, NaN and infinities ------------------------------------------------------------
+CHAIN_OF_22 = ("i0 = beast.values(0, 1)\n"
+               + "".join(f"i{k} = beast.range(i{k - 1}, 2)\n" for k in range(1, 22))
+               + "s = " + " + ".join(f"i{k}" for k in range(22)) + "\n"
+               + "f = beast.filter(s == 3)\n"
+               + "t = beast.bound(1.0 * s + 0.5 * i21, source='test')\n"
+               + "u = beast.bound(2.0 * i3, source='test')\n")
+
+
+def test_22_iterators_in_every_numba_mode(tmp_path):
+    """Numba's nests past 14 loops go on in functions of their own (Python compiles 20 nested
+    blocks at most); the bound modes are checked by Python's compiler alone (Numba's takes long)."""
+    space = load(tmp_path, CHAIN_OF_22)
+    expected = reference_count(space, "h100")
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    for function in ("count", "count_with_stats", "fill", "count_pruned", "cut_analysis", "rank"):
+        assert f"def {function}__part1(" in plan.source
+    compile(plan.source, plan.path, "exec")
+    assert plan.count() == expected == 22  # the C target
+    plan._native = False
+    assert plan.count() == plan.stats().count == len(plan.enumerate()) == expected
+    assert plan.estimate(samples=50, method="knuth").high >= expected
+
+
+def test_nan_and_infinities_as_listed_values(tmp_path):
+    space = load(tmp_path, "x = beast.values(1.0, float('nan'), float('inf'), -float('inf'), 2.5)\n"
+                           "y = beast.values(1, 2)\nf = beast.filter(x * y > 3)\n")
+    expected = reference_count(space, "h100")
+    assert expected == 7
+    assert both_counts(space, tmp_path) == (expected, expected)
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    plan._native = False
+    assert plan.stats().count == expected
+
+
+# -- T1 input ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("names", [["\ufb01", "fi"], ["\ufb01", "b"]])
+def test_t1_names_that_python_normalizes_are_one_clear_error(tmp_path, names):
+    document = {"ConfigurationSpace": {
+        "TuningParameters": [{"Name": names[0], "Values": "[1, 2, 3]"}, {"Name": names[1], "Values": "[1, 2]"}],
+        "Conditions": [{"Expression": f"{names[0]} > {names[1]}"}]}}
+    with pytest.raises(BeastError, match=r"parameter name 'ﬁ' is 'fi' to Python \(NFKC normalization\)"):
+        t1_space(document, str(tmp_path / "nfkc.json"))
+
+
+def test_a_long_t1_value_list_is_printed_once(tmp_path):
+    """Each target holds the values once (a table), comments cut them short: the sources grow by
+    the values' own text, not by it times the number of nests."""
+    document = {"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "a", "Values": "list(range(0, 60000, 3))"},
+                             {"Name": "b", "Values": "[1, 2, 3, 4]"}],
+        "Conditions": [{"Expression": "a % 7 != b"}]}}
+    plan = compile_space(t1_space(document, str(tmp_path / "long.json")), "h100", {}, str(tmp_path))
+    values_text = len(", ".join(str(v) for v in range(0, 60000, 3)))
+    c_source = generate_c_module(plan.plan)
+    assert c_source.count("39999") == 1 and len(c_source) < 1.5 * values_text + 100_000
+    assert plan.source.count("39999") == 1 and len(plan.source) < values_text + 200_000
+    assert plan.count() == reference_count(plan.specialized.space, "h100")
+
+
+# -- properties: C = Numba = reference at the edges, or one clear refusal ---------------------------
+EDGE_CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+_spaces = itertools.count()
+
+
+def check_or_refused(source: str, directory) -> str:
+    """Both targets count what the reference counts, or compiling refuses with one line that names
+    the 64-bit limit or the nesting; which of the two happened."""
+    note(source)
+    folder = directory / f"s{next(_spaces)}"
+    folder.mkdir()
+    (folder / "space.py").write_text(source)
+    space = beastgen.load(str(folder / "space.py"))
+    try:
+        plan = compile_space(space, "h100", {}, str(folder))
+    except BeastError as error:
+        assert "\n" not in str(error) and re.search(r"64-bit|nested too deeply", str(error)), error
+        return "refused"
+    expected = reference_count(space, "h100")
+    counts = [plan.count()]  # the C target where it prints the plan
+    plan._native = False
+    counts += [plan.count(), plan.stats().count]
+    assert counts == [expected] * 3
+    return "counted"
+
+
+@pytest.fixture(scope="module")
+def edge_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("edges")
+
+
+@settings(EDGE_CI, max_examples=12)
+@given(source=edge_spaces())
+def test_edge_spaces_count_like_the_reference_or_are_refused(edge_dir, source):
+    event(check_or_refused(source, edge_dir))
+
+
+@settings(EDGE_CI, max_examples=2)
+@given(source=many_iterator_spaces())
+def test_nests_of_20_and_more_iterators_count_like_the_reference(edge_dir, source):
+    assert check_or_refused(source, edge_dir) == "counted"
