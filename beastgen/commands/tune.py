@@ -17,7 +17,7 @@ def search(args, tune_function) -> int:
                            settings=parse_settings(args.settings), replay=args.replay, budget=args.budget,
                            time_limit=args.time, results=args.results, strategy=args.strategy,
                            seed=args.seed, iterations=args.iterations, generated_dir=args.generated_dir,
-                           progress=not args.no_progress, plot=args.plot)
+                           progress=not args.no_progress, plot=args.plot, priors=args.prior)
     print(result.report())
     if args.plot:
         print(f"wrote {args.plot}")
