@@ -58,7 +58,7 @@ def load_replay(path: str) -> Replay:
             failed[key] = str(value)
             continue
         repetitions = record.get("times") or []
-        problems = [time_problem(t / 1000.0 if isinstance(t, (int, float)) else t)  # milliseconds
+        problems = [time_problem(t / 1000.0 if type(t) in (int, float) else t)  # milliseconds
                     for t in [value] + (repetitions if isinstance(repetitions, list) else [repetitions])]
         problem = next((p for p in problems if p), None)
         if problem:

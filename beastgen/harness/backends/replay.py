@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ...compiler.language.nodes import DeviceProperty, Expr
+from ...compiler.language.nodes import DeviceProperty
 from ...compiler.model import walk_expr
 from ...devices import DeviceProfile, load_profile, match_name
 from ...errors import BeastError
@@ -70,8 +70,7 @@ def device_property_reads(space) -> dict:
     in space functions)."""
     reads = {}
     for var in space.variables.values():
-        nodes = walk_expr(var.obj, stop_at_named=False) if isinstance(var.obj, Expr) else []
-        for node in nodes:
+        for node in walk_expr(var.expr, stop_at_named=False) if var.expr is not None else []:
             if isinstance(node, DeviceProperty):
                 reads.setdefault(node.prop, var.origin)
         if var.function is not None:

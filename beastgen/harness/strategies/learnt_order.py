@@ -58,6 +58,14 @@ class Constants:
     exploration: float = 0.3
     #: at most this many measurements (drawn at random) train the model
     training: int = 512
+    #: every how many proposals one is the predicted fastest among the open neighbours (one
+    #: parameter changed) of the best measured configurations (0: never)
+    local_every: int = 2
+    #: neighbours of at most this many of the best measured configurations
+    local_top: int = 3
+    #: log times above this quantile of those measured are trained as that quantile: the model
+    #: tells fast configurations apart rather than the very slow ones (1: no clipping)
+    clip_quantile: float = 1.0
 
 
 DEFAULT = Constants()
@@ -92,6 +100,9 @@ class LearntOrder:
         self.fitted_at = -1
         self.queue = np.zeros(0, dtype=np.int64)
         self.position = 0
+        self.codes = codes
+        self.predicted = np.zeros(n)
+        self.proposals = 0
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             with np.errstate(invalid="ignore"):
                 mean = np.nanmean(np.where(np.isnan(self.prior), np.nan, self.prior), axis=1)
@@ -163,6 +174,11 @@ class LearntOrder:
             return int(self.rng.choice(alive))
         if len(self.measured) >= self.fitted_at + max(1, int(self.c.refit_fraction * len(self.measured))):
             self._refit()
+        self.proposals += 1
+        if self.c.local_every and self.proposals % self.c.local_every == 0:
+            i = self._local(best)
+            if i is not None:
+                return i
         for _ in range(2):
             while self.position < len(self.queue):  # every open candidate, by predicted time
                 i = int(self.queue[self.position])
@@ -172,6 +188,17 @@ class LearntOrder:
             if not (self.open & (self.valid < best)).any():
                 return None
             self._refit()  # the queue ran dry (failures give no time): queue what is open again
+        return None
+
+    def _local(self, best: float) -> int | None:
+        """The predicted fastest open configuration one parameter away from one of the
+        ``local_top`` best measured ones (the best first), or None."""
+        alive = self.open & (self.valid < best)
+        for j in np.argsort(self.log_times, kind="stable")[:self.c.local_top]:
+            near = alive & ((self.codes != self.codes[self.measured[j]]).sum(axis=1) == 1)
+            if near.any():
+                candidates = np.flatnonzero(near)
+                return int(candidates[np.argmin(self.predicted[candidates])])
         return None
 
     def observe(self, i: int, time: float | None) -> None:
@@ -209,7 +236,8 @@ class LearntOrder:
         if len(chosen) > self.c.training:
             chosen = np.sort(self.rng.choice(chosen, self.c.training, replace=False))
         x = self._rows(np.asarray(self.measured)[chosen])
-        y = np.asarray(self.log_times)[chosen] - x @ self.prior_mean
+        y = np.asarray(self.log_times)[chosen]
+        y = np.minimum(y, np.quantile(y, self.c.clip_quantile)) - x @ self.prior_mean
         offset = y.mean()
         y = y - offset
         spread = np.sqrt(self.prior_variance)
@@ -229,6 +257,7 @@ class LearntOrder:
             predicted = np.maximum(predicted, np.log(self.valid))  # never below a valid bound
         candidates = np.flatnonzero(self.open)
         self.queue = candidates[np.argsort(predicted[candidates], kind="stable")]
+        self.predicted = predicted
         self.position = 0
         self.fitted_at = len(self.measured)
 
