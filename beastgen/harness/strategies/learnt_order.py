@@ -10,11 +10,13 @@ ridge regression of log run time, refitted on this run's own measurements:
 
 - features: one-hot per parameter value and per pair of parameter values (interactions such as
   tile size x thread count), each numeric parameter's log value and the products of those (a
-  smooth trend that reaches values not yet measured), the log of the lower bound, and one column
-  per prior source (below);
+  smooth trend that reaches values not yet measured), the log of the lower bound, and per prior
+  source (below) its value and whether it lacks the configuration;
 - proposal: the open configuration with the smallest prediction under weights drawn from the
   posterior (Thompson sampling), so uncertain regions are tried too; a prediction never goes
   below the configuration's own valid lower bound;
+- every ``local_every``-th proposal is the predicted fastest among the open neighbours (one
+  parameter changed) of the best few measured configurations: the last percent is found there;
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
   at random among the open configurations.
 
@@ -134,11 +136,10 @@ class LearntOrder:
             dense.append(_standard(np.log(np.where(positive, self.bounds, self.bounds[positive].min()))))
         self.prior_columns = 0
         if self.prior is not None:
-            for s in range(self.prior.shape[1]):
-                column = self.prior[:, s]
-                missing = np.isnan(column)
-                dense.append(np.where(missing, 0.0, column))
-                self.prior_columns += 1
+            missing = np.isnan(self.prior)
+            dense += [column for column in missing.T.astype(float) if column.any()]  # lacking: learnt
+            dense += list(np.where(missing, 0.0, self.prior).T)
+            self.prior_columns = self.prior.shape[1]
         self.dense = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
         self.hot_width = offset
         self.width = offset + self.dense.shape[1]
