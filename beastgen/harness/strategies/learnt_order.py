@@ -102,13 +102,14 @@ class LearntOrder:
         self.fitted_at = -1
         self.queue = np.zeros(0, dtype=np.int64)
         self.position = 0
-        self.codes = codes
+        self._neighbour_index(codes)
         self.predicted = np.zeros(n)
         self.proposals = 0
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
-            with np.errstate(invalid="ignore"):
-                mean = np.nanmean(np.where(np.isnan(self.prior), np.nan, self.prior), axis=1)
-            self.prior_order = np.argsort(np.where(np.isnan(mean), np.inf, mean), kind="stable")
+            known = ~np.isnan(self.prior)
+            total = np.where(known, self.prior, 0.0).sum(axis=1)
+            mean = np.where(known.any(axis=1), total / np.maximum(known.sum(axis=1), 1), np.inf)
+            self.prior_order = np.argsort(mean, kind="stable")
 
     # -- features ------------------------------------------------------------------------------
     def _features(self, codes: np.ndarray, values: np.ndarray | None) -> None:
@@ -191,15 +192,35 @@ class LearntOrder:
             self._refit()  # the queue ran dry (failures give no time): queue what is open again
         return None
 
+    def _neighbour_index(self, codes: np.ndarray) -> None:
+        """Per parameter j, the candidates sorted by a hash of all their codes but j's: those
+        sharing a hash with i differ from i in parameter j alone (a collision of the random
+        64-bit hash would only add a far candidate to the proposals, never change a result)."""
+        weights = np.random.default_rng(0).integers(1, 2**63, codes.shape[1], dtype=np.uint64) | np.uint64(1)
+        with np.errstate(over="ignore"):
+            full = (codes.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
+            self.hashes = [full - codes[:, j].astype(np.uint64) * weights[j]
+                           for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
+        self.by_hash = [np.argsort(h, kind="stable") for h in self.hashes]
+        self.sorted_hashes = [h[order] for h, order in zip(self.hashes, self.by_hash)]
+
+    def _neighbours(self, i: int) -> np.ndarray:
+        """The candidates one parameter away from candidate ``i``."""
+        parts = []
+        for h, order, ordered in zip(self.hashes, self.by_hash, self.sorted_hashes):
+            low, high = np.searchsorted(ordered, h[i], "left"), np.searchsorted(ordered, h[i], "right")
+            parts.append(order[low:high])
+        near = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return near[near != i]
+
     def _local(self, best: float) -> int | None:
         """The predicted fastest open configuration one parameter away from one of the
         ``local_top`` best measured ones (the best first), or None."""
-        alive = self.open & (self.valid < best)
         for j in np.argsort(self.log_times, kind="stable")[:self.c.local_top]:
-            near = alive & ((self.codes != self.codes[self.measured[j]]).sum(axis=1) == 1)
-            if near.any():
-                candidates = np.flatnonzero(near)
-                return int(candidates[np.argmin(self.predicted[candidates])])
+            near = self._neighbours(self.measured[j])
+            near = near[self.open[near] & (self.valid[near] < best)]
+            if len(near):
+                return int(near[np.argmin(self.predicted[near])])
         return None
 
     def observe(self, i: int, time: float | None) -> None:
