@@ -5,7 +5,8 @@ and bound (Telamon's Algorithm 2) when the space has bound terms.
 With bound terms, every configuration is either measured or cut (its valid bound is not below the
 best time) before the best is claimed optimal; a term that a measurement violated cuts nothing. At
 any moment ``state.lower_bound`` holds the smallest valid bound among the configurations still
-open: the optimum is at least that, so the best time is at most ``best / lower_bound`` times the
+open (refreshed every few proposals, and at once when a term is violated; in between it only gets
+more conservative): the optimum is at least that, so the best time is at most ``best / lower_bound`` times the
 optimum. Without bound terms nothing is cut: the search ends when every configuration is measured
 (or the budget is spent) and proves nothing before that.
 """
@@ -16,6 +17,10 @@ import numpy as np
 from ..store import config_key
 from .base import Strategy, candidate_of, row_config
 from .learnt_order import LearntOrder
+
+
+#: proposals between updates of the certificate's lower bound (a scan of every candidate)
+LOWER_BOUND_EVERY = 16
 
 
 class Guided(Strategy):
@@ -42,11 +47,16 @@ class Guided(Strategy):
                 key = config_key(row_config(row, columns))
                 if key in state.times:
                     order.observe(i, state.times[key])
+        proposals, violated = 0, -1
         while True:
             for term in state.violated_terms:
                 order.violate(terms.index(term))
-            if terms:
+            if terms and (proposals % LOWER_BOUND_EVERY == 0 or violated != len(state.violated_terms)):
+                violated = len(state.violated_terms)  # a violated term lowers it: at once
+                # between updates the value only gets more conservative: closing configurations
+                # and lowering the best time can only raise the true smallest open bound
                 state.lower_bound = order.lower_bound(state.best_time)
+            proposals += 1
             i = order.next(state.best_time)
             if i is None:
                 state.proven = True  # every configuration was measured or cut by a valid bound

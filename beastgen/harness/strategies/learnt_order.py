@@ -105,6 +105,7 @@ class LearntOrder:
         self._neighbour_index(codes)
         self.predicted = np.zeros(n)
         self.proposals = 0
+        self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             known = ~np.isnan(self.prior)
             total = np.where(known, self.prior, 0.0).sum(axis=1)
@@ -216,8 +217,8 @@ class LearntOrder:
     def _local(self, best: float) -> int | None:
         """The predicted fastest open configuration one parameter away from one of the
         ``local_top`` best measured ones (the best first), or None."""
-        for j in np.argsort(self.log_times, kind="stable")[:self.c.local_top]:
-            near = self._neighbours(self.measured[j])
+        for _, i in self.top:
+            near = self._neighbours(i)
             near = near[self.open[near] & (self.valid[near] < best)]
             if len(near):
                 return int(near[np.argmin(self.predicted[near])])
@@ -229,6 +230,8 @@ class LearntOrder:
         if time is not None and math.isfinite(time) and time > 0:
             self.measured.append(i)
             self.log_times.append(math.log(time))
+            if len(self.top) < self.c.local_top or time < self.top[-1][0]:
+                self.top = sorted(self.top + [(time, i)])[:self.c.local_top]
 
     def violate(self, term: int) -> None:
         """A measurement proved term ``term`` wrong: it cuts nothing any more."""
