@@ -12,10 +12,12 @@ optimum. Without bound terms nothing is cut: the search ends when every configur
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ..store import config_key
-from .base import Strategy, candidate_of, row_config
+from .base import Strategy, candidate_of
 from .learnt_order import LearntOrder
 
 
@@ -43,10 +45,12 @@ class Guided(Strategy):
         order = LearntOrder(codes, self.scanned_bounds, term_index, self.seed, values=values,
                             prior=prior)
         if state.times:  # known before the search (resumed): not open
-            for i, row in enumerate(rows):
-                key = config_key(row_config(row, columns))
-                if key in state.times:
-                    order.observe(i, state.times[key])
+            index = {values: i for i, values in enumerate(zip(*(rows[c].tolist() for c in columns)))}
+            for key, time in state.times.items():
+                config = json.loads(key)
+                i = index.get(tuple(config.get(c) for c in columns))
+                if i is not None:
+                    order.observe(i, time)
         proposals, violated = 0, -1
         while True:
             for term in state.violated_terms:

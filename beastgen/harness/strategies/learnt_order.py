@@ -204,15 +204,19 @@ class LearntOrder:
                            for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
         self.by_hash = [np.argsort(h, kind="stable") for h in self.hashes]
         self.sorted_hashes = [h[order] for h, order in zip(self.hashes, self.by_hash)]
+        self.near: dict[int, np.ndarray] = {}
 
     def _neighbours(self, i: int) -> np.ndarray:
         """The candidates one parameter away from candidate ``i``."""
+        if i in self.near:
+            return self.near[i]
         parts = []
         for h, order, ordered in zip(self.hashes, self.by_hash, self.sorted_hashes):
             low, high = np.searchsorted(ordered, h[i], "left"), np.searchsorted(ordered, h[i], "right")
             parts.append(order[low:high])
         near = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        return near[near != i]
+        self.near[i] = near[near != i]
+        return self.near[i]
 
     def _local(self, best: float) -> int | None:
         """The predicted fastest open configuration one parameter away from one of the
