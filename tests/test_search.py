@@ -166,3 +166,21 @@ def test_default_on_a_kernel_tuner_space_with_priors_from_other_gpus(tmp_path):
     assert result.best_time <= 1.05 * load_replay(replay).best()[1] * 2  # within 2x at 20 runs
     with gzip.open(replay, "rt") as f:
         assert json.load(f)["device_name"] in result.device
+
+
+def test_command_line_prior_and_strategy_names(tmp_path, capsys):
+    from beastgen.cli import main
+    replay = os.path.join(DATA, "replay", "convolution_milo_a4000.json.gz")
+    prior = os.path.join(DATA, "replay", "convolution_milo_a100.json.gz")
+    code = main(["tune", os.path.join(REFERENCE_DIR, "convolution_milo.json"), "--backend", "replay",
+                 "--replay", replay, "--prior", prior, "--budget", "3", "--results",
+                 str(tmp_path / "r.db"), "--generated-dir", str(tmp_path / "generated"),
+                 "--no-progress", "--json"])
+    assert code == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert record["strategy"] == "guided" and record["evaluated"] == 3 and record["certificate"] == ""
+    assert main(["tune", os.path.join(REFERENCE_DIR, "convolution_milo.json"), "--backend", "replay",
+                 "--replay", replay, "--strategy", "random", "--budget", "2", "--results",
+                 str(tmp_path / "s.db"), "--generated-dir", str(tmp_path / "generated"),
+                 "--no-progress"]) == 0
+    assert "strategy random_search" in capsys.readouterr().out
