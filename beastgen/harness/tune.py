@@ -136,28 +136,39 @@ def default_generated_dir() -> str:
     return os.path.join(base, "beastgen", "generated")
 
 
+def _replay(device, replay_path, space):
+    if not replay_path:
+        raise BeastError("--backend replay needs --replay FILE (a Kernel Tuner cache file)")
+    runner = ReplayBackend(replay_path)
+    return (load_profile(device) if device else runner.device_profile(space)), runner, None
+
+
+def _opencl(device, replay_path, space):
+    if device and str(device).lower().endswith(".toml"):  # a calibrated profile (beastgen calibrate)
+        profile = load_profile(device)
+        index = parse_device(str(profile.properties.get("calibrated_device", "opencl:0")))
+    else:
+        index = parse_device(device)
+        profile = opencl_profile(get_device(index), index)
+    return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
+
+
+def _cuda(device, replay_path, space):
+    import_pycuda()
+    return load_profile(device or "auto"), Isolated(functools.partial(CUDABackend, 0)), "cuda"
+
+
+#: backend name -> its set-up: (device, replay file, space) -> (profile, runner, source language)
+BACKENDS = {"opencl": _opencl, "cuda": _cuda, "replay": _replay}
+
+
 def setup_backend(backend: str, device, replay_path, kernel, space=None):
-    """(profile, runner, language) for a backend name."""
-    if backend == "replay":
-        if not replay_path:
-            raise BeastError("--backend replay needs --replay FILE (a Kernel Tuner cache file)")
-        runner = ReplayBackend(replay_path)
-        return (load_profile(device) if device else runner.device_profile(space)), runner, None
-    if replay_path:
+    """(profile, runner, language) for a backend name (:data:`BACKENDS`)."""
+    if backend not in BACKENDS:
+        raise BeastError(f"unknown backend '{backend}': use {', '.join(BACKENDS)}")
+    if replay_path and backend != "replay":
         raise BeastError("--replay goes with --backend replay")
-    if backend == "opencl":
-        if device and str(device).lower().endswith(".toml"):  # a calibrated profile (beastgen calibrate)
-            profile = load_profile(device)
-            index = parse_device(str(profile.properties.get("calibrated_device", "opencl:0")))
-        else:
-            index = parse_device(device)
-            profile = opencl_profile(get_device(index), index)
-        return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
-    if backend == "cuda":
-        import_pycuda()
-        profile = load_profile(device or "auto")
-        return profile, Isolated(functools.partial(CUDABackend, 0)), "cuda"
-    raise BeastError(f"unknown backend '{backend}': use opencl, cuda or replay")
+    return BACKENDS[backend](device, replay_path, space)
 
 
 def tune(space_path: str, backend: str = "opencl", device=None, settings: dict | None = None,
