@@ -179,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, metavar="PNG", help="draw measured time against each bound term")
 
     p = _command(sub, "tune", help="benchmark configurations on a device and search for the fastest "
-                                    "(branch and bound on the lower bounds, or a baseline strategy)")
+                                    "(a learnt search, proven by branch and bound where the space has "
+                                    "bound terms, or a baseline strategy)")
     _add_space_args(p, device=False)
     p.add_argument("--device", "-d", default=None,
                    help="opencl: opencl:N (default opencl:0, its profile read from the device) or a profile "
@@ -194,14 +195,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time", type=float, default=None, metavar="SECONDS", help="stop after this long")
     p.add_argument("--results", default="beastgen-results.db", metavar="DB",
                    help="SQLite results store; a run resumes from it (default beastgen-results.db)")
-    p.add_argument("--strategy", default="branch_and_bound",
-                   choices=["branch_and_bound", "bound_order", "exhaustive", "random", "genetic"],
-                   help="search order (default branch_and_bound: every configuration whose lower "
-                        "bound is below the best time, in a learnt order, with a proof of the best; "
-                        "see docs/search.md)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random and genetic strategies")
-    p.add_argument("--iterations", type=int, default=None,
-                   help="timed runs per configuration (default: the kernel's, else 7)")
+    p.add_argument("--strategy", default="guided",
+                   choices=["guided", "bound_order", "exhaustive", "random_search", "genetic",
+                            "branch_and_bound", "random"],
+                   help="guided (default, any space): a learnt order, warm-started by --prior, with "
+                        "branch and bound's proof when the space has bound terms; bound_order: "
+                        "increasing bound; exhaustive, random_search, genetic: baselines "
+                        "(branch_and_bound and random: earlier names of guided and random_search); "
+                        "see docs/search.md")
+    p.add_argument("--prior", action="append", default=[], metavar="FILE",
+                   help="measurements of this space from elsewhere (other GPUs or problem sizes): a "
+                        "Kernel Tuner cache file (.json/.json.gz) or a beastgen results store; "
+                        "repeatable; orders the default search, never proves anything")
+    p.add_argument("--seed", type=int, default=0, help="seed of the guided, random and genetic strategies")
+    p.add_argument("--iterations", type=int, default=None, help="timed runs per configuration (default: the kernel's, else 7)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="plot measured time against bound")

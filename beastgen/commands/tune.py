@@ -22,7 +22,7 @@ def search(args, tune_function) -> int:
                                budget=args.budget, time_limit=args.time, results=args.results,
                                strategy=args.strategy, seed=args.seed, iterations=args.iterations,
                                generated_dir=args.generated_dir, progress=not args.no_progress,
-                               plot=args.plot)
+                               plot=args.plot, priors=args.prior)
     except KeyboardInterrupt:
         print(interrupted_message(args.results), file=sys.stderr, flush=True)
         raise

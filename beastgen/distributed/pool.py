@@ -47,7 +47,7 @@ from ..devices import load_profile
 from ..errors import BeastError
 from ..harness.kernel import find_kernel
 from ..harness.store import config_key
-from ..harness.strategies import STRATEGIES
+from ..harness.strategies import ALIASES, STRATEGIES
 from ..harness.tune import TuneResult, measure, setup_backend, tune
 from ..loading import load
 from ..output import AtomicOutput
@@ -436,10 +436,11 @@ def _outcomes(future):
 
 
 def tune_on_cluster(space_path: str, scheduler: str, backend: str = "opencl", device=None,
-                    replay: str | None = None, strategy: str = "branch_and_bound",
+                    replay: str | None = None, strategy: str = "guided",
                     **options) -> TuneResult:
     """:func:`beastgen.harness.tune.tune` with every candidate run on a Dask worker holding a GPU
     (``scheduler``: a Dask scheduler address or ``local:N``)."""
+    strategy = ALIASES.get(strategy, strategy)
     if strategy not in STRATEGIES:  # before starting a cluster
         raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
     with TunePool(scheduler, backend, device, replay) as pool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..bounds import format_seconds
 from ..errors import BeastError
 from ..reference import ReferenceEnumerator
+from .backends.base import time_problem
 
 
 @dataclass
@@ -56,13 +57,18 @@ def load_replay(path: str) -> Replay:
     for record in data["cache"].values():
         key = tuple(record[k] for k in keys)
         value = record.get("time")
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            times[key] = value / 1000.0  # Kernel Tuner records milliseconds
-            repetitions = [r for r in record.get("times") or []
-                           if isinstance(r, (int, float)) and math.isfinite(r)]
-            fastest[key] = min(repetitions, default=value) / 1000.0
-        else:
+        if isinstance(value, str) or value is None:  # Kernel Tuner's failures: "CompilationFailedConfig"...
             failed[key] = str(value)
+            continue
+        repetitions = record.get("times") or []
+        problems = [time_problem(t / 1000.0 if type(t) in (int, float) else t)  # milliseconds
+                    for t in [value] + (repetitions if isinstance(repetitions, list) else [repetitions])]
+        problem = next((p for p in problems if p), None)
+        if problem:
+            failed[key] = f"recorded time unusable: {problem}"
+            continue
+        times[key] = value / 1000.0
+        fastest[key] = min(repetitions, default=value) / 1000.0
     return Replay(path, data.get("device_name", "?"), data.get("kernel_name", "?"),
                   data.get("problem_size", []), keys, times, failed, fastest)
 

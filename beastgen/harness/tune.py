@@ -24,14 +24,15 @@ from ..devices import load_profile
 from ..errors import BeastError
 from ..interop.results import kernel_tuner_header
 from ..loading import load
-from .backends.base import KernelFailure
+from .backends.base import KernelFailure, time_problem
 from .backends.cuda import CUDABackend, import_pycuda
 from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
 from .backends.replay import ReplayBackend
 from .isolate import Isolated
 from .kernel import Launch, find_kernel, verify
 from .store import Store, config_key
-from .strategies import STRATEGIES, SearchState
+from .priors import prior_matrix
+from .strategies import ALIASES, DEFAULT, STRATEGIES, SearchState
 
 #: timed runs per configuration (after the verification run); the time kept is their minimum
 #: (noise on a shared machine only ever adds time)
@@ -52,6 +53,7 @@ class TuneResult:
     best_bottleneck: str | None = None
     proven: bool = False
     lower_bound: float = math.nan  # branch and bound: the optimum is at least this (seconds)
+    has_bounds: bool = True  # the space declares bound terms
     exhaustive: int = 0  # valid configurations of the space
     surviving: int | None = None  # of those, bound below the best measured time
     evaluated: int = 0  # configurations measured by this run (ok or failed), resumed ones included
@@ -82,8 +84,23 @@ class TuneResult:
                 "seconds": self.seconds}
 
     def certificate(self) -> str:
-        """"optimal", "within X% of optimal" (best time / lower bound of the optimum), or ""."""
-        return _certificate(self.best_time, self.lower_bound, self.proven)
+        """"optimal" (proven), "within X% of optimal" / "at most N.Nx the optimum" (best time over
+        the lower bound of the optimum), or "" (nothing is known)."""
+        if self.proven:
+            return "optimal"
+        return _certificate(self.best_time, self.lower_bound)
+
+    def verdict(self) -> str:
+        """One line: how sure the search is of its best."""
+        if self.proven and self.evaluated >= self.exhaustive:
+            return "optimal: every valid configuration was measured"
+        if self.proven:
+            return (f"the best is PROVEN optimal by the bounds ({self.exhaustive - self.evaluated:,} "
+                    "configurations cut)")
+        certificate = self.certificate() and f"the best is {self.certificate()}"
+        if not self.has_bounds:
+            certificate = "no bound terms: no certificate (the best among the measured)"
+        return f"not proven optimal ({self.stopped})" + (f"; {certificate}" if certificate else "")
 
     def report(self) -> str:
         lines = [f"space {self.space} on {self.device} ({self.backend} backend), strategy {self.strategy}"]
@@ -99,9 +116,7 @@ class TuneResult:
                      f"time (surviving): {surviving}; run: {self.evaluated:,} ({self.ran_now:,} now, "
                      f"{self.resumed:,} from the results store)"
                      + (f"; unmeasured (not in the replay file): {self.unmeasured:,}" if self.unmeasured else ""))
-        lines.append("the best is PROVEN optimal by the bounds" if self.proven else
-                     f"not proven optimal ({self.stopped})"
-                     + (f"; the best is {self.certificate()}" if self.certificate() else ""))
+        lines.append(self.verdict())
         if self.failures:
             lines.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
             for example in self.failure_examples[:5]:
@@ -117,62 +132,72 @@ class TuneResult:
         return "\n".join(lines)
 
 
-def setup_backend(backend: str, device, replay_path, kernel):
-    """(profile or None, runner, language, extra settings) for a backend name."""
-    if backend == "replay":
-        if not replay_path:
-            raise BeastError("--backend replay needs --replay FILE (a Kernel Tuner cache file)")
-        runner = ReplayBackend(replay_path)
-        profile = load_profile(device) if device else runner.device_profile()
-        if profile is None:
-            raise BeastError(f"no built-in profile matches the replay's device "
-                             f"'{runner.replay.device_name}': pass --device", replay_path)
-        return profile, runner, None
-    if replay_path:
+def _replay(device, replay_path, space):
+    if not replay_path:
+        raise BeastError("--backend replay needs --replay FILE (a Kernel Tuner cache file)")
+    runner = ReplayBackend(replay_path)
+    return (load_profile(device) if device else runner.device_profile(space)), runner, None
+
+
+def _opencl(device, replay_path, space):
+    if device and str(device).lower().endswith(".toml"):  # a calibrated profile (beastgen calibrate)
+        profile = load_profile(device)
+        index = parse_device(str(profile.properties.get("calibrated_device", "opencl:0")))
+    else:
+        index = parse_device(device)
+        profile = opencl_profile(get_device(index), index)
+    return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
+
+
+def _cuda(device, replay_path, space):
+    import_pycuda()
+    profile = load_profile(device or "auto")
+    runner = Isolated(functools.partial(CUDABackend, 0))
+    runner.check_setup()  # nvcc, architecture, driver: one clear error before anything is stored
+    return profile, runner, "cuda"
+
+
+#: backend name -> its set-up: (device, replay file, space) -> (profile, runner, source language)
+BACKENDS = {"opencl": _opencl, "cuda": _cuda, "replay": _replay}
+
+
+def setup_backend(backend: str, device, replay_path, kernel, space=None):
+    """(profile, runner, language) for a backend name (:data:`BACKENDS`)."""
+    if backend not in BACKENDS:
+        raise BeastError(f"unknown backend '{backend}': use {', '.join(BACKENDS)}")
+    if replay_path and backend != "replay":
         raise BeastError("--replay goes with --backend replay")
-    if backend == "opencl":
-        if device and str(device).lower().endswith(".toml"):  # a calibrated profile (beastgen calibrate)
-            profile = load_profile(device)
-            index = parse_device(str(profile.properties.get("calibrated_device", "opencl:0")))
-        else:
-            index = parse_device(device)
-            profile = opencl_profile(get_device(index), index)
-        return profile, Isolated(functools.partial(OpenCLBackend, index)), "opencl"
-    if backend == "cuda":
-        import_pycuda()
-        profile = load_profile(device or "auto")
-        runner = Isolated(functools.partial(CUDABackend, 0))
-        runner.check_setup()  # nvcc, architecture, driver: one clear error before anything is stored
-        return profile, runner, "cuda"
-    raise BeastError(f"unknown backend '{backend}': use opencl, cuda or replay")
+    return BACKENDS[backend](device, replay_path, space)
 
 
 def tune(space_path: str, backend: str = "opencl", device=None, settings: dict | None = None,
          replay: str | None = None, budget: int | None = None, time_limit: float | None = None,
-         results: str = "beastgen-results.db", strategy: str = "branch_and_bound", seed: int = 0,
+         results: str = "beastgen-results.db", strategy: str = DEFAULT, seed: int = 0,
          iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
-         plot: str | None = None, log=None, pool=None) -> TuneResult:
+         plot: str | None = None, log=None, pool=None, priors: list[str] | None = None) -> TuneResult:
     """Search ``space_path`` for its fastest configuration (see the module docstring). With a
     ``pool`` (:class:`beastgen.distributed.pool.TunePool`), every candidate runs on a Dask worker
-    holding a GPU; the results store stays on this machine."""
+    holding a GPU; the results store stays on this machine. ``priors``: measurement files of the
+    same space from elsewhere (:mod:`.priors`) that warm-start the default strategy."""
 
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+    strategy = ALIASES.get(strategy, strategy)
     if strategy not in STRATEGIES:
         raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
+    if priors and not STRATEGIES[strategy].uses_priors:
+        raise BeastError(f"--prior orders the search of the default strategy ({DEFAULT}); "
+                         f"'{strategy}' does not read priors")
     if budget is not None and budget < 1:
         raise BeastError("--budget must be at least 1")
     space = load(space_path)
     kernel = find_kernel(space)
     profile, runner, language = (pool.setup_backend(kernel) if pool is not None else
-                                setup_backend(backend, device, replay, kernel))
+                                setup_backend(backend, device, replay, kernel, space))
     settings = dict(settings or {})
+    runner_settings = {}
     if backend == "replay":
         runner_settings = _replay_settings(runner, kernel, space)
-        for name, value in runner_settings.items():
-            if name in settings and str(settings[name]) != str(value):
-                raise BeastError(f"--set {name}={settings[name]} contradicts the replay file's problem "
-                                 f"size ({name}={value})", replay)
-            settings[name] = value
+        settings = {**runner_settings, **settings}  # compared after conversion, below
         if runner_settings:
             log(f"problem size from the replay file: {runner_settings}")
     elif kernel is None:
@@ -181,6 +206,10 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     plan = compile_space(space, device=profile, settings=settings, generated_dir=generated_dir)
     spec = plan.specialized
     typed_settings = dict(spec.settings)
+    for name, value in runner_settings.items():
+        if typed_settings.get(name) != value:
+            raise BeastError(f"--set {name}={typed_settings.get(name)} contradicts the replay file's "
+                             f"problem size ({name}={value})", replay)
     if backend == "replay":
         runner.check_parameters(plan.columns)
     source = kernel.source_text(language) if language else ""
@@ -208,7 +237,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
                         {k: (v.item() if hasattr(v, "item") else v) for k, v in typed_settings.items()},
                         results)
     state = SearchState()
-    chosen = STRATEGIES[strategy](plan, seed)
+    chosen = STRATEGIES[strategy](plan, seed, functools.partial(prior_matrix, list(priors))
+                                  if priors else None)
     start = time.perf_counter()
     bar = _progress_bar(progress, min(budget or math.inf, plan.count()) if progress else None)
 
@@ -219,6 +249,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
             result.unmeasured += 1
             unmeasured_bounds.append(bound)
             return
+        if status == "ok" and time_problem(time_s):  # e.g. a store written before this check
+            status, message = "invalid_time", f"recorded time unusable: {time_problem(time_s)}"
         result.evaluated += 1
         if fresh:
             result.ran_now += 1
@@ -245,14 +277,16 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
             result.best_config, result.best_time = config, time_s
             result.best_bound, result.best_bottleneck = bound, bottleneck
         if bar is not None:
-            certificate = _certificate(state.best_time, state.lower_bound, False)
+            certificate = _certificate(state.best_time, state.lower_bound)
             bar.set_postfix_str(f"best {format_seconds(state.best_time)}"
                                 + (f", {certificate}" if certificate else ""))
 
+    for key, row in previous.items():  # what the store holds counts before the search starts
+        account(key, row["config"], row["status"], row["time"], row["bound"], row["bottleneck"],
+                row["message"], False)
+
     def resumed(candidate, key):
-        row = previous[key]
-        account(key, candidate.config, row["status"], row["time"], candidate.bound,
-                candidate.bottleneck, row["message"], False)
+        """Proposed again, answered from the store: accounted above."""
 
     def measured(candidate, key, status, time_s, times, message):
         if status != "unmeasured":  # the replay file answers those again, identically
@@ -272,7 +306,6 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
             for candidate in chosen.propose(state):
                 key = config_key(candidate.config)
                 if key in previous:
-                    resumed(candidate, key)
                     continue
                 if budget is not None and result.ran_now >= budget:
                     result.stopped = f"budget of {budget} runs spent"
@@ -291,13 +324,19 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         if hasattr(runner, "close"):
             runner.close()
         store.close()
-    result.lower_bound = state.lower_bound
+    result.has_bounds = bool(plan.bound_terms)
+    result.lower_bound = state.lower_bound if result.has_bounds else math.nan
     result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
-    # neither measured nor cut by the final best time: no proof, whatever the bounds
-    missing = sum(1 for bound in unmeasured_bounds if not bound >= result.best_time)
+    # neither measured nor cut by the final best time: no proof, whatever the bounds; the optimum
+    # of the space may be among them, so the lower bound of the optimum is theirs too
+    missing = [bound for bound in unmeasured_bounds if not bound >= result.best_time]
+    if missing:
+        result.lower_bound = min(result.lower_bound, min(missing))
+    if not result.proven and result.has_bounds and not missing and result.lower_bound >= result.best_time:
+        result.proven = True  # stopped just as nothing open could beat the best any more
     if result.proven and missing:
         result.proven = False
-        result.stopped = (f"best among the measured: {missing:,} configurations the bounds "
+        result.stopped = (f"best among the measured: {len(missing):,} configurations the bounds "
                           "did not cut are missing from the replay file")
     if result.proven:
         result.stopped = "proven"
@@ -312,12 +351,14 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     return result
 
 
-def _certificate(best: float, lower: float, proven: bool) -> str:
-    if proven or (math.isfinite(best) and lower >= best):
-        return "optimal"
+def _certificate(best: float, lower: float) -> str:
+    """What best time over the optimum's lower bound says: "" when nothing is known."""
     if not (math.isfinite(best) and lower > 0):
         return ""
-    return f"within {best / lower - 1:.1%} of optimal"
+    if lower >= best:
+        return "optimal"
+    ratio = best / lower
+    return f"within {ratio - 1:.1%} of optimal" if ratio < 2 else f"at most {ratio:.1f}x the optimum"
 
 
 def _replay_settings(runner, kernel, space) -> dict:
@@ -352,6 +393,9 @@ def measure(runner, kernel, config, settings, profile, language, source, iterati
                 return "wrong_result", None, run.times, problem
         if not run.times:
             return "launch", None, None, "no timed run"
+        problem = next((p for p in map(time_problem, run.times) if p), None)
+        if problem:  # never a best time, never compared with a bound
+            return "invalid_time", None, None, f"measured time unusable: {problem}"
         return "ok", float(min(run.times)), [float(t) for t in run.times], None
     except KernelFailure as e:
         return e.kind, None, None, e.message

@@ -1,11 +1,30 @@
 """The interface every backend implements (as Kernel Tuner's backends do)."""
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 #: what went wrong with one configuration (recorded in the results store)
-FAILURE_KINDS = ("compile", "launch", "wrong_result", "timeout", "unmeasured")
+FAILURE_KINDS = ("compile", "launch", "wrong_result", "timeout", "invalid_time", "unmeasured")
+
+
+#: the shortest time taken as a kernel's run time (seconds): below a nanosecond is no real measurement
+SHORTEST_TIME = 1e-9
+
+
+def time_problem(seconds) -> str | None:
+    """Why ``seconds`` is not a usable measured time (a finite number of at least a nanosecond),
+    or None when it is one."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return f"{seconds!r} is not a number"
+    if not math.isfinite(seconds):
+        return f"{seconds!r} is not a finite time"
+    if seconds <= 0:
+        return f"{seconds!r} s is not a positive time"
+    if seconds < SHORTEST_TIME:
+        return f"{seconds!r} s is below a nanosecond: not a real kernel time"
+    return None
 
 
 class KernelFailure(Exception):

@@ -5,7 +5,11 @@ unmeasured (never invented); one whose recorded run failed is reported as a laun
 """
 from __future__ import annotations
 
-from ...devices import match_name
+import re
+
+from ...compiler.language.nodes import DeviceProperty
+from ...compiler.model import walk_expr
+from ...devices import DeviceProfile, load_profile, match_name
 from ...errors import BeastError
 from ..recorded import Replay, load_replay
 from .base import Backend, KernelFailure, RunResult
@@ -19,9 +23,25 @@ class ReplayBackend(Backend):
         self.replay: Replay = (path_or_replay if isinstance(path_or_replay, Replay)
                                else load_replay(path_or_replay))
 
-    def device_profile(self):
-        """The built-in profile of the GPU the file was measured on (None if none matches)."""
-        return match_name(self.replay.device_name)
+    def device_profile(self, space=None):
+        """The built-in profile of the GPU the file was measured on; when none matches and
+        ``space`` reads no device property, a profile that only names the device (the default
+        profile's properties, which that space never reads)."""
+        profile = match_name(self.replay.device_name)
+        if profile is not None:
+            return profile
+        where = space and device_property_reads(space)
+        if space is None or where:
+            prop, origin = next(iter(where.items())) if where else ("?", None)
+            raise BeastError(f"no built-in profile matches the replay's device "
+                             f"'{self.replay.device_name}', and the space reads "
+                             f"beast.device.{prop}" + (f" ({origin})" if origin else "")
+                             + ": pass --device NAME or a profile file (beastgen devices lists "
+                             "them; beastgen calibrate measures one)", self.replay.path)
+        default = load_profile(None)
+        return DeviceProfile(key=_slug(self.replay.device_name), name=self.replay.device_name,
+                             properties=default.properties,
+                             source="the replay file (the space reads no device property)")
 
     def check_parameters(self, columns: list[str]) -> None:
         missing = [k for k in self.replay.keys if k not in columns]
@@ -43,6 +63,24 @@ class ReplayBackend(Backend):
         if compiled in self.replay.failed:
             raise KernelFailure("launch", f"recorded as failed in the replay file: {self.replay.failed[compiled]}")
         raise KernelFailure("unmeasured", "not in the replay file")
+
+
+def device_property_reads(space) -> dict:
+    """{device property: where the space first reads it} (``beast.device.X`` in expressions and
+    in space functions)."""
+    reads = {}
+    for var in space.variables.values():
+        for node in walk_expr(var.expr, stop_at_named=False) if var.expr is not None else []:
+            if isinstance(node, DeviceProperty):
+                reads.setdefault(node.prop, var.origin)
+        if var.function is not None:
+            for prop, line in var.function.device_refs.items():
+                reads.setdefault(prop, f"{var.function.filename}:{line}")
+    return reads
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "replay"
 
 
 def _plain(value):

@@ -30,23 +30,33 @@ def row_config(row, columns) -> dict:
     return {c: row[c].item() for c in columns}
 
 
-def all_candidates(plan, start: int = 4096) -> list[Candidate]:
-    """Every valid configuration, with its bound when the space has bound terms, in enumeration
-    (nest) order. With bounds, one compiled ``rank`` gives both (no second enumerator to compile)."""
-    columns = plan.columns
+def all_rows(plan, start: int = 4096):
+    """Every valid configuration as one structured array in enumeration (nest) order, with the
+    ``bound`` and ``bottleneck`` fields when the space has bound terms (one compiled ``rank`` gives
+    both: no second enumerator to compile)."""
     if not plan.bound_terms:
-        rows = plan.enumerate()
-        return [Candidate(row_config(r, columns)) for r in rows]
+        return plan.enumerate()
     k = start
     while True:
         ranked = plan.rank(k)
         if len(ranked) < k:
             break
         k *= 4
-    order = plan.plan.order if plan.plan else columns
-    index = np.lexsort([ranked[c] for c in reversed(order)]) if len(ranked) else []
-    return [Candidate(row_config(ranked[i], columns), float(ranked[i]["bound"]),
-                      str(ranked[i]["bottleneck"])) for i in index]
+    order = plan.plan.order if plan.plan else plan.columns
+    return ranked[np.lexsort([ranked[c] for c in reversed(order)])] if len(ranked) else ranked
+
+
+def candidate_of(row, columns, with_bound: bool) -> Candidate:
+    """The :class:`Candidate` of one row of :func:`all_rows`."""
+    if not with_bound:
+        return Candidate(row_config(row, columns))
+    return Candidate(row_config(row, columns), float(row["bound"]), str(row["bottleneck"]))
+
+
+def all_candidates(plan) -> list[Candidate]:
+    """Every valid configuration, with its bound when the space has bound terms, in nest order."""
+    columns, bounded = plan.columns, bool(plan.bound_terms)
+    return [candidate_of(row, columns, bounded) for row in all_rows(plan)]
 
 
 class Strategy:
@@ -54,10 +64,14 @@ class Strategy:
     store) and updates ``state`` before asking for the next."""
 
     name = "?"
+    #: whether it reads ``priors`` (measurements from elsewhere that order its proposals)
+    uses_priors = False
 
-    def __init__(self, plan, seed: int = 0):
+    def __init__(self, plan, seed: int = 0, priors=None):
         self.plan = plan
         self.seed = seed
+        #: None, or a function (columns, rows) -> prior matrix (:func:`..priors.prior_matrix`)
+        self.priors = priors
         self.known_count: int | None = None  # valid configurations, when the strategy listed them all
         self.scanned_bounds = None  # bounds of the configurations it listed (numpy array)
 
@@ -66,6 +80,14 @@ class Strategy:
         self.known_count = len(candidates)
         self.scanned_bounds = np.array([c.bound for c in candidates], dtype=float)
         return candidates
+
+    def _list_rows(self):
+        """:func:`all_rows`, noting their count and bounds."""
+        rows = all_rows(self.plan)
+        self.known_count = len(rows)
+        self.scanned_bounds = (rows["bound"].astype(float) if self.plan.bound_terms
+                               else np.full(len(rows), np.nan))
+        return rows
 
     def propose(self, state: SearchState):
         raise NotImplementedError

@@ -1,50 +1,85 @@
-"""Branch and bound in a learnt order (the default): the same proof as Telamon's Algorithm 2, with
-the configurations whose bound is below the best time visited fastest-predicted first
-(:class:`~.learnt_order.LearntOrder`), so the best time drops early and cuts more.
+"""The default search, on any space: configurations visited fastest-predicted first
+(:class:`~.learnt_order.LearntOrder`, warm-started by priors when given), with the proof of branch
+and bound (Telamon's Algorithm 2) when the space has bound terms.
 
-Every configuration is either measured or cut (its valid bound is not below the best time) before
-the best is claimed optimal; a term that a measurement violated cuts nothing. At any moment
-``state.lower_bound`` holds the smallest valid bound among the configurations still open: the
-optimum is at least that, so the best time is within ``best / lower_bound - 1`` of optimal.
+With bound terms, every configuration is either measured or cut (its valid bound is not below the
+best time) before the best is claimed optimal; a term that a measurement violated cuts nothing. At
+any moment ``state.lower_bound`` holds the smallest valid bound among the configurations still
+open (refreshed every few proposals, and at once when a term is violated; in between it only gets
+more conservative): the optimum is at least that, so the best time is at most ``best / lower_bound`` times the
+optimum. Without bound terms nothing is cut: the search ends when every configuration is measured
+(or the budget is spent) and proves nothing before that.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
-from ...errors import BeastError
 from ..store import config_key
-from .base import Strategy
+from .base import Strategy, candidate_of
 from .learnt_order import LearntOrder
 
 
-class GuidedBranchAndBound(Strategy):
-    name = "branch_and_bound"
+#: proposals between updates of the certificate's lower bound (a scan of every candidate)
+LOWER_BOUND_EVERY = 16
+
+
+class Guided(Strategy):
+    name = "guided"
+    uses_priors = True
 
     def propose(self, state):
-        if not self.plan.bound_terms:
-            raise BeastError(f"branch_and_bound needs bound terms; space "
-                             f"'{self.plan.specialized.space.name}' declares none (use --strategy "
-                             "exhaustive, random or genetic)")
-        candidates = self._list_all()
-        columns = self.plan.columns
-        codes = np.stack([np.unique([c.config[name] for c in candidates], return_inverse=True)[1]
-                          for name in columns], axis=1) if candidates else \
+        rows = self._list_rows()
+        columns, terms = self.plan.columns, list(self.plan.bound_terms)
+        codes = np.stack([_codes(rows[name]) for name in columns], axis=1) if len(rows) else \
             np.zeros((0, len(columns)), dtype=np.int64)
-        terms = list(self.plan.bound_terms)
-        order = LearntOrder(codes, self.scanned_bounds,
-                            np.array([terms.index(c.bottleneck) for c in candidates], dtype=np.int64),
-                            self.seed)
-        keys = [config_key(c.config) for c in candidates]
-        for i, key in enumerate(keys):  # resumed after a restart: what is known is not open
-            if key in state.times:
-                order.observe(i, state.times[key])
+        values = np.stack([_numbers(rows[name]) for name in columns], axis=1) if len(rows) else None
+        bottlenecks = (np.unique(rows["bottleneck"].astype(str), return_inverse=True) if terms
+                       else (np.zeros(0, dtype=str), np.zeros(len(rows), dtype=np.int64)))
+        term_index = np.array([terms.index(t) for t in bottlenecks[0]], dtype=np.int64)[
+            bottlenecks[1].reshape(-1)] if terms and len(rows) else np.zeros(len(rows), np.int64)
+        prior = None
+        if self.priors:
+            prior = self.priors(columns, rows)
+        order = LearntOrder(codes, self.scanned_bounds, term_index, self.seed, values=values,
+                            prior=prior)
+        if state.times:  # known before the search (resumed): not open
+            index = {values: i for i, values in enumerate(zip(*(rows[c].tolist() for c in columns)))}
+            for key, time in state.times.items():
+                config = json.loads(key)
+                i = index.get(tuple(config.get(c) for c in columns))
+                if i is not None:
+                    order.observe(i, time)
+        proposals, violated = 0, -1
         while True:
             for term in state.violated_terms:
                 order.violate(terms.index(term))
-            state.lower_bound = order.lower_bound(state.best_time)
+            if terms and (proposals % LOWER_BOUND_EVERY == 0 or violated != len(state.violated_terms)):
+                violated = len(state.violated_terms)  # a violated term lowers it: at once
+                # between updates the value only gets more conservative: closing configurations
+                # and lowering the best time can only raise the true smallest open bound
+                state.lower_bound = order.lower_bound(state.best_time)
+            proposals += 1
             i = order.next(state.best_time)
             if i is None:
                 state.proven = True  # every configuration was measured or cut by a valid bound
                 return
-            yield candidates[i]
-            order.observe(i, state.times.get(keys[i]))
+            candidate = candidate_of(rows[i], columns, bool(terms))
+            yield candidate
+            order.observe(i, state.times.get(config_key(candidate.config)))
+
+
+def _codes(column: np.ndarray) -> np.ndarray:
+    """Each value's index among the column's distinct values in increasing order."""
+    try:
+        return np.unique(column, return_inverse=True)[1].reshape(-1)
+    except TypeError:  # mixed types (T1 lists such as [1, "a"]): order by their text
+        return np.unique([repr(v) for v in column], return_inverse=True)[1].reshape(-1)
+
+
+def _numbers(column: np.ndarray) -> np.ndarray:
+    """The column as floats where it is numeric (not booleans), nan otherwise."""
+    if column.dtype.kind in "iuf":
+        return column.astype(float)
+    return np.full(len(column), np.nan)

@@ -1,44 +1,76 @@
-"""The order in which branch and bound visits configurations, learnt during the run.
+"""The order in which the default search visits configurations, learnt during the run.
 
 Branch and bound proves the best once every configuration whose lower bound is below the best
-time is measured or cut; the order in which they are measured is free. Measuring fast ones first
-lowers the best time early, so more configurations are cut and the proof comes sooner.
+time is measured or cut; the order in which they are measured is free (on a space without bound
+terms nothing is ever cut, and the order is the whole search). Measuring fast ones first lowers the
+best time early, so more configurations are cut and the proof comes sooner.
 
 :class:`LearntOrder` ranks the configurations still open (not measured, not cut) by a Bayesian
-ridge regression of log run time, refitted on this run's own measurements only:
+ridge regression of log run time, refitted on this run's own measurements:
 
 - features: one-hot per parameter value and per pair of parameter values (interactions such as
-  tile size x thread count), each parameter's rank among its values (a trend that reaches values
-  not yet measured), and the log of the lower bound;
+  tile size x thread count), each numeric parameter's log value and the products of those (a
+  smooth trend that reaches values not yet measured), the log of the lower bound, and per prior
+  source (below) its value and whether it lacks the configuration;
 - proposal: the open configuration with the smallest prediction under weights drawn from the
   posterior (Thompson sampling), so uncertain regions are tried too; a prediction never goes
   below the configuration's own valid lower bound;
-- the first proposal has the smallest bound; the next few are drawn uniformly at random among the
-  open configurations.
+- every ``local_every``-th proposal is the predicted fastest among the open neighbours (one
+  parameter changed) of the best few measured configurations: the last percent is found there;
+- without priors, the first proposal has the smallest bound and the next few are drawn uniformly
+  at random among the open configurations.
+
+Priors (``prior``: one column per source, another GPU's or problem size's log time standardised
+within that source, nan where the source lacks the configuration) warm-start it: the first
+proposals are the best by the sources' mean, and each source is a feature whose weight starts at
+an equal share of one and is then learnt from this run's measurements, so a source that disagrees
+with what is measured here loses its weight. Priors only order the search: they cut nothing.
 
 The certificate at any moment: the true optimum is at least the smallest valid bound among the
 open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
 ``best / lower`` bounds how far the best time is from optimal; the best is optimal when nothing is
 open with a bound below it.
+
+Every constant below was chosen by leave-one-GPU-out cross-validation over the eight replay files
+in ``data/replay/`` (``benchmarks/tune_search_constants.py``).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-#: uniform random proposals before the model is used
-INITIAL = 8
-#: prior precision of every weight (ridge penalty) on standardized features
-RIDGE = 1.0
-#: refit after this fraction more measurements (at least one): early on, every measurement
-REFIT_FRACTION = 0.05
-#: extra shrinkage of the pairwise features
-PAIR_RIDGE = 1.0
-#: scale of the posterior spread in the proposals (0: always the predicted fastest)
-EXPLORATION = 0.3
-#: at most this many measurements (drawn at random) train the model
-TRAINING = 512
+
+@dataclass(frozen=True)
+class Constants:
+    #: uniform random proposals before the model is used (no priors)
+    initial: int = 8
+    #: proposals taken in the priors' order before the model is used
+    initial_prior: int = 4
+    #: prior precision of every weight (ridge penalty) on standardized features
+    ridge: float = 1.0
+    #: extra shrinkage of the pairwise one-hot features
+    pair_ridge: float = 1.0
+    #: prior precision of the prior sources' weights around their equal share
+    prior_ridge: float = 0.1
+    #: refit after this fraction more measurements (at least one)
+    refit_fraction: float = 0.05
+    #: scale of the posterior spread in the proposals (0: always the predicted fastest)
+    exploration: float = 0.3
+    #: at most this many measurements (drawn at random) train the model
+    training: int = 512
+    #: every how many proposals one is the predicted fastest among the open neighbours (one
+    #: parameter changed) of the best measured configurations (0: never)
+    local_every: int = 2
+    #: neighbours of at most this many of the best measured configurations
+    local_top: int = 3
+    #: log times above this quantile of those measured are trained as that quantile: the model
+    #: tells fast configurations apart rather than the very slow ones (1: no clipping)
+    clip_quantile: float = 1.0
+
+
+DEFAULT = Constants()
 
 
 class LearntOrder:
@@ -46,26 +78,42 @@ class LearntOrder:
 
     ``codes[i, j]``: index of candidate i's value of parameter j among that parameter's values (in
     increasing order); ``bounds[i]``: its lower bound in seconds (nan: none); ``terms[i]``: the
-    index of its dominating bound term. Call :meth:`next` for an index, then :meth:`observe`
-    with its time (``math.inf`` for a failure, ``None`` when it gave no time)."""
+    index of its dominating bound term; ``values[i, j]``: the value itself where numeric (nan
+    otherwise); ``prior``: see the module docstring. Call :meth:`next` for an index, then
+    :meth:`observe` with its time (``math.inf`` for a failure, ``None`` when it gave no time)."""
 
-    def __init__(self, codes: np.ndarray, bounds: np.ndarray, terms: np.ndarray, seed: int = 0):
+    def __init__(self, codes: np.ndarray, bounds: np.ndarray, terms: np.ndarray, seed: int = 0,
+                 values: np.ndarray | None = None, prior: np.ndarray | None = None,
+                 constants: Constants = DEFAULT):
         n = len(bounds)
+        self.c = constants
         self.rng = np.random.default_rng(seed)
         self.bounds = np.where(np.isnan(bounds), 0.0, np.asarray(bounds, dtype=float))
         self.terms = np.asarray(terms, dtype=np.int64)
         self.open = np.ones(n, dtype=bool)
         self.violated = np.zeros(int(self.terms.max(initial=0)) + 1, dtype=bool)
-        self._features(np.asarray(codes, dtype=np.int64).reshape(n, -1))
+        codes = np.asarray(codes, dtype=np.int64).reshape(n, -1)
+        self.prior = None if prior is None or not np.size(prior) else \
+            np.asarray(prior, dtype=float).reshape(n, -1)
+        self._features(codes, values)
         self.valid = self.valid_bounds()
         self.measured: list[int] = []  # candidates with a time, in measurement order
         self.log_times: list[float] = []
         self.fitted_at = -1
         self.queue = np.zeros(0, dtype=np.int64)
         self.position = 0
+        self._neighbour_index(codes)
+        self.predicted = np.zeros(n)
+        self.proposals = 0
+        self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
+        if self.prior is not None:  # the sources' mean, missing ones left out; none: last
+            known = ~np.isnan(self.prior)
+            total = np.where(known, self.prior, 0.0).sum(axis=1)
+            mean = np.where(known.any(axis=1), total / np.maximum(known.sum(axis=1), 1), np.inf)
+            self.prior_order = np.argsort(mean, kind="stable")
 
     # -- features ------------------------------------------------------------------------------
-    def _features(self, codes: np.ndarray) -> None:
+    def _features(self, codes: np.ndarray, values: np.ndarray | None) -> None:
         """Sparse one-hot indices (``self.hot``, n x h) and dense columns (``self.dense``)."""
         varying = [j for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
         sizes = [int(codes[:, j].max()) + 1 for j in varying]
@@ -81,16 +129,28 @@ class LearntOrder:
         n = len(codes)
         self.hot = np.stack(hot, axis=1).astype(np.int32) if hot else np.zeros((n, 0), np.int32)
         dense = [codes[:, j] / (size - 1) for j, size in zip(varying, sizes)]
+        logs = [_standard(np.log2(np.maximum(values[:, j], 0) + 1)) for j in varying
+                if values is not None and not np.isnan(values[:, j]).any()]
+        dense += logs
+        dense += [logs[a] * logs[b] for a in range(len(logs)) for b in range(a, len(logs))]
         positive = self.bounds > 0
         if positive.any():
-            logs = np.log(np.where(positive, self.bounds, self.bounds[positive].min()))
-            spread = logs.std()
-            dense.append((logs - logs.mean()) / spread if spread > 0 else logs * 0.0)
+            dense.append(_standard(np.log(np.where(positive, self.bounds, self.bounds[positive].min()))))
+        self.prior_columns = 0
+        if self.prior is not None:
+            missing = np.isnan(self.prior)
+            dense += [column for column in missing.T.astype(float) if column.any()]  # lacking: learnt
+            dense += list(np.where(missing, 0.0, self.prior).T)
+            self.prior_columns = self.prior.shape[1]
         self.dense = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
         self.hot_width = offset
         self.width = offset + self.dense.shape[1]
-        self.prior_variance = np.full(self.width, 1.0 / RIDGE)
-        self.prior_variance[main_width:offset] /= PAIR_RIDGE  # pairs: shrunk harder
+        self.prior_variance = np.full(self.width, 1.0 / self.c.ridge)
+        self.prior_variance[main_width:offset] /= self.c.pair_ridge  # pairs: shrunk harder
+        self.prior_mean = np.zeros(self.width)
+        if self.prior_columns:
+            self.prior_variance[-self.prior_columns:] = 1.0 / self.c.prior_ridge
+            self.prior_mean[-self.prior_columns:] = 1.0 / self.prior_columns
 
     # -- the search ----------------------------------------------------------------------------
     def valid_bounds(self) -> np.ndarray:
@@ -104,20 +164,68 @@ class LearntOrder:
 
     def next(self, best: float) -> int | None:
         """The next candidate to measure, or None when every candidate is measured or cut."""
-        if len(self.measured) < INITIAL:
+        if self.prior is not None and len(self.measured) < self.c.initial_prior:
+            alive = self.open[self.prior_order] & (self.valid[self.prior_order] < best)
+            if alive.any():  # the sources' best first
+                return int(self.prior_order[np.argmax(alive)])
+        elif self.prior is None and len(self.measured) < self.c.initial:
             alive = np.flatnonzero(self.open & (self.valid < best))
             if not len(alive):
                 return None
-            if not self.measured:  # Telamon's first choice: the smallest bound
+            if not self.measured and self.valid[alive].max() > 0:  # Telamon's: the smallest bound
                 return int(alive[np.argmin(self.valid[alive])])
             return int(self.rng.choice(alive))
-        if len(self.measured) >= self.fitted_at + max(1, int(REFIT_FRACTION * len(self.measured))):
+        if len(self.measured) >= self.fitted_at + max(1, int(self.c.refit_fraction * len(self.measured))):
             self._refit()
-        while self.position < len(self.queue):  # every open candidate, by predicted time
-            i = int(self.queue[self.position])
-            self.position += 1
-            if self.open[i] and self.valid[i] < best:
+        self.proposals += 1
+        if self.c.local_every and self.proposals % self.c.local_every == 0:
+            i = self._local(best)
+            if i is not None:
                 return i
+        for _ in range(2):
+            while self.position < len(self.queue):  # every open candidate, by predicted time
+                i = int(self.queue[self.position])
+                self.position += 1
+                if self.open[i] and self.valid[i] < best:
+                    return i
+            if not (self.open & (self.valid < best)).any():
+                return None
+            self._refit()  # the queue ran dry (failures give no time): queue what is open again
+        return None
+
+    def _neighbour_index(self, codes: np.ndarray) -> None:
+        """Per parameter j, the candidates sorted by a hash of all their codes but j's: those
+        sharing a hash with i differ from i in parameter j alone (a collision of the random
+        64-bit hash would only add a far candidate to the proposals, never change a result)."""
+        weights = np.random.default_rng(0).integers(1, 2**63, codes.shape[1], dtype=np.uint64) | np.uint64(1)
+        with np.errstate(over="ignore"):
+            full = (codes.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
+            self.hashes = [full - codes[:, j].astype(np.uint64) * weights[j]
+                           for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
+        self.by_hash = [np.argsort(h, kind="stable") for h in self.hashes]
+        self.sorted_hashes = [h[order] for h, order in zip(self.hashes, self.by_hash)]
+        self.near: dict[int, np.ndarray] = {}
+
+    def _neighbours(self, i: int) -> np.ndarray:
+        """The candidates one parameter away from candidate ``i``."""
+        if i in self.near:
+            return self.near[i]
+        parts = []
+        for h, order, ordered in zip(self.hashes, self.by_hash, self.sorted_hashes):
+            low, high = np.searchsorted(ordered, h[i], "left"), np.searchsorted(ordered, h[i], "right")
+            parts.append(order[low:high])
+        near = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        self.near[i] = near[near != i]
+        return self.near[i]
+
+    def _local(self, best: float) -> int | None:
+        """The predicted fastest open configuration one parameter away from one of the
+        ``local_top`` best measured ones (the best first), or None."""
+        for _, i in self.top:
+            near = self._neighbours(i)
+            near = near[self.open[near] & (self.valid[near] < best)]
+            if len(near):
+                return int(near[np.argmin(self.predicted[near])])
         return None
 
     def observe(self, i: int, time: float | None) -> None:
@@ -126,6 +234,8 @@ class LearntOrder:
         if time is not None and math.isfinite(time) and time > 0:
             self.measured.append(i)
             self.log_times.append(math.log(time))
+            if len(self.top) < self.c.local_top or time < self.top[-1][0]:
+                self.top = sorted(self.top + [(time, i)])[:self.c.local_top]
 
     def violate(self, term: int) -> None:
         """A measurement proved term ``term`` wrong: it cuts nothing any more."""
@@ -141,14 +251,22 @@ class LearntOrder:
         return x
 
     def _refit(self) -> None:
-        """Draw weights from the posterior (dual form: the measurements, at most TRAINING of them
-        drawn at random, are few next to the features) and queue the open candidates by predicted
-        time. Prior: weights N(0, noise^2 / RIDGE); noise: the residual spread."""
+        """Draw weights from the posterior (dual form: the measurements, at most ``training`` of
+        them drawn at random, are few next to the features) and queue the open candidates by
+        predicted time. Prior: weights N(prior_mean, noise^2 * prior_variance); noise: the
+        residual spread."""
+        if not self.measured:
+            candidates = np.flatnonzero(self.open)
+            self.queue = candidates[self.rng.permutation(len(candidates))] if self.prior is None \
+                else self.prior_order[self.open[self.prior_order]]
+            self.position, self.fitted_at = 0, 0
+            return
         chosen = np.arange(len(self.measured))
-        if len(chosen) > TRAINING:
-            chosen = np.sort(self.rng.choice(chosen, TRAINING, replace=False))
+        if len(chosen) > self.c.training:
+            chosen = np.sort(self.rng.choice(chosen, self.c.training, replace=False))
         x = self._rows(np.asarray(self.measured)[chosen])
         y = np.asarray(self.log_times)[chosen]
+        y = np.minimum(y, np.quantile(y, self.c.clip_quantile)) - x @ self.prior_mean
         offset = y.mean()
         y = y - offset
         spread = np.sqrt(self.prior_variance)
@@ -159,15 +277,21 @@ class LearntOrder:
                                  np.stack([y, x @ draw_weights, draw_noise], axis=1))
         noise = math.sqrt((y @ solved[:, 0] + 1e-4) / len(y))  # residual spread
         # a posterior draw (Matheron's rule): a prior draw, corrected towards the data
-        explore = EXPLORATION * noise
+        explore = self.c.exploration * noise
         dual = solved[:, 0] - explore * (solved[:, 1] + solved[:, 2])
-        weights = explore * draw_weights + scaled.T @ dual
+        weights = explore * draw_weights + scaled.T @ dual + self.prior_mean
         predicted = (weights[self.hot].sum(axis=1) + self.dense @ weights[self.hot_width:]
                      + offset)
         with np.errstate(divide="ignore"):
             predicted = np.maximum(predicted, np.log(self.valid))  # never below a valid bound
         candidates = np.flatnonzero(self.open)
         self.queue = candidates[np.argsort(predicted[candidates], kind="stable")]
+        self.predicted = predicted
         self.position = 0
         self.fitted_at = len(self.measured)
 
+
+def _standard(column: np.ndarray) -> np.ndarray:
+    """``column`` shifted to mean 0 and scaled to spread 1 (constant: zeros)."""
+    spread = column.std()
+    return (column - column.mean()) / spread if spread > 0 else column * 0.0

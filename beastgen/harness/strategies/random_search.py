@@ -7,7 +7,7 @@ from .base import Strategy
 
 
 class RandomSearch(Strategy):
-    name = "random"
+    name = "random_search"
 
     def propose(self, state):
         candidates = self._list_all()

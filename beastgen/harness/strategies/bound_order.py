@@ -12,14 +12,14 @@ from .base import Candidate, Strategy, row_config
 FIRST_BATCH = 256
 
 
-class BranchAndBound(Strategy):
+class BoundOrder(Strategy):
     name = "bound_order"
 
     def propose(self, state):
         if not self.plan.bound_terms:
-            raise BeastError(f"branch_and_bound needs bound terms; space "
-                             f"'{self.plan.specialized.space.name}' declares none (use --strategy "
-                             "exhaustive, random or genetic)")
+            raise BeastError(f"bound_order needs bound terms; space "
+                             f"'{self.plan.specialized.space.name}' declares none (the default "
+                             "strategy, guided, searches any space)")
         columns = self.plan.columns
         k = FIRST_BATCH
         seen: set[tuple] = set()

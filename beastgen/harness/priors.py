@@ -1,0 +1,70 @@
+"""Measurements of the same space from elsewhere (other GPUs, other problem sizes) as priors of
+the default search: Kernel Tuner cache files (``.json``/``.json.gz``) and beastgen results stores.
+
+GPUs differ in speed, so each source's times are put on one scale: the log of the time,
+standardised over that source's successful configurations (mean 0, spread 1). A configuration
+that failed in a source gets the source's slowest value (it is likely to fail here too); one the
+source lacks is nan. Priors only order the search; they never cut or prove anything.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from ..errors import BeastError
+from .backends.base import time_problem
+from .recorded import load_replay
+from .store import read_run
+
+
+def load_source(path: str) -> tuple[list[str], dict[tuple, float]]:
+    """(parameter names, {values in that order: seconds, inf for a failure}) of one prior file."""
+    if path.endswith((".json", ".json.gz")):
+        replay = load_replay(path)
+        times = {key: math.inf for key in replay.failed}
+        times.update(replay.times)
+        return list(replay.keys), times
+    if not os.path.isfile(path):
+        raise BeastError("cannot read prior: no such file", path)
+    _, rows = read_run(path)
+    if not rows:
+        raise BeastError("the prior's results store holds no result", path)
+    keys = list(rows[0]["config"])
+    times = {}
+    for row in rows:
+        if row["status"] == "unmeasured":
+            continue
+        key = tuple(row["config"].get(k) for k in keys)
+        ok = row["status"] == "ok" and time_problem(row["time"]) is None
+        times[key] = float(row["time"]) if ok else math.inf
+    return keys, times
+
+
+def prior_matrix(paths: list[str], columns: list[str], rows) -> np.ndarray:
+    """One column per prior file: each configuration's (a row of the structured array ``rows``)
+    standardised log time in that source (see the module docstring); an error naming the
+    parameters when a source does not match the space."""
+    matrix = np.full((len(rows), len(paths)), np.nan)
+    for s, path in enumerate(paths):
+        keys, times = load_source(path)
+        foreign = [k for k in keys if k not in columns]
+        if foreign:
+            raise BeastError(f"the prior's parameters {foreign} are not parameters of the space "
+                             f"(its parameters: {', '.join(columns)})", path)
+        logs = np.log([t for t in times.values() if math.isfinite(t)])
+        if len(logs) < 2:
+            raise BeastError("the prior holds fewer than two successful measurements", path)
+        mean, spread = logs.mean(), logs.std() or 1.0
+        slowest = (logs.max() - mean) / spread
+        hits = 0
+        for i, key in enumerate(zip(*(rows[k].tolist() for k in keys))):
+            t = times.get(key)
+            if t is not None:
+                hits += 1
+                matrix[i, s] = (math.log(t) - mean) / spread if math.isfinite(t) else slowest
+        if not hits:
+            raise BeastError("none of the prior's configurations is a valid configuration of the "
+                             "space (different parameter values?)", path)
+    return matrix
