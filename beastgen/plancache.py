@@ -1,6 +1,7 @@
-"""The plan cache: a command run again on an unchanged space file (and the local files it imports),
-device profile, settings and beastgen answers from a JSON record beside the generated module, so
-it neither executes the space file nor imports the specializer, the planner, sympy or networkx.
+"""The plan cache: a command run again on an unchanged space file (``.py`` and the local files it
+imports, or a T1 ``.json``), device profile, settings and beastgen answers from a JSON record
+beside the generated module, so it neither reads the space nor imports the specializer, the
+planner, sympy or networkx.
 
 The record is data (JSON, never pickle) in the generated directory, read only after that
 directory passes the trust check (:func:`beastgen.trust.check_generated_directory`); it names the
@@ -34,10 +35,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 def compile_cached(path: str | os.PathLike, device=None, settings: dict | None = None,
                    generated_dir: str | None = None) -> CompiledPlan:
     """The compiled plan of the space file at ``path``, from the plan cache when nothing it depends
-    on changed, else built (and recorded). T1 ``.json`` spaces are always built."""
+    on changed, else built (and recorded): ``.py`` space files and T1 ``.json`` files alike."""
     shown = display_path(os.fspath(path))
     settings = settings or {}
-    key = None if shown.endswith(".json") else _cache_key(shown, device, settings)
+    key = _cache_key(shown, device, settings)
     if key is None:
         from .loading import load
         return compile_space(load(path), device=device, settings=settings, generated_dir=generated_dir)
@@ -154,7 +155,8 @@ def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] 
         "beastgen": [__version__, _package_digest()],
         "path": shown,  # origins in the generated code name it
         "space": hashlib.sha256(source).hexdigest(),
-        "imports": _local_import_digests(source, shown),
+        # a T1 file is data: it imports nothing
+        "imports": {} if shown.endswith(".json") else _local_import_digests(source, shown),
         "device": profile.fingerprint(),
         "settings": sorted((k, repr(v)) for k, v in settings.items()),
     }, sort_keys=True)
