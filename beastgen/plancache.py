@@ -117,6 +117,10 @@ class CachedPlan(CompiledPlan):
     def target(self) -> Target:
         return Target(**self._record["target"])
 
+    @property
+    def iteration_bound(self) -> int | None:
+        return self._record["iteration_bound"]
+
     def write(self) -> str | None:
         """The generated module's path (its text was checked against the record)."""
         if self.path:
@@ -236,6 +240,8 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         if not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]:
             return None
         Target(**record["target"])  # well formed
+        if not isinstance(record["iteration_bound"], (int, type(None))):
+            return None
         return CachedPlan(record, module_path, build, record_path)
     except (OSError, KeyError, TypeError):
         return None
@@ -248,7 +254,7 @@ def _write_record(record_path: str, digest: str, plan: CompiledPlan, nest=None) 
               "module": os.path.basename(plan.path) if plan.path else None,
               "module_sha256": hashlib.sha256(plan.source.encode("utf-8")).hexdigest(),
               "empty_reason": plan.empty_reason, "columns": plan.columns,
-              "target": plan.target.as_dict()}
+              "target": plan.target.as_dict(), "iteration_bound": plan.iteration_bound}
     if nest is not None:
         record["native"] = _native_entry(nest)
     _update_record(record_path, record)

@@ -62,6 +62,31 @@ class Plan:
     def bounds(self) -> list[Item]:
         return self.of_kind("bound")
 
+    def iteration_bound(self) -> int | None:
+        """An upper bound on the nest's loop iterations: over the levels, the product of the domain
+        sizes down to each (a filter or a solved level only takes iterations away). None when a
+        domain's size is not a constant (a function iterator, a range with varying limits)."""
+        total, product = 0, 1
+        for level in self.levels:
+            size = domain_size(level.iterator)
+            if size is None:
+                return None
+            product *= size
+            total += product
+        return total
+
+
+def domain_size(item: Item) -> int | None:
+    """How many values an iterator takes, when that is a constant (None otherwise)."""
+    if item.function is not None or not item.domain:
+        return None
+    kind, *parts = item.domain
+    if kind == "values":
+        return len(parts)
+    if kind == "range" and all(isinstance(p, L.Const) and type(p.value) is int for p in parts):
+        return len(range(*(p.value for p in parts)))
+    return None
+
 
 def item_graph(items: dict[str, Item]) -> nx.DiGraph:
     graph = nx.DiGraph()
