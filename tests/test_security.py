@@ -484,7 +484,7 @@ def _plant_library(tmp_path, directory):
     (tmp_path / "s.py").write_text(PLANTED_SPACE)
     probe = compile_space(beastgen.load(str(tmp_path / "s.py")), "h100", {},
                           generated_dir=str(tmp_path / "probe"))
-    target = native.library_path(str(directory), "s", probe.native_source())
+    target = native.library_path(str(directory), "s", probe.native_source(), probe.c_optimization)
     (tmp_path / "planted.c").write_text(PLANTED_C)
     subprocess.run([native.c_compiler(), *native.C_FLAGS, "-o", target, str(tmp_path / "planted.c")],
                    check=True)

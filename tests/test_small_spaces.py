@@ -8,7 +8,7 @@ import pytest
 from conftest import REFERENCE_DIR
 
 import beastgen
-from beastgen.compiler import runtime
+from beastgen.compiler import native, runtime
 from beastgen.compiler.runtime import compile_space
 from beastgen.plancache import CachedPlan, compile_cached
 
@@ -31,13 +31,17 @@ def thread_starts(monkeypatch):
     return started
 
 
-@pytest.mark.parametrize("native", ["1", "0"])
-def test_a_small_count_runs_in_the_calling_thread(native, write_space, tmp_path, monkeypatch,
+@pytest.mark.parametrize("with_c", ["1", "0"])
+def test_a_small_count_runs_in_the_calling_thread(with_c, write_space, tmp_path, monkeypatch,
                                                   thread_starts):
-    monkeypatch.setenv("BEASTGEN_NATIVE", native)
+    monkeypatch.setenv("BEASTGEN_NATIVE", with_c)
     plan = compile_space(beastgen.load(write_space(SMALL)), "h100", {}, str(tmp_path / "gen"))
-    assert (plan.native is not None) == (native == "1")
+    assert (plan.native is not None) == (with_c == "1")
     assert plan.iteration_bound == 39 + 39 * 5 + 39 * 5 * 4 and plan.small
+    assert plan.c_optimization == "-O0"  # compiles faster than -O2 would count faster
+    if plan.native is not None:
+        assert plan.native.path == native.library_path(
+            os.path.dirname(plan.path), "space", plan.native_source(), "-O0")
     plan.count()  # compiles (Numba) before the threads are watched
     plan.enumerate()
     thread_starts.clear()
@@ -72,6 +76,7 @@ def test_a_varying_or_large_domain_is_not_small(write_space, tmp_path, thread_st
         f"import beastgen as beast\nx = beast.range(0, {side})\ny = beast.range(0, {side})\n"
         "f = beast.filter(x != y)\n", name="large.py")), "h100", {}, str(tmp_path / "gen"))
     assert large.iteration_bound > runtime.SMALL_NEST_ITERATIONS and not large.small
+    assert large.c_optimization == "-O2" and varying.c_optimization == "-O2"
     if large.native is None:
         pytest.skip("no C compiler: a Numba count of this size would take long to compile")
     thread_starts.clear()
