@@ -2,10 +2,12 @@
 iterations are bounded small runs in the calling thread, with no thread pool and no split-node
 census; a larger one still runs in threads that Ctrl-C does not wait for."""
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
-from conftest import REFERENCE_DIR
+from conftest import REFERENCE_DIR, REPO
 
 import beastgen
 from beastgen.compiler import native, runtime
@@ -82,3 +84,13 @@ def test_a_varying_or_large_domain_is_not_small(write_space, tmp_path, thread_st
     thread_starts.clear()
     assert large.count(jobs=1) == side  # the filter rejects x != y
     assert thread_starts  # Ctrl-C is heard while it runs
+
+
+def test_interop_imports_only_what_the_space_needs():
+    """Reading a T1 file or building a Kernel Tuner space imports no NumPy (a fresh process)."""
+    probe = ("import sys\nfrom beastgen.interop import from_kernel_tuner, load_t1\n"
+             "space = from_kernel_tuner({'block_size_x': [32, 64], 'tile': [1, 2]}, ['tile <= 1'])\n"
+             "print(sorted(m for m in ('numpy', 'numba', 'sympy') if m in sys.modules))\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=REPO))
+    assert run.stdout.strip() == "[]", run
