@@ -65,11 +65,13 @@ class RecordingPlan(CompiledPlan):
     def __init__(self, built: CompiledPlan, record_path: str, digest: str):
         self.__dict__.update(built.__dict__)
         self._record_path, self._digest = record_path, digest
+        self._written = False
 
     def write(self) -> str | None:
         path = super().write()
         if path:
-            _write_record(self._record_path, self._digest, self)
+            self._written = True
+            _write_record(self._record_path, self._digest, self, self._native)
         return path
 
     def _load_native(self):
@@ -77,6 +79,11 @@ class RecordingPlan(CompiledPlan):
         if self.path and native.enabled():  # the record learns the library (or that there is none)
             _write_record(self._record_path, self._digest, self, nest)
         return nest
+
+    @property
+    def module_sha256(self) -> str | None:
+        """The sha256 of the module written (None while it is not: a C count never needs it)."""
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest() if self._written else None
 
 
 class CachedPlan(CompiledPlan):
@@ -122,9 +129,14 @@ class CachedPlan(CompiledPlan):
         return self._record["iteration_bound"]
 
     def write(self) -> str | None:
-        """The generated module's path (its text was checked against the record)."""
+        """The generated module's path: its text was checked against the record, or, when the
+        record knows no module yet (the C library counted), it is built and written now."""
         if self.path:
             check_generated_directory(os.path.dirname(self.path))
+            if self._record["module_sha256"] is None:
+                self._full.write()
+                self._record["module_sha256"] = hashlib.sha256(self._full.source.encode("utf-8")).hexdigest()
+                _update_record(self._record_path, self._record)
         return self.path
 
     def _load_native(self):
@@ -136,7 +148,8 @@ class CachedPlan(CompiledPlan):
         if known is not None and known["library"] is None:
             return None  # the C target does not print this plan, or there was no C compiler
         if known is not None:
-            library = os.path.join(os.path.dirname(self.write()), known["library"])
+            check_generated_directory(os.path.dirname(self.path))
+            library = os.path.join(os.path.dirname(self.path), known["library"])
             if (os.path.basename(known["library"]) == known["library"] and trusted_file(library)
                     and native.library_digest(library) == known["sha256"]):
                 return native.load(library, known["sha256"])
@@ -237,7 +250,8 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         if os.path.basename(module) != module or not module.endswith(".py"):
             return None
         module_path = os.path.join(directory, module)
-        if not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]:
+        if record["module_sha256"] is not None and (  # None: not written yet (see CachedPlan.write)
+                not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]):
             return None
         Target(**record["target"])  # well formed
         if not isinstance(record["iteration_bound"], (int, type(None))):
@@ -247,12 +261,12 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         return None
 
 
-def _write_record(record_path: str, digest: str, plan: CompiledPlan, nest=None) -> None:
+def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None) -> None:
     """Record a freshly built plan, with its native library once that was looked for (``nest``:
-    the :class:`~beastgen.compiler.native.NativeNest`, or False for none)."""
+    the :class:`~beastgen.compiler.native.NativeNest`, or False for none; None: not looked for)."""
     record = {"key": digest,
               "module": os.path.basename(plan.path) if plan.path else None,
-              "module_sha256": hashlib.sha256(plan.source.encode("utf-8")).hexdigest(),
+              "module_sha256": plan.module_sha256,
               "empty_reason": plan.empty_reason, "columns": plan.columns,
               "target": plan.target.as_dict(), "iteration_bound": plan.iteration_bound}
     if nest is not None:

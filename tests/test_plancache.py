@@ -135,3 +135,28 @@ def test_a_1024_value_list_counts_right(write_space, generated_dir):
     expected = sum(1 for x in values for y in range(1, 9) if (x + y) % 2 == 0)
     assert plan.count() == expected == 4096
     assert len(plan.enumerate()) == expected
+
+
+def test_a_count_in_c_writes_no_numba_module(tmp_path):
+    """The Numba module is generated and written only when a Numba path first needs it; the
+    record then learns its sha256 and checks it as before."""
+    from beastgen.compiler import native
+
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    space = tmp_path / "lazy.json"
+    space.write_text(WARM_SPACES["warm.json"])
+    generated = str(tmp_path / "gen")
+    built = compile_cached(str(space), generated_dir=generated)
+    assert built.count() == 21 and built.native is not None
+    assert not os.path.exists(built.path)
+    cached = compile_cached(str(space), generated_dir=generated)
+    assert isinstance(cached, CachedPlan) and cached.count() == 21
+    assert not os.path.exists(cached.path)
+    assert cached.stats().count == 21  # Numba: the module is written now
+    assert os.path.exists(cached.path)
+    again = compile_cached(str(space), generated_dir=generated)
+    assert isinstance(again, CachedPlan) and again.count() == 21
+    with open(again.path, "a") as f:
+        f.write("# edited\n")
+    assert not isinstance(compile_cached(str(space), generated_dir=generated), CachedPlan)

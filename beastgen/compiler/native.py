@@ -79,7 +79,8 @@ def build_library(directory: str, space_name: str, c_source: str,
     """The compiled library of ``c_source`` and its sha256: the one already there when its recorded
     sha256 matches, else compiled afresh (a file under that name that this user did not build, or
     that changed since, is replaced unread); None when there is no C compiler, or it fails (said on
-    stderr: counting goes on with Numba)."""
+    stderr: counting goes on with Numba). An OSError writing the source (a full disk, a read-only
+    directory) is raised: Numba could not write its module there either."""
     target = library_path(directory, space_name, c_source, optimization)
     known = recorded_digest(target)
     if known is not None:
@@ -93,11 +94,9 @@ def build_library(directory: str, space_name: str, c_source: str,
     tmp_digest = f"{target}.{os.getpid()}{DIGEST_SUFFIX}.tmp"
     try:
         _write_private(tmp_source, c_source)
-    except OSError as e:
+    except OSError:
         _remove(tmp_source)
-        print(f"beastgen: cannot write {tmp_source} ({e.strerror or e}); counting with Numba",
-              file=sys.stderr)
-        return None
+        raise
     try:
         subprocess.run([compiler, optimization, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], check=True,
                        capture_output=True, text=True)

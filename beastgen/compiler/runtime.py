@@ -185,13 +185,12 @@ class CompiledPlan:
 
     def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
         from .analysis.symbolic import SymbolicContext
-        from .codegen.module import generate_module
 
         self.specialized = spec
         self.plan = plan
         self.path = generated_path(spec, generated_dir) if plan else None
         self._symbolic = SymbolicContext(spec.items)  # the proofs, shared by both code writers
-        self.source = generate_module(plan, self._symbolic) if plan else ""
+        self._source = None  # the Numba module's text, generated when first needed
         self._module = None
         self._native = None  # not looked for yet; False: none (Numba counts)
         self.last_seconds = 0.0
@@ -212,17 +211,35 @@ class CompiledPlan:
         return Target(spec.space.name, spec.space.path, spec.device.key, spec.device.name,
                       spec.device.source, dict(spec.settings))
 
+    @property
+    def source(self) -> str:
+        """The generated Numba module's text: generated on first use (a count that the C library
+        runs never needs it)."""
+        if self._source is None:
+            from .codegen.module import generate_module
+            self._source = generate_module(self.plan, self._symbolic) if self.plan else ""
+        return self._source
+
+    @source.setter
+    def source(self, text: str) -> None:
+        self._source = text
+
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
         if self.path:
-            check_generated_directory(os.path.dirname(self.path))
-            try:
-                write_if_changed(self.path, self.source)
-            except OSError as e:
-                raise BeastError(f"cannot write the generated enumerator: {e.strerror or e}; choose "
-                                 f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
-                                 self.path) from None
+            self._writing(lambda: write_if_changed(self.path, self.source))
         return self.path
+
+    def _writing(self, action):
+        """``action()`` once the generated directory passes the trust check; what it cannot write
+        there (a full disk, a read-only directory) is one clear error."""
+        check_generated_directory(os.path.dirname(self.path))
+        try:
+            return action()
+        except OSError as e:
+            raise BeastError(f"cannot write the generated enumerator: {e.strerror or e}; choose "
+                             f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
+                             self.path) from None
 
     @property
     def module(self):
@@ -258,10 +275,15 @@ class CompiledPlan:
         if self.path is None or not native.enabled():
             return None
         source = self.native_source()
-        self.write()
-        built = (native.build_library(os.path.dirname(self.path), file_name_part(
-                     self.specialized.space.name), source, self.c_optimization)
-                 if source is not None else None)
+        if source is None:
+            return None
+        directory = os.path.dirname(self.path)  # the Numba module is not needed: not written
+
+        def build():
+            private_directory(directory)
+            return native.build_library(directory, file_name_part(self.specialized.space.name),
+                                        source, self.c_optimization)
+        built = self._writing(build)
         return native.load(*built) if built else None
 
     @property
