@@ -23,12 +23,11 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cli import REPO, timed  # noqa: E402 - one whole process, its output checked
 SPACES_DIR = os.path.join(REPO, "data", "reference-spaces")
 COUNTS = {"dedispersion": 11_130, "hotspot": 82_984, "gemm_clblast": 116_928}
 
@@ -52,16 +51,6 @@ for restriction in restrictions:
     problem.addConstraint(restriction)
 print(len(problem.getSolutions()))
 """
-
-
-def timed(command: list[str], expect: str, env: dict) -> float:
-    """Wall seconds of one whole process; its output must contain ``expect``."""
-    start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0 or expect not in proc.stdout:
-        raise SystemExit(f"{' '.join(command)} failed or miscounted:\n{proc.stdout}\n{proc.stderr}")
-    return seconds
 
 
 def main() -> None:

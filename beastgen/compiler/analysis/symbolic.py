@@ -151,14 +151,18 @@ class SymbolicContext:
         return facts
 
 
-class _Translator(Mapper):
-    """One ``map_`` method per node type: the sympy form, or None where there is none."""
+class _OverContext(Mapper):
+    """A pass that answers None for node types it has no method for."""
 
     def __init__(self, context: SymbolicContext):
         self.context = context
 
     def map_Expr(self, node):
         return None
+
+
+class _Translator(_OverContext):
+    """One ``map_`` method per node type: the sympy form, or None where there is none."""
 
     def map_Const(self, node):
         import sympy  # lazy, as in SymbolicContext.to_sympy
@@ -208,14 +212,8 @@ class _Translator(Mapper):
         return function(*args)
 
 
-class _Intervals(Mapper):
+class _Intervals(_OverContext):
     """One ``map_`` method per node type: the (low, high) of an integer expression, or None."""
-
-    def __init__(self, context: SymbolicContext):
-        self.context = context
-
-    def map_Expr(self, node):
-        return None
 
     def map_Const(self, node):
         value = node.value
