@@ -1,6 +1,7 @@
-"""The plan cache: a command run again on an unchanged space file (and the local files it imports),
-device profile, settings and beastgen answers from a JSON record beside the generated module, so
-it neither executes the space file nor imports the specializer, the planner, sympy or networkx.
+"""The plan cache: a command run again on an unchanged space file (``.py`` and the local files it
+imports, or a T1 ``.json``), device profile, settings and beastgen answers from a JSON record
+beside the generated module, so it neither reads the space nor imports the specializer, the
+planner, sympy or networkx.
 
 The record is data (JSON, never pickle) in the generated directory, read only after that
 directory passes the trust check (:func:`beastgen.trust.check_generated_directory`); it names the
@@ -34,10 +35,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 def compile_cached(path: str | os.PathLike, device=None, settings: dict | None = None,
                    generated_dir: str | None = None) -> CompiledPlan:
     """The compiled plan of the space file at ``path``, from the plan cache when nothing it depends
-    on changed, else built (and recorded). T1 ``.json`` spaces are always built."""
+    on changed, else built (and recorded): ``.py`` space files and T1 ``.json`` files alike."""
     shown = display_path(os.fspath(path))
     settings = settings or {}
-    key = None if shown.endswith(".json") else _cache_key(shown, device, settings)
+    key = _cache_key(shown, device, settings)
     if key is None:
         from .loading import load
         return deeply(lambda: compile_space(load(path), device=device, settings=settings,
@@ -66,11 +67,13 @@ class RecordingPlan(CompiledPlan):
     def __init__(self, built: CompiledPlan, record_path: str, digest: str):
         self.__dict__.update(built.__dict__)
         self._record_path, self._digest = record_path, digest
+        self._written = False
 
     def write(self) -> str | None:
         path = super().write()
         if path:
-            _write_record(self._record_path, self._digest, self)
+            self._written = True
+            _write_record(self._record_path, self._digest, self, self._native)
         return path
 
     def _load_native(self):
@@ -78,6 +81,11 @@ class RecordingPlan(CompiledPlan):
         if self.path and native.enabled():  # the record learns the library (or that there is none)
             _write_record(self._record_path, self._digest, self, nest)
         return nest
+
+    @property
+    def module_sha256(self) -> str | None:
+        """The sha256 of the module written (None while it is not: a C count never needs it)."""
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest() if self._written else None
 
 
 class CachedPlan(CompiledPlan):
@@ -122,10 +130,19 @@ class CachedPlan(CompiledPlan):
     def target(self) -> Target:
         return Target(**self._record["target"])
 
+    @property
+    def iteration_bound(self) -> int | None:
+        return self._record["iteration_bound"]
+
     def write(self) -> str | None:
-        """The generated module's path (its text was checked against the record)."""
+        """The generated module's path: its text was checked against the record, or, when the
+        record knows no module yet (the C library counted), it is built and written now."""
         if self.path:
             check_generated_directory(os.path.dirname(self.path))
+            if self._record["module_sha256"] is None:
+                self._full.write()
+                self._record["module_sha256"] = hashlib.sha256(self._full.source.encode("utf-8")).hexdigest()
+                _update_record(self._record_path, self._record)
         return self.path
 
     def _load_native(self):
@@ -137,7 +154,8 @@ class CachedPlan(CompiledPlan):
         if known is not None and known["library"] is None:
             return None  # the C target does not print this plan, or there was no C compiler
         if known is not None:
-            library = os.path.join(os.path.dirname(self.write()), known["library"])
+            check_generated_directory(os.path.dirname(self.path))
+            library = os.path.join(os.path.dirname(self.path), known["library"])
             if (os.path.basename(known["library"]) == known["library"] and trusted_file(library)
                     and native.library_digest(library) == known["sha256"]):
                 return native.load(library, known["sha256"])
@@ -160,7 +178,8 @@ def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] 
         "beastgen": [__version__, _package_digest()],
         "path": shown,  # origins in the generated code name it
         "space": hashlib.sha256(source).hexdigest(),
-        "imports": _local_import_digests(source, shown),
+        # a T1 file is data: it imports nothing
+        "imports": {} if shown.endswith(".json") else _local_import_digests(source, shown),
         "device": profile.fingerprint(),
         "settings": sorted((k, repr(v)) for k, v in settings.items()),
     }, sort_keys=True)
@@ -237,24 +256,27 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         if os.path.basename(module) != module or not module.endswith(".py"):
             return None
         module_path = os.path.join(directory, module)
-        if not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]:
+        if record["module_sha256"] is not None and (  # None: not written yet (see CachedPlan.write)
+                not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]):
             return None
         Target(**record["target"])  # well formed
         int(record["counted_tail"])
+        if not isinstance(record["iteration_bound"], (int, type(None))):
+            return None
         return CachedPlan(record, module_path, build, record_path)
     except (OSError, KeyError, TypeError, ValueError):
         return None
 
 
-def _write_record(record_path: str, digest: str, plan: CompiledPlan, nest=None) -> None:
+def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None) -> None:
     """Record a freshly built plan, with its native library once that was looked for (``nest``:
-    the :class:`~beastgen.compiler.native.NativeNest`, or False for none)."""
+    the :class:`~beastgen.compiler.native.NativeNest`, or False for none; None: not looked for)."""
     record = {"key": digest,
               "module": os.path.basename(plan.path) if plan.path else None,
-              "module_sha256": hashlib.sha256(plan.source.encode("utf-8")).hexdigest(),
+              "module_sha256": plan.module_sha256,
               "empty_reason": plan.empty_reason, "columns": plan.columns,
               "counted_tail": str(plan.counted_tail),
-              "target": plan.target.as_dict()}
+              "target": plan.target.as_dict(), "iteration_bound": plan.iteration_bound}
     if nest is not None:
         record["native"] = _native_entry(nest)
     _update_record(record_path, record)

@@ -160,8 +160,6 @@ def count(_lo, _hi):
                                         continue
                                     if regs * threads == 0:  # would divide by zero
                                         continue
-                                    if smem == 0:  # would divide by zero
-                                        continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                                     if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -336,9 +334,6 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     if regs * threads == 0:  # would divide by zero
                                         _rejections[35] += 1
                                         continue
-                                    if smem == 0:  # would divide by zero
-                                        _rejections[35] += 1
-                                        continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                                     if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -451,8 +446,6 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
                                     if threads == 0:  # would divide by zero
                                         continue
                                     if regs * threads == 0:  # would divide by zero
-                                        continue
-                                    if smem == 0:  # would divide by zero
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -617,8 +610,6 @@ def census(_samples, _seed, _configurations, _iterations):
                                     continue
                                 if regs * threads == 0:  # would divide by zero
                                     continue
-                                if smem == 0:  # would divide by zero
-                                    continue
                                 blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                 # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                                 if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -644,8 +635,6 @@ def census(_samples, _seed, _configurations, _iterations):
                             if threads == 0:  # would divide by zero
                                 continue
                             if regs * threads == 0:  # would divide by zero
-                                continue
-                            if smem == 0:  # would divide by zero
                                 continue
                             blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                             # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -792,8 +781,6 @@ def count_pruned(_threshold):
                                     if threads == 0:  # would divide by zero
                                         continue
                                     if regs * threads == 0:  # would divide by zero
-                                        continue
-                                    if smem == 0:  # would divide by zero
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -952,8 +939,6 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                         continue
                                     if regs * threads == 0:  # would divide by zero
                                         continue
-                                    if smem == 0:  # would divide by zero
-                                        continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                                     if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1086,8 +1071,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                                     if threads == 0:  # would divide by zero
                                         continue
                                     if regs * threads == 0:  # would divide by zero
-                                        continue
-                                    if smem == 0:  # would divide by zero
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -1333,8 +1316,6 @@ def probe(_samples, _seed):
                 continue
             if regs * threads == 0:  # would divide by zero
                 continue
-            if smem == 0:  # would divide by zero
-                continue
             blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
             # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
             if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1360,8 +1341,6 @@ def probe(_samples, _seed):
         if threads == 0:  # would divide by zero
             continue
         if regs * threads == 0:  # would divide by zero
-            continue
-        if smem == 0:  # would divide by zero
             continue
         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
         # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -1795,9 +1774,6 @@ def chen(_runs, _seed):
                     if regs * threads == 0:  # would divide by zero
                         if _live:
                             continue
-                    if smem == 0:  # would divide by zero
-                        if _live:
-                            continue
                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                     if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1869,9 +1845,6 @@ def chen(_runs, _seed):
                     if _live:
                         continue
                 if regs * threads == 0:  # would divide by zero
-                    if _live:
-                        continue
-                if smem == 0:  # would divide by zero
                     if _live:
                         continue
                 blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)

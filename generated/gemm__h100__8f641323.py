@@ -119,8 +119,6 @@ def count(_lo, _hi):
                         if regs > max_regs_per_thread:
                             continue
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                        if regs * threads == 0:  # would divide by zero
-                            continue
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -148,8 +146,6 @@ def count(_lo, _hi):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            if type_len == 0:  # would divide by zero
-                                continue
                             for blk_m_a in range(1, blk_m // type_len + 1):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -159,13 +155,9 @@ def count(_lo, _hi):
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                                if blk_m_a * type_len == 0:  # would divide by zero
-                                    continue
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                                if type_len == 0:  # would divide by zero
-                                    continue
                                 for blk_m_b in range(1, blk_k // type_len + 1):
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -175,8 +167,6 @@ def count(_lo, _hi):
                                     if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                                    if blk_m_b * type_len == 0:  # would divide by zero
-                                        continue
                                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                                         continue
                                     _n += 1  # the innermost loops (tex_a, tex_b) test nothing: a prefix, which the runtime multiplies by their size
@@ -279,9 +269,6 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             _rejections[21] += 1
                             continue
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                        if regs * threads == 0:  # would divide by zero
-                            _rejections[22] += 1
-                            continue
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -311,9 +298,6 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            if type_len == 0:  # would divide by zero
-                                _rejections[38] += 1
-                                continue
                             for blk_m_a in range(1, blk_m // type_len + 1):
                                 _visits[6] += 1
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
@@ -327,16 +311,10 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     continue
                                 _visits[7] += 1
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                                if blk_m_a * type_len == 0:  # would divide by zero
-                                    _rejections[41] += 1
-                                    continue
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     _rejections[41] += 1
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                                if type_len == 0:  # would divide by zero
-                                    _rejections[42] += 1
-                                    continue
                                 for blk_m_b in range(1, blk_k // type_len + 1):
                                     _visits[8] += 1
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
@@ -350,9 +328,6 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                         continue
                                     _visits[9] += 1
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                                    if blk_m_b * type_len == 0:  # would divide by zero
-                                        _rejections[45] += 1
-                                        continue
                                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                                         _rejections[45] += 1
                                         continue
@@ -425,8 +400,6 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                         if regs > max_regs_per_thread:
                             continue
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                        if regs * threads == 0:  # would divide by zero
-                            continue
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -454,8 +427,6 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            if type_len == 0:  # would divide by zero
-                                continue
                             for blk_m_a in range(1, blk_m // type_len + 1):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -465,13 +436,9 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                                if blk_m_a * type_len == 0:  # would divide by zero
-                                    continue
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                                if type_len == 0:  # would divide by zero
-                                    continue
                                 for blk_m_b in range(1, blk_k // type_len + 1):
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -481,8 +448,6 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                     if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                                    if blk_m_b * type_len == 0:  # would divide by zero
-                                        continue
                                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
@@ -600,8 +565,6 @@ def census(_samples, _seed, _configurations, _iterations):
                     if regs > max_regs_per_thread:
                         continue
                     # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                    if regs * threads == 0:  # would divide by zero
-                        continue
                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                     # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                     if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -642,8 +605,6 @@ def census(_samples, _seed, _configurations, _iterations):
                 if regs > max_regs_per_thread:
                     continue
                 # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                if regs * threads == 0:  # would divide by zero
-                    continue
                 blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                 # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                 if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -683,8 +644,6 @@ def census(_samples, _seed, _configurations, _iterations):
                 type_len = dim_vec if vector else 1
                 blk_m_a__passed = 0
                 # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                if type_len == 0:  # would divide by zero
-                    continue
                 for blk_m_a in range(1, blk_m // type_len + 1):
                     _work += _w
                     # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
@@ -695,8 +654,6 @@ def census(_samples, _seed, _configurations, _iterations):
                     if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                         continue
                     # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                    if blk_m_a * type_len == 0:  # would divide by zero
-                        continue
                     if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                         continue
                     blk_m_a__passed += 1
@@ -714,14 +671,10 @@ def census(_samples, _seed, _configurations, _iterations):
                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                     continue
                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                if blk_m_a * type_len == 0:  # would divide by zero
-                    continue
                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                     continue
                 blk_m_b__passed = 0
                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                if type_len == 0:  # would divide by zero
-                    continue
                 for blk_m_b in range(1, blk_k // type_len + 1):
                     _work += _w
                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
@@ -732,8 +685,6 @@ def census(_samples, _seed, _configurations, _iterations):
                     if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                         continue
                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                    if blk_m_b * type_len == 0:  # would divide by zero
-                        continue
                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                         continue
                     blk_m_b__passed += 1
@@ -751,8 +702,6 @@ def census(_samples, _seed, _configurations, _iterations):
                 if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                     continue
                 # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                if blk_m_b * type_len == 0:  # would divide by zero
-                    continue
                 if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                     continue
                 tex_a__passed = 0
@@ -842,8 +791,6 @@ def count_pruned(_threshold):
                         if regs > max_regs_per_thread:
                             continue
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                        if regs * threads == 0:  # would divide by zero
-                            continue
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -886,8 +833,6 @@ def count_pruned(_threshold):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            if type_len == 0:  # would divide by zero
-                                continue
                             for blk_m_a in range(1, blk_m // type_len + 1):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -897,13 +842,9 @@ def count_pruned(_threshold):
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                                if blk_m_a * type_len == 0:  # would divide by zero
-                                    continue
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                                if type_len == 0:  # would divide by zero
-                                    continue
                                 for blk_m_b in range(1, blk_k // type_len + 1):
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -913,8 +854,6 @@ def count_pruned(_threshold):
                                     if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                                    if blk_m_b * type_len == 0:  # would divide by zero
-                                        continue
                                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                                         continue
                                     _n += 1  # the innermost loops (tex_a, tex_b) test nothing: a prefix, which the runtime multiplies by their size
@@ -1002,8 +941,6 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                         if regs > max_regs_per_thread:
                             continue
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                        if regs * threads == 0:  # would divide by zero
-                            continue
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1053,8 +990,6 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            if type_len == 0:  # would divide by zero
-                                continue
                             for blk_m_a in range(1, blk_m // type_len + 1):
                                 _visits[6] += 1
                                 _cut_7 = _cut_6
@@ -1072,13 +1007,9 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                 if _cut_8 >= 0:
                                     _skipped[7] += 1
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                                if blk_m_a * type_len == 0:  # would divide by zero
-                                    continue
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                                if type_len == 0:  # would divide by zero
-                                    continue
                                 for blk_m_b in range(1, blk_k // type_len + 1):
                                     _visits[8] += 1
                                     _cut_9 = _cut_8
@@ -1096,8 +1027,6 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     if _cut_10 >= 0:
                                         _skipped[9] += 1
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                                    if blk_m_b * type_len == 0:  # would divide by zero
-                                        continue
                                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
@@ -1180,8 +1109,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                         if regs > max_regs_per_thread:
                             continue
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                        if regs * threads == 0:  # would divide by zero
-                            continue
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1224,8 +1151,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            if type_len == 0:  # would divide by zero
-                                continue
                             for blk_m_a in range(1, blk_m // type_len + 1):
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -1235,13 +1160,9 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                                     continue
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                                if blk_m_a * type_len == 0:  # would divide by zero
-                                    continue
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                                if type_len == 0:  # would divide by zero
-                                    continue
                                 for blk_m_b in range(1, blk_k // type_len + 1):
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -1251,8 +1172,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                                     if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                                         continue
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                                    if blk_m_b * type_len == 0:  # would divide by zero
-                                        continue
                                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
@@ -1418,8 +1337,6 @@ def probe(_samples, _seed):
             if regs > max_regs_per_thread:
                 continue
             # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-            if regs * threads == 0:  # would divide by zero
-                continue
             blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
             # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
             if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1460,8 +1377,6 @@ def probe(_samples, _seed):
         if regs > max_regs_per_thread:
             continue
         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-        if regs * threads == 0:  # would divide by zero
-            continue
         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
         if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1500,8 +1415,6 @@ def probe(_samples, _seed):
         type_len = dim_vec if vector else 1
         blk_m_a__passed = 0
         # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-        if type_len == 0:  # would divide by zero
-            continue
         for blk_m_a in range(1, blk_m // type_len + 1):
             # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
             # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -1511,8 +1424,6 @@ def probe(_samples, _seed):
             if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
                 continue
             # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-            if blk_m_a * type_len == 0:  # would divide by zero
-                continue
             if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                 continue
             blk_m_a__passed += 1
@@ -1530,14 +1441,10 @@ def probe(_samples, _seed):
         if not (1 <= blk_n_a < blk_k + 1):  # outside the domain of blk_n_a
             continue
         # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-        if blk_m_a * type_len == 0:  # would divide by zero
-            continue
         if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
             continue
         blk_m_b__passed = 0
         # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-        if type_len == 0:  # would divide by zero
-            continue
         for blk_m_b in range(1, blk_k // type_len + 1):
             # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
             # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -1547,8 +1454,6 @@ def probe(_samples, _seed):
             if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                 continue
             # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-            if blk_m_b * type_len == 0:  # would divide by zero
-                continue
             if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                 continue
             blk_m_b__passed += 1
@@ -1566,8 +1471,6 @@ def probe(_samples, _seed):
         if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
             continue
         # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-        if blk_m_b * type_len == 0:  # would divide by zero
-            continue
         if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
             continue
         tex_a__passed = 0
@@ -1813,9 +1716,6 @@ def chen(_runs, _seed):
                         if _live:
                             continue
                     # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                    if regs * threads == 0:  # would divide by zero
-                        if _live:
-                            continue
                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                     # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                     if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1900,9 +1800,6 @@ def chen(_runs, _seed):
                     if _live:
                         continue
                 # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                if regs * threads == 0:  # would divide by zero
-                    if _live:
-                        continue
                 blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                 # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                 if blocks_per_sm * threads * 4 < max_threads_per_sm:
@@ -1975,9 +1872,6 @@ def chen(_runs, _seed):
                 type_len = dim_vec if vector else 1
                 _h = 0  # the lookahead: values of the next unit that pass its filters
                 # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                if type_len == 0:  # would divide by zero
-                    if _live:
-                        continue
                 for blk_m_a in range(1, blk_m // type_len + 1):
                     # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                     # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -1989,9 +1883,6 @@ def chen(_runs, _seed):
                         if _live:
                             continue
                     # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                    if blk_m_a * type_len == 0:  # would divide by zero
-                        if _live:
-                            continue
                     if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                         if _live:
                             continue
@@ -2039,9 +1930,6 @@ def chen(_runs, _seed):
             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
             type_len = dim_vec if vector else 1
             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-            if type_len == 0:  # would divide by zero
-                if _live:
-                    continue
             for blk_m_a in range(1, blk_m // type_len + 1):
                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -2053,17 +1941,11 @@ def chen(_runs, _seed):
                     if _live:
                         continue
                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0
-                if blk_m_a * type_len == 0:  # would divide by zero
-                    if _live:
-                        continue
                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                     if _live:
                         continue
                 _h = 0  # the lookahead: values of the next unit that pass its filters
                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-                if type_len == 0:  # would divide by zero
-                    if _live:
-                        continue
                 for blk_m_b in range(1, blk_k // type_len + 1):
                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -2075,9 +1957,6 @@ def chen(_runs, _seed):
                         if _live:
                             continue
                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                    if blk_m_b * type_len == 0:  # would divide by zero
-                        if _live:
-                            continue
                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                         if _live:
                             continue
@@ -2130,9 +2009,6 @@ def chen(_runs, _seed):
             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
             type_len = dim_vec if vector else 1
             # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_k // type_len + 1, 1)
-            if type_len == 0:  # would divide by zero
-                if _live:
-                    continue
             for blk_m_b in range(1, blk_k // type_len + 1):
                 # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                 # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -2144,9 +2020,6 @@ def chen(_runs, _seed):
                     if _live:
                         continue
                 # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
-                if blk_m_b * type_len == 0:  # would divide by zero
-                    if _live:
-                        continue
                 if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
                     if _live:
                         continue

@@ -138,8 +138,6 @@ def count(_lo, _hi):
                                                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                                if threads // MDIMA == 0:  # would divide by zero
-                                                    continue
                                                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -152,8 +150,6 @@ def count(_lo, _hi):
                                                     # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                                    if threads // NDIMB == 0:  # would divide by zero
-                                                        continue
                                                     copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                                     # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -349,9 +345,6 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                                if threads // MDIMA == 0:  # would divide by zero
-                                                    _rejections[32] += 1
-                                                    continue
                                                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -365,9 +358,6 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                                     # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                                    if threads // NDIMB == 0:  # would divide by zero
-                                                        _rejections[38] += 1
-                                                        continue
                                                     copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                                     # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -488,8 +478,6 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                                if threads // MDIMA == 0:  # would divide by zero
-                                                    continue
                                                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -502,8 +490,6 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                                     # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                                    if threads // NDIMB == 0:  # would divide by zero
-                                                        continue
                                                     copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                                     # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -658,8 +644,6 @@ def census(_samples, _seed, _configurations, _iterations):
                                                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                                if threads // MDIMA == 0:  # would divide by zero
-                                                    continue
                                                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -677,8 +661,6 @@ def census(_samples, _seed, _configurations, _iterations):
                                             # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                             copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                             # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                            if threads // MDIMA == 0:  # would divide by zero
-                                                continue
                                             copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                             # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                             copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -693,8 +675,6 @@ def census(_samples, _seed, _configurations, _iterations):
                                                 # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                 copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                 # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                                if threads // NDIMB == 0:  # would divide by zero
-                                                    continue
                                                 copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                                 # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -712,8 +692,6 @@ def census(_samples, _seed, _configurations, _iterations):
                                             # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                             copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                             # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                            if threads // NDIMB == 0:  # would divide by zero
-                                                continue
                                             copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                             # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                             copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -888,8 +866,6 @@ def count_pruned(_threshold):
                                                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                                if threads // MDIMA == 0:  # would divide by zero
-                                                    continue
                                                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -902,8 +878,6 @@ def count_pruned(_threshold):
                                                     # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                                    if threads // NDIMB == 0:  # would divide by zero
-                                                        continue
                                                     copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                                     # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -924,10 +898,7 @@ def count_pruned(_threshold):
                                                             if issue_time > _limit:  # cut: every completion is slower than the limit
                                                                 continue
                                                             # bound wave_time (spaces/gemm_clblast.py:164): ((work_groups + beast.device.sm_count - 1) // beast.device.sm_count + resident - 1) // resident * (k_tiles * instructions_per_tile) / (beast.device.warp_issue_per_clock * (beast.device.max_clock_mhz * 1000000.0))
-                                                            try:
-                                                                wave_time = ((work_groups + 72 - 1) // 72 + resident - 1) // resident * (k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
-                                                            except Exception:  # a bound term that raises bounds nothing
-                                                                wave_time = 0.0
+                                                            wave_time = ((work_groups + 72 - 1) // 72 + resident - 1) // resident * (k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
                                                             if wave_time > _limit:  # cut: every completion is slower than the limit
                                                                 continue
                                                             # derived wavefronts_b (spaces/gemm_clblast.py:147): KWG * runs_b * (max((((lanes_b - 1) * run_b + run_b + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if run_b >= run_b else max((lanes_b * (64 if run_b // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_b // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_b // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_b // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_b // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_b // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_b * (run_b // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_b % beast.device.smem_bank_bytes == 0 and run_b % beast.device.smem_bank_bytes == 0 else (lanes_b * run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_b + 16 - 1) // 16) * ((((lanes_b - 1) * run_b + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= run_b else max((lanes_b * (64 if run_b // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_b // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_b // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_b // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_b // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_b // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_b * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_b % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (lanes_b * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) if SB == 1 else max((lanes_b * run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_b + 16 - 1) // 16)) if l1_is_shared_memory else 0)
@@ -1074,8 +1045,6 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                                if threads // MDIMA == 0:  # would divide by zero
-                                                    continue
                                                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -1092,8 +1061,6 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                                     # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                                    if threads // NDIMB == 0:  # would divide by zero
-                                                        continue
                                                     copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                                     # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -1123,10 +1090,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                                                 _cut_14 = 13
                                                                 _cuts[13] += 1
                                                             # bound wave_time (spaces/gemm_clblast.py:164): ((work_groups + beast.device.sm_count - 1) // beast.device.sm_count + resident - 1) // resident * (k_tiles * instructions_per_tile) / (beast.device.warp_issue_per_clock * (beast.device.max_clock_mhz * 1000000.0))
-                                                            try:
-                                                                wave_time = ((work_groups + 72 - 1) // 72 + resident - 1) // resident * (k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
-                                                            except Exception:  # a bound term that raises bounds nothing
-                                                                wave_time = 0.0
+                                                            wave_time = ((work_groups + 72 - 1) // 72 + resident - 1) // resident * (k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
                                                             if _cut_14 < 0 and wave_time > _threshold:
                                                                 _cut_14 = 13
                                                                 _cuts[13] += 1
@@ -1252,8 +1216,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                                                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                                                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                                                if threads // MDIMA == 0:  # would divide by zero
-                                                    continue
                                                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                                                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -1266,8 +1228,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                                                     # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                                                     # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                                                    if threads // NDIMB == 0:  # would divide by zero
-                                                        continue
                                                     copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                                                     # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -1288,10 +1248,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                                             if issue_time > _limit:  # cut: every completion is slower than the limit
                                                                 continue
                                                             # bound wave_time (spaces/gemm_clblast.py:164): ((work_groups + beast.device.sm_count - 1) // beast.device.sm_count + resident - 1) // resident * (k_tiles * instructions_per_tile) / (beast.device.warp_issue_per_clock * (beast.device.max_clock_mhz * 1000000.0))
-                                                            try:
-                                                                wave_time = ((work_groups + 72 - 1) // 72 + resident - 1) // resident * (k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
-                                                            except Exception:  # a bound term that raises bounds nothing
-                                                                wave_time = 0.0
+                                                            wave_time = ((work_groups + 72 - 1) // 72 + resident - 1) // resident * (k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
                                                             if wave_time > _limit:  # cut: every completion is slower than the limit
                                                                 continue
                                                             # derived wavefronts_b (spaces/gemm_clblast.py:147): KWG * runs_b * (max((((lanes_b - 1) * run_b + run_b + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if run_b >= run_b else max((lanes_b * (64 if run_b // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_b // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_b // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_b // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_b // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_b // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_b * (run_b // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_b % beast.device.smem_bank_bytes == 0 and run_b % beast.device.smem_bank_bytes == 0 else (lanes_b * run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_b + 16 - 1) // 16) * ((((lanes_b - 1) * run_b + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= run_b else max((lanes_b * (64 if run_b // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_b // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_b // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_b // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_b // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_b // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_b * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_b % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (lanes_b * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) if SB == 1 else max((lanes_b * run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_b + 16 - 1) // 16)) if l1_is_shared_memory else 0)
@@ -1563,8 +1520,6 @@ def probe(_samples, _seed):
             # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
             copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
             # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-            if threads // MDIMA == 0:  # would divide by zero
-                continue
             copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
             # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
             copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -1582,8 +1537,6 @@ def probe(_samples, _seed):
         # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
         copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
         # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-        if threads // MDIMA == 0:  # would divide by zero
-            continue
         copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
         # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
         copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -1597,8 +1550,6 @@ def probe(_samples, _seed):
             # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
             copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
             # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-            if threads // NDIMB == 0:  # would divide by zero
-                continue
             copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
             # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
             copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -1616,8 +1567,6 @@ def probe(_samples, _seed):
         # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
         copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
         # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-        if threads // NDIMB == 0:  # would divide by zero
-            continue
         copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
         # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
         copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -2250,9 +2199,6 @@ def chen(_runs, _seed):
                     # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                     copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                     # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                    if threads // MDIMA == 0:  # would divide by zero
-                        if _live:
-                            continue
                     copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                     # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                     copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -2321,9 +2267,6 @@ def chen(_runs, _seed):
                 # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
                 copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
                 # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-                if threads // MDIMA == 0:  # would divide by zero
-                    if _live:
-                        continue
                 copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
                 # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -2337,9 +2280,6 @@ def chen(_runs, _seed):
                     # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                     copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                     # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                    if threads // NDIMB == 0:  # would divide by zero
-                        if _live:
-                            continue
                     copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                     # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -2408,9 +2348,6 @@ def chen(_runs, _seed):
             # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
             copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
             # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-            if threads // MDIMA == 0:  # would divide by zero
-                if _live:
-                    continue
             copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
             # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
             copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -2423,9 +2360,6 @@ def chen(_runs, _seed):
                 # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
                 copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
                 # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-                if threads // NDIMB == 0:  # would divide by zero
-                    if _live:
-                        continue
                 copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
                 # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
                 copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -2501,9 +2435,6 @@ def chen(_runs, _seed):
             # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
             copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
             # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-            if threads // MDIMA == 0:  # would divide by zero
-                if _live:
-                    continue
             copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
             # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
             copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -2514,9 +2445,6 @@ def chen(_runs, _seed):
             # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
             copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
             # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-            if threads // NDIMB == 0:  # would divide by zero
-                if _live:
-                    continue
             copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
             # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
             copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
@@ -2606,9 +2534,6 @@ def chen(_runs, _seed):
             # derived copy_run_a (spaces/gemm_clblast.py:126): (MWG // MDIMA if STRM == 0 else VWM) * 4
             copy_run_a = (MWG // MDIMA if STRM == 0 else VWM) * 4
             # derived copy_runs_a (spaces/gemm_clblast.py:127): KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
-            if threads // MDIMA == 0:  # would divide by zero
-                if _live:
-                    continue
             copy_runs_a = KWG // (threads // MDIMA) * (1 if STRM == 0 else MWG // MDIMA // VWM)
             # derived copy_wavefronts_a (spaces/gemm_clblast.py:149): copy_runs_a * max((32 * copy_run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_a + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
             copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
@@ -2619,9 +2544,6 @@ def chen(_runs, _seed):
             # derived copy_run_b (spaces/gemm_clblast.py:128): (NWG // NDIMB if STRN == 0 else VWN) * 4
             copy_run_b = (NWG // NDIMB if STRN == 0 else VWN) * 4
             # derived copy_runs_b (spaces/gemm_clblast.py:129): KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
-            if threads // NDIMB == 0:  # would divide by zero
-                if _live:
-                    continue
             copy_runs_b = KWG // (threads // NDIMB) * (1 if STRN == 0 else NWG // NDIMB // VWN)
             # derived copy_wavefronts_b (spaces/gemm_clblast.py:150): copy_runs_b * max((32 * copy_run_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_run_b + 16 - 1) // 16)) * (2 if l1_is_shared_memory else 1)
             copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2

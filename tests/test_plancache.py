@@ -1,6 +1,7 @@
 """The plan cache answers an unchanged command without the compiler, and rebuilds whenever the
 space file, a local file it imports, the settings or the device change; long value lists compile
 as arrays and count right."""
+import json
 import os
 import subprocess
 import sys
@@ -84,12 +85,22 @@ def test_a_changed_module_is_not_trusted_from_the_record(space_with_helper, tmp_
     assert not isinstance(compile_cached(path, generated_dir=generated), CachedPlan)
 
 
-def test_a_warm_command_imports_no_sympy(tmp_path):
-    """A second `beastgen count` on the same space imports neither sympy, networkx nor the planner,
-    nor (counting through the C target) Numba or NumPy."""
-    space = tmp_path / "warm.py"
-    space.write_text("import beastgen as beast\nx = beast.range(1, 9)\ny = beast.values(1, 2, 3)\n"
-                     "f = beast.filter(x == y)\n")
+WARM_SPACES = {
+    "warm.py": "import beastgen as beast\nx = beast.range(1, 9)\ny = beast.values(1, 2, 3)\n"
+               "f = beast.filter(x == y)\n",
+    "warm.json": json.dumps({"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "x", "Values": "list(range(1, 9))"},
+                             {"Name": "y", "Values": "[1, 2, 3]"}],
+        "Conditions": [{"Expression": "x != y"}]}}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WARM_SPACES))
+def test_a_warm_command_imports_no_sympy(tmp_path, name):
+    """A second `beastgen count` on the same space (a .py space file or a T1 .json) imports neither
+    sympy, networkx nor the planner, nor (counting through the C target) Numba or NumPy."""
+    space = tmp_path / name
+    space.write_text(WARM_SPACES[name])
     probe = ("import sys\nfrom beastgen.cli import main\ncode = main(['count', sys.argv[1]])\n"
              "heavy = [m for m in ('sympy', 'networkx', 'beastgen.compiler.plan', "
              "'beastgen.compiler.specialize', 'numba', 'numpy') if m in sys.modules]\nprint('HEAVY', heavy)\n")
@@ -101,6 +112,20 @@ def test_a_warm_command_imports_no_sympy(tmp_path):
     assert "HEAVY []" in runs[1].stdout, runs[1].stdout
 
 
+def test_a_changed_t1_file_rebuilds(tmp_path):
+    """The record of a T1 file is keyed on its content: a changed condition counts afresh."""
+    space = tmp_path / "changing.json"
+    space.write_text(WARM_SPACES["warm.json"])
+    generated = str(tmp_path / "gen")
+    assert _built(str(space), generated).count() == 21
+    cached = compile_cached(str(space), generated_dir=generated)
+    assert isinstance(cached, CachedPlan) and cached.count() == 21
+    space.write_text(WARM_SPACES["warm.json"].replace("x != y", "x == y"))
+    rebuilt = compile_cached(str(space), generated_dir=generated)
+    assert not isinstance(rebuilt, CachedPlan)
+    assert rebuilt.count() == 3
+
+
 def test_a_1024_value_list_counts_right(write_space, generated_dir):
     values = [3 * i + 1 for i in range(1024)]
     path = write_space(f"import beastgen as beast\nx = beast.values({', '.join(map(str, values))})\n"
@@ -110,3 +135,28 @@ def test_a_1024_value_list_counts_right(write_space, generated_dir):
     expected = sum(1 for x in values for y in range(1, 9) if (x + y) % 2 == 0)
     assert plan.count() == expected == 4096
     assert len(plan.enumerate()) == expected
+
+
+def test_a_count_in_c_writes_no_numba_module(tmp_path):
+    """The Numba module is generated and written only when a Numba path first needs it; the
+    record then learns its sha256 and checks it as before."""
+    from beastgen.compiler import native
+
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    space = tmp_path / "lazy.json"
+    space.write_text(WARM_SPACES["warm.json"])
+    generated = str(tmp_path / "gen")
+    built = compile_cached(str(space), generated_dir=generated)
+    assert built.count() == 21 and built.native is not None
+    assert not os.path.exists(built.path)
+    cached = compile_cached(str(space), generated_dir=generated)
+    assert isinstance(cached, CachedPlan) and cached.count() == 21
+    assert not os.path.exists(cached.path)
+    assert cached.stats().count == 21  # Numba: the module is written now
+    assert os.path.exists(cached.path)
+    again = compile_cached(str(space), generated_dir=generated)
+    assert isinstance(again, CachedPlan) and again.count() == 21
+    with open(again.path, "a") as f:
+        f.write("# edited\n")
+    assert not isinstance(compile_cached(str(space), generated_dir=generated), CachedPlan)

@@ -22,7 +22,10 @@ from ..trust import trusted_file
 
 NATIVE_ENV = "BEASTGEN_NATIVE"
 #: -fwrapv: 64-bit integers wrap as Numba's do; no -ffast-math (NaN and infinities must follow IEEE)
-C_FLAGS = ["-O2", "-fwrapv", "-shared", "-fPIC"]
+C_FLAGS = ["-fwrapv", "-shared", "-fPIC"]
+#: the optimization of a library: -O0 compiles a small nest several times faster (see
+#: :data:`beastgen.compiler.runtime.QUICK_COMPILE_ITERATIONS`), -O2 counts a large one faster
+OPTIMIZATIONS = ("-O0", "-O2")
 SOURCE_SUFFIX, LIBRARY_SUFFIX, DIGEST_SUFFIX = ".c", ".so", ".sha256"
 FUNCTIONS = ("count", "split_nodes")
 
@@ -38,10 +41,13 @@ def c_compiler() -> str | None:
     return next((found for name in ("cc", "gcc", "clang") if (found := shutil.which(name))), None)
 
 
-def library_path(directory: str, space_name: str, c_source: str) -> str:
-    """Where the library of ``c_source`` lives: named by its sha256, so settings that change only
-    what the count does not read (a problem size read by bound terms alone) share one library."""
-    digest = hashlib.sha256(c_source.encode()).hexdigest()[:16]
+def library_path(directory: str, space_name: str, c_source: str, optimization: str = "-O2") -> str:
+    """Where the library of ``c_source`` lives: named by its sha256 (and the optimization), so
+    settings that change only what the count does not read (a problem size read by bound terms
+    alone) share one library."""
+    if optimization not in OPTIMIZATIONS:
+        raise ValueError(f"unknown optimization {optimization!r}")
+    digest = hashlib.sha256(f"{optimization}\n{c_source}".encode()).hexdigest()[:16]
     return os.path.join(directory, f"{space_name}__c{digest}{LIBRARY_SUFFIX}")
 
 
@@ -68,12 +74,14 @@ def recorded_digest(target: str) -> str | None:
     return recorded if library_digest(target) == recorded else None
 
 
-def build_library(directory: str, space_name: str, c_source: str) -> tuple[str, str] | None:
+def build_library(directory: str, space_name: str, c_source: str,
+                  optimization: str = "-O2") -> tuple[str, str] | None:
     """The compiled library of ``c_source`` and its sha256: the one already there when its recorded
     sha256 matches, else compiled afresh (a file under that name that this user did not build, or
     that changed since, is replaced unread); None when there is no C compiler, or it fails (said on
-    stderr: counting goes on with Numba)."""
-    target = library_path(directory, space_name, c_source)
+    stderr: counting goes on with Numba). An OSError writing the source (a full disk, a read-only
+    directory) is raised: Numba could not write its module there either."""
+    target = library_path(directory, space_name, c_source, optimization)
     known = recorded_digest(target)
     if known is not None:
         return target, known
@@ -86,13 +94,11 @@ def build_library(directory: str, space_name: str, c_source: str) -> tuple[str, 
     tmp_digest = f"{target}.{os.getpid()}{DIGEST_SUFFIX}.tmp"
     try:
         _write_private(tmp_source, c_source)
-    except OSError as e:
+    except OSError:
         _remove(tmp_source)
-        print(f"beastgen: cannot write {tmp_source} ({e.strerror or e}); counting with Numba",
-              file=sys.stderr)
-        return None
+        raise
     try:
-        subprocess.run([compiler, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], check=True,
+        subprocess.run([compiler, optimization, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], check=True,
                        capture_output=True, text=True)
         os.chmod(tmp, 0o755)
         digest = library_digest(tmp)

@@ -67,6 +67,38 @@ class Plan:
         """Whether the range loop of ``item`` is proven inside 64 bits (see ``intervals.range_fits``)."""
         return range_fits(self.specialized, self.intervals, item)
 
+    def iteration_bound(self) -> int | None:
+        """An upper bound on the nest's loop iterations: over the levels, the product of the domain
+        sizes down to each (a filter or a solved level only takes iterations away). None when a
+        domain's size is not a constant (a function iterator, a range with varying limits)."""
+        total, product = 0, 1
+        for level in self.levels:
+            size = domain_size(level.iterator)
+            if size is None:
+                return None
+            product *= size
+            total += product
+        return total
+
+
+def range_length(start: int, stop: int, step: int = 1) -> int:
+    """``len(range(start, stop, step))`` for any Python ints (``len`` raises past 64 bits)."""
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // -step)
+
+
+def domain_size(item: Item) -> int | None:
+    """How many values an iterator takes, when that is a constant (None otherwise)."""
+    if item.function is not None or not item.domain:
+        return None
+    kind, *parts = item.domain
+    if kind == "values":
+        return len(parts)
+    if kind == "range" and all(isinstance(p, L.Const) and type(p.value) is int for p in parts):
+        return range_length(*(p.value for p in parts))
+    return None
+
 
 def item_graph(items: dict[str, Item]) -> nx.DiGraph:
     graph = nx.DiGraph()

@@ -1,6 +1,8 @@
 """Runtime: write the generated module (only when it changed), import it, let Numba compile it
 (cached on disk), and run ``count`` / ``count_with_stats`` / ``fill``; where the C target prints
-the plan (:mod:`.native`), count and enumerate run its library instead.
+the plan (:mod:`.native`), count and enumerate run its library instead. A nest whose loop
+iterations are bounded small (:data:`SMALL_NEST_ITERATIONS`) runs in the calling thread; a larger
+one in threads that Ctrl-C does not wait for.
 """
 from __future__ import annotations
 
@@ -41,6 +43,17 @@ _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
 _FIRST_BUFFER_BYTES = 256 << 20  # a native enumeration's first buffer per thread (virtual memory)
 _CENSUS_SAMPLES_PER_NODE = 8  # a rough census is enough for that, and costs little next to the work
+#: loop iterations a nest may take and still run in the calling thread, with no thread started:
+#: at about 3 ns each (the flagship's nest takes 1 to 3.5), the POLL_SECONDS that Ctrl-C waits
+#: anyway (:mod:`beastgen.interrupt`)
+SMALL_NEST_ITERATIONS = 1 << 25
+#: loop iterations below which the C library is compiled at -O0: several times faster to compile
+#: (dedispersion 0.24 s against 0.39 s, gemm_clblast 0.24 s against 0.85 s, under load), its nest at
+#: most about 3 times slower (gemm: 0.54 s against 0.25 s), so at most tens of milliseconds here
+QUICK_COMPILE_ITERATIONS = 1 << 22
+#: generated functions whose work is at most a walk of the nest (not so Knuth's or Chen's samples)
+_NEST_WALKS = frozenset({"count", "count_with_stats", "split_nodes", "fill", "count_pruned", "rank",
+                         "cut_analysis"})
 #: column types by value type (string values are stored as indices into their constant tuple)
 _DTYPES = {"int": "int64", "str": "int64", "float": "float64", "bool": "bool"}
 
@@ -170,13 +183,12 @@ class CompiledPlan:
 
     def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
         from .analysis.symbolic import SymbolicContext
-        from .codegen.module import generate_module
 
         self.specialized = spec
         self.plan = plan
         self.path = generated_path(spec, generated_dir) if plan else None
         self._symbolic = SymbolicContext(spec.items)  # the proofs, shared by both code writers
-        self.source = generate_module(plan, self._symbolic) if plan else ""
+        self._source = None  # the Numba module's text, generated when first needed
         self._module = None
         self._native = None  # not looked for yet; False: none (Numba counts)
         self.last_seconds = 0.0
@@ -197,17 +209,35 @@ class CompiledPlan:
         return Target(spec.space.name, spec.space.path, spec.device.key, spec.device.name,
                       spec.device.source, dict(spec.settings))
 
+    @property
+    def source(self) -> str:
+        """The generated Numba module's text: generated on first use (a count that the C library
+        runs never needs it)."""
+        if self._source is None:
+            from .codegen.module import generate_module
+            self._source = generate_module(self.plan, self._symbolic) if self.plan else ""
+        return self._source
+
+    @source.setter
+    def source(self, text: str) -> None:
+        self._source = text
+
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
         if self.path:
-            check_generated_directory(os.path.dirname(self.path))
-            try:
-                write_if_changed(self.path, self.source)
-            except OSError as e:
-                raise BeastError(f"cannot write the generated enumerator: {e.strerror or e}; choose "
-                                 f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
-                                 self.path) from None
+            self._writing(lambda: write_if_changed(self.path, self.source))
         return self.path
+
+    def _writing(self, action):
+        """``action()`` once the generated directory passes the trust check; what it cannot write
+        there (a full disk, a read-only directory) is one clear error."""
+        check_generated_directory(os.path.dirname(self.path))
+        try:
+            return action()
+        except OSError as e:
+            raise BeastError(f"cannot write the generated enumerator: {e.strerror or e}; choose "
+                             f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
+                             self.path) from None
 
     @property
     def module(self):
@@ -243,11 +273,23 @@ class CompiledPlan:
         if self.path is None or not native.enabled():
             return None
         source = self.native_source()
-        self.write()
-        built = (native.build_library(os.path.dirname(self.path),
-                                      file_name_part(self.specialized.space.name), source)
-                 if source is not None else None)
+        if source is None:
+            return None
+        directory = os.path.dirname(self.path)  # the Numba module is not needed: not written
+
+        def build():
+            private_directory(directory)
+            return native.build_library(directory, file_name_part(self.specialized.space.name),
+                                        source, self.c_optimization)
+        built = self._writing(build)
         return native.load(*built) if built else None
+
+    @property
+    def c_optimization(self) -> str:
+        """How the C library is optimized: ``-O0`` for a nest of at most
+        :data:`QUICK_COMPILE_ITERATIONS` loop iterations, else ``-O2``."""
+        bound = self.iteration_bound
+        return "-O0" if bound is not None and bound <= QUICK_COMPILE_ITERATIONS else "-O2"
 
     def native_source(self) -> str | None:
         """The plan's count as C (:mod:`.codegen.c_nest`); None when the C target cannot print it."""
@@ -257,6 +299,19 @@ class CompiledPlan:
             return deeply(generate_c_module, self.plan, self._symbolic)
         except Unsupported:
             return None
+
+    @property
+    def iteration_bound(self) -> int | None:
+        """An upper bound on the nest's loop iterations (see :meth:`.plan.Plan.iteration_bound`);
+        None where it is not known."""
+        return self.plan.iteration_bound() if self.plan else 0
+
+    @property
+    def small(self) -> bool:
+        """Whether a walk of the nest is so short that it runs in the calling thread: no thread
+        pool, no split-node census, and Ctrl-C heard as soon as it returns."""
+        bound = self.iteration_bound
+        return bound is not None and bound <= SMALL_NEST_ITERATIONS
 
     def count_needs_compiling(self) -> bool:
         """Whether the next count compiles for a while (Numba's cache lacks it and no C library
@@ -288,9 +343,16 @@ class CompiledPlan:
     def _run(self, function_name: str, *args):
         function = self._nest_function(function_name, *args)
         start = time.perf_counter()
-        result = call_interruptibly(function, *args)
+        result = self._call(function_name, function, *args)
         self.last_seconds = time.perf_counter() - start
         return result
+
+    def _call(self, function_name: str, function, *args):
+        """``function(*args)``: in the calling thread when it walks a small nest, else in a thread
+        that Ctrl-C does not wait for (:func:`~beastgen.interrupt.call_interruptibly`)."""
+        if function_name in _NEST_WALKS and self.small:
+            return function(*args)
+        return call_interruptibly(function, *args)
 
     def _compile_error(self, error: Exception) -> BeastError:
         text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)) or f"{type(error).__name__} inside Numba"
@@ -328,6 +390,11 @@ class CompiledPlan:
         if self.path is None:  # an empty space (its plan is not needed to know that)
             return 0
         if threshold is None:
+            if self.small:  # in the calling thread, whole (or the chunk), timed alone
+                count = int(self._run("count", *_chunk(chunk)))
+                if progress is not None:
+                    progress(1.0, self.last_seconds)
+                return count
             jobs = jobs if chunk is None else 1
             self._compile_chunking(jobs)
             if chunk is None and self.native is not None:
@@ -618,7 +685,7 @@ class CompiledPlan:
         functions = [self._nest_function(name, *args) for name, *args in calls]
         start = time.perf_counter() if start is None else start
         if jobs <= 1 or len(calls) <= 1:
-            results = [call_interruptibly(f, *args) for f, (_, *args) in zip(functions, calls)]
+            results = [self._call(name, f, *args) for f, (name, *args) in zip(functions, calls)]
         else:
             pool = ThreadPoolExecutor(jobs)
             futures = [pool.submit(f, *args) for f, (_, *args) in zip(functions, calls)]
@@ -664,7 +731,7 @@ class CompiledPlan:
         import numpy as np
         if self.plan is None:
             return np.zeros(0, dtype=[(n, np.int64) for n in self.columns])
-        jobs = jobs if chunk is None else 1
+        jobs = jobs if chunk is None and not self.small else 1
         if self.native is not None:
             return self._enumerate_native(_chunk(chunk), jobs)
         items = self.specialized.items
@@ -717,7 +784,7 @@ class CompiledPlan:
                 rows = grown
             return rows
 
-        buffers = _claiming(max(jobs, 1), rows_of, next_node)
+        buffers = [rows_of(0)] if self.small else _claiming(max(jobs, 1), rows_of, next_node)
         total = int(node_rows.sum())
         if chunk == _WHOLE:
             self._rows_hint = total

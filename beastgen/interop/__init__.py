@@ -9,16 +9,30 @@ Kernel Tuner's ``tune_params`` / ``restrictions``.
 JSON and restriction strings are data: the restricted evaluator (:mod:`beastgen.interop.restricted`)
 parses them with :mod:`ast`; nothing is passed to ``eval``.
 """
-from .export import kernel_tuner_key, to_kernel_tuner, to_t1, write_kernel_tuner
-from .kernel_tuner import from_kernel_tuner
-from .t1 import load_t1, t1_space
+import importlib
 
-__all__ = [
-           "from_kernel_tuner",
-           "kernel_tuner_key",
-           "load_t1",
-           "t1_space",
-           "to_kernel_tuner",
-           "to_t1",
-           "write_kernel_tuner",
-]
+#: where each public name lives: imported on first use, so that reading a T1 file (``.t1``)
+#: imports neither NumPy (``.kernel_tuner``'s Python restrictions) nor the code writers (``.export``)
+_WHERE = {
+    "from_kernel_tuner": "kernel_tuner",
+    "kernel_tuner_key": "export",
+    "load_t1": "t1",
+    "t1_space": "t1",
+    "to_kernel_tuner": "export",
+    "to_t1": "export",
+    "write_kernel_tuner": "export",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

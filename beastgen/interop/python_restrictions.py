@@ -13,13 +13,15 @@ a warning names each such restriction when the space is built.
 from __future__ import annotations
 
 import warnings
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import BeastError
 from ..compiler.plan import make_plan
 from ..compiler.runtime import CompiledPlan, Space, Stats
 from ..compiler.specialize import specialize_space
+
+if TYPE_CHECKING:  # NumPy is imported where rows are filtered: a space without them never needs it
+    import numpy as np
 
 
 class PythonRestrictionWarning(UserWarning):
@@ -77,6 +79,7 @@ class PostFilteredPlan(CompiledPlan):
 
     def _passing(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
         """Which rows every Python restriction accepts, and how many each one rejected."""
+        import numpy as np
         names = list(rows.dtype.names)
         keep = np.ones(len(rows), dtype=bool)
         rejected = dict.fromkeys((r.name for r in self.python_restrictions), 0)

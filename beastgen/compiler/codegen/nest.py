@@ -12,7 +12,7 @@ from ..language import nodes as L
 from ..language.identity import IdentityMapper
 from ..language.mapper import Mapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
-from ..plan import Plan
+from ..plan import Plan, range_length
 from ...quoting import comment_text
 from ..specialize import Item, infer_type
 
@@ -104,13 +104,6 @@ def domain_size(it: Item) -> int:
     kind, *parts = it.domain
     values = [p.value for p in parts]
     return range_length(*values) if kind == "range" else len(values)
-
-
-def range_length(start: int, stop: int, step: int = 1) -> int:
-    """``len(range(start, stop, step))`` for any Python ints."""
-    if step > 0:
-        return max(0, (stop - start + step - 1) // step)
-    return max(0, (start - stop - step - 1) // -step)
 
 
 def counted_tail_size(levels) -> int:

@@ -1,0 +1,96 @@
+"""Small spaces run where the user meets them: a count (stats, enumeration) of a nest whose loop
+iterations are bounded small runs in the calling thread, with no thread pool and no split-node
+census; a larger one still runs in threads that Ctrl-C does not wait for."""
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+from conftest import REFERENCE_DIR, REPO
+
+import beastgen
+from beastgen.compiler import native, runtime
+from beastgen.compiler.runtime import compile_space
+from beastgen.plancache import CachedPlan, compile_cached
+
+SMALL = ("import beastgen as beast\nx = beast.range(1, 40)\ny = beast.values(1, 2, 3, 5, 8)\n"
+         "z = beast.range(0, 12, 3)\nf = beast.filter((x * y + z) % 7 == 0)\n")
+SMALL_COUNT = sum(1 for x in range(1, 40) for y in (1, 2, 3, 5, 8) for z in range(0, 12, 3)
+                  if (x * y + z) % 7 != 0)
+
+
+@pytest.fixture
+def thread_starts(monkeypatch):
+    """The names of the threads started while the test runs (every thread, pools' included)."""
+    started = []
+    original = threading.Thread.start
+
+    def start(self):
+        started.append(self.name)
+        return original(self)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    return started
+
+
+@pytest.mark.parametrize("with_c", ["1", "0"])
+def test_a_small_count_runs_in_the_calling_thread(with_c, write_space, tmp_path, monkeypatch,
+                                                  thread_starts):
+    monkeypatch.setenv("BEASTGEN_NATIVE", with_c)
+    plan = compile_space(beastgen.load(write_space(SMALL)), "h100", {}, str(tmp_path / "gen"))
+    assert (plan.native is not None) == (with_c == "1")
+    assert plan.iteration_bound == 39 + 39 * 5 + 39 * 5 * 4 and plan.small
+    assert plan.c_optimization == "-O0"  # compiles faster than -O2 would count faster
+    if plan.native is not None:
+        assert plan.native.path == native.library_path(
+            os.path.dirname(plan.path), "space", plan.native_source(), "-O0")
+    plan.count()  # compiles (Numba) before the threads are watched
+    plan.enumerate()
+    thread_starts.clear()
+    assert plan.count(jobs=4) == SMALL_COUNT
+    assert plan.stats().count == SMALL_COUNT
+    assert len(plan.enumerate(jobs=4)) == SMALL_COUNT
+    assert thread_starts == []
+
+
+def test_the_iteration_bound_holds(tmp_path):
+    """The bound (product of the domain sizes down to each level) is at least what the nest
+    iterates, on the real T1 spaces; the plan cache's record keeps it."""
+    generated = str(tmp_path / "gen")
+    for name in ("dedispersion", "hotspot", "gemm_clblast"):
+        path = os.path.join(REFERENCE_DIR, f"{name}.json")
+        plan = compile_cached(path, generated_dir=generated)
+        plan.write()
+        stats = plan.stats()
+        assert sum(iterations for _, iterations in stats.levels) <= plan.iteration_bound
+        assert plan.small
+        cached = compile_cached(path, generated_dir=generated)
+        assert isinstance(cached, CachedPlan) and cached.iteration_bound == plan.iteration_bound
+
+
+def test_a_varying_or_large_domain_is_not_small(write_space, tmp_path, thread_starts):
+    varying = compile_space(beastgen.load(write_space(
+        "import beastgen as beast\nx = beast.range(1, 9)\ny = beast.range(x, 9)\n")),
+        "h100", {}, str(tmp_path / "gen"))
+    assert varying.iteration_bound is None and not varying.small
+    side = int(runtime.SMALL_NEST_ITERATIONS ** 0.5) + 1
+    large = compile_space(beastgen.load(write_space(
+        f"import beastgen as beast\nx = beast.range(0, {side})\ny = beast.range(0, {side})\n"
+        "f = beast.filter(x != y)\n", name="large.py")), "h100", {}, str(tmp_path / "gen"))
+    assert large.iteration_bound > runtime.SMALL_NEST_ITERATIONS and not large.small
+    assert large.c_optimization == "-O2" and varying.c_optimization == "-O2"
+    if large.native is None:
+        pytest.skip("no C compiler: a Numba count of this size would take long to compile")
+    thread_starts.clear()
+    assert large.count(jobs=1) == side  # the filter rejects x != y
+    assert thread_starts  # Ctrl-C is heard while it runs
+
+
+def test_interop_imports_only_what_the_space_needs():
+    """Reading a T1 file or building a Kernel Tuner space imports no NumPy (a fresh process)."""
+    probe = ("import sys\nfrom beastgen.interop import from_kernel_tuner, load_t1\n"
+             "space = from_kernel_tuner({'block_size_x': [32, 64], 'tile': [1, 2]}, ['tile <= 1'])\n"
+             "print(sorted(m for m in ('numpy', 'numba', 'sympy') if m in sys.modules))\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=REPO))
+    assert run.stdout.strip() == "[]", run
