@@ -73,7 +73,8 @@ def size_text(size) -> str:
     if size.method == "exact":
         return f"{size.count:,.0f} configurations"
     rounded = float(f"{size.count:.2g}")
-    return f"about {rounded:,.0f} configurations" if rounded < 1e9 else f"about {rounded:.2g} configurations"
+    shown = f"{rounded:,.0f}" if rounded < 1e9 else f"{rounded:.2g}"
+    return f"about {shown} configurations"
 
 
 def describe_target(plan) -> str:
