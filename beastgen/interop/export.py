@@ -96,24 +96,22 @@ def write_kernel_tuner(plan, path: str, configs=None, progress=None) -> int:
     return len(configurations)
 
 
-#: configurations written between two reports of progress
-_REPORT_EVERY = 1 << 14
+#: configurations written at a time (a report of progress after each block)
+_BLOCK = 1 << 14
 
 
 def _write_with_cache(f, document: dict, configurations: list[dict], progress) -> None:
     """``document`` with a last member ``"cache"`` (Kernel Tuner's key of each configuration ->
-    the configuration), written as ``json.dump(..., indent=1)`` writes it, one configuration at
-    a time so that ``progress`` hears how far it is."""
-    cache = {kernel_tuner_key(c): c for c in configurations}
+    the configuration), written as ``json.dump(..., indent=1)`` writes it, a block of
+    configurations at a time so that ``progress`` hears how far it is."""
+    cache = list({kernel_tuner_key(c): c for c in configurations}.items())
     head = json.dumps({**document, "cache": {}}, indent=1)  # ends with '"cache": {}\n}'
     f.write(head[:-len("}\n}")])
-    for index, (key, config) in enumerate(cache.items()):
-        entry = json.dumps({key: config}, indent=1)[1:-2]  # '\n "key": {...}', one level too far out
-        f.write(("," if index else "") + entry.replace("\n", "\n "))
-        if progress is not None and index % _REPORT_EVERY == 0:
-            progress(index / len(cache), 0.0)
-    if progress is not None:
-        progress(1.0, 0.0)
+    for start in range(0, len(cache), _BLOCK):
+        entries = json.dumps(dict(cache[start:start + _BLOCK]), indent=1)[1:-2]  # '\n "key": ...'
+        f.write(("," if start else "") + entries.replace("\n", "\n "))  # one level further in
+        if progress is not None:
+            progress(min(start + _BLOCK, len(cache)) / len(cache), 0.0)
     f.write("\n }\n}\n" if cache else "}\n}\n")
 
 

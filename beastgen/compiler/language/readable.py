@@ -91,6 +91,9 @@ class _Readable(IdentityMapper):
     def __init__(self, is_int):
         self.is_int = is_int
 
+    def map_Expr(self, node):
+        return node  # any other node prints as it is
+
     def map_Const(self, node):
         shown = getattr(node, "shown", None)
         return node if not shown or shown.isidentifier() else L.Const(node.value)
