@@ -28,18 +28,18 @@ A filter REJECTS a configuration when it is true.
 import beastgen as beast
 
 # -- settings (problem inputs): the default is a ResNet-50 conv3_x 3x3 layer, batch 32 ------------
-N = beast.setting(32)          # batch size
-C = beast.setting(128)         # input channels
-H = beast.setting(28)          # input height
-W = beast.setting(28)          # input width
-K = beast.setting(128)         # output channels (filters)
-R = beast.setting(3)           # filter height
-S = beast.setting(3)           # filter width
-stride = beast.setting(1)
-pad = beast.setting(1)
+N = beast.setting(32, minimum=1)          # batch size
+C = beast.setting(128, minimum=1)         # input channels
+H = beast.setting(28, minimum=1)          # input height
+W = beast.setting(28, minimum=1)          # input width
+K = beast.setting(128, minimum=1)         # output channels (filters)
+R = beast.setting(3, minimum=1)           # filter height
+S = beast.setting(3, minimum=1)           # filter width
+stride = beast.setting(1, minimum=1)
+pad = beast.setting(1, minimum=0)
 precision = beast.setting('s', choices=['h', 's', 'd'])
-max_tile = beast.setting(128)  # largest block tile edge (blk_pix, blk_k)
-max_thread_tile = beast.setting(8)  # largest micro-tile edge (thr_pix, thr_k)
+max_tile = beast.setting(128, minimum=1)  # largest block tile edge (blk_pix, blk_k)
+max_thread_tile = beast.setting(8, minimum=1)  # largest micro-tile edge (thr_pix, thr_k)
 
 @beast.derived
 def elem_bytes():

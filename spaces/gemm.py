@@ -10,8 +10,8 @@ import beastgen as beast
 precision = beast.setting('s', choices=['s', 'd', 'c', 'z'])
 trans_a = beast.setting(0, choices=[0, 1])
 trans_b = beast.setting(0, choices=[0, 1])
-max_blk = beast.setting(128)      # largest tile edge for blk_m, blk_n
-max_blk_k = beast.setting(64)     # largest blk_k
+max_blk = beast.setting(128, minimum=1) # largest tile edge for blk_m, blk_n
+max_blk_k = beast.setting(64, minimum=1) # largest blk_k
 
 @beast.derived
 def elem_bytes():
@@ -97,9 +97,9 @@ low_fma_ratio = beast.filter(5 * thr_m * thr_n < 6 * (thr_m + thr_n))
 # -- lower-bound model (Telamon-style): seconds; each term must NEVER exceed the real run time ----
 # Problem size C[M x N] += A[M x K] B[K x N]. The bound of a configuration is the maximum of the terms;
 # a term that depends only on outer loops cuts whole subtrees there.
-M = beast.setting(4096)
-N = beast.setting(4096)
-K = beast.setting(4096)
+M = beast.setting(4096, minimum=1)
+N = beast.setting(4096, minimum=1)
+K = beast.setting(4096, minimum=1)
 
 bt = beast.bound_terms
 

@@ -97,9 +97,9 @@ def excluded_128x128_with_8x8_threads():
 # Counts are per warp and K tile, for the busiest SM; every one is a minimum no compiler beats:
 # one FFMA per FMA (no NVIDIA GPU up to Hopper has a packed FP32 FMA), loads fused to the widest
 # (bound_terms.fused_loads), wavefronts over the union of a warp's lanes (bound_terms.warp_wavefronts).
-M = beast.setting(4096)
-N = beast.setting(4096)
-K = beast.setting(4096)
+M = beast.setting(4096, minimum=1)
+N = beast.setting(4096, minimum=1)
+K = beast.setting(4096, minimum=1)
 ELEM_BYTES = 4
 bt = beast.bound_terms
 

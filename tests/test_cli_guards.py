@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from beastgen.cli import main
+from beastgen.plancache import compile_cached
 
 from conftest import REPLAY, REPO
 
@@ -139,11 +140,28 @@ def test_every_subcommand_shows_an_example_that_names_it(capsys):
         assert "%%" not in out
 
 
-def test_show_keeps_lines_readable(generated_dir, capsys):
-    """The bound-term library unfolds into expressions of thousands of characters: show cuts them
-    (the generated module has them whole) and wraps the lists of names."""
-    assert main(["show", os.path.join(REPO, "spaces", "gemm.py"), "--generated-dir", generated_dir]) == 0
-    lines = capsys.readouterr().out.splitlines()
+def test_show_keeps_lines_readable(gemm_h100, generated_dir, capsys):
+    """The bound-term library unfolds into expressions of thousands of characters: show prints
+    them with the device's values and without what folding left (``a_run >= a_run``), cuts what is
+    still long (the generated module has it whole) and wraps the lists of names; what is counted
+    does not change."""
+    from beastgen.compiler.language.printer import expr_source
+
+    gemm = os.path.join(REPO, "spaces", "gemm.py")
+    count = gemm_h100.count()
+    specialized = {name: expr_source(item.expr, root=True)
+                   for name, item in gemm_h100.specialized.items.items() if item.expr is not None}
+    assert main(["show", gemm, "--device", "h100", "--generated-dir", generated_dir]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
     assert max(map(len, lines)) < 300
     assert any("characters; the whole expression is in the generated enumerator)" in line
                for line in lines)
+    for tautology in ("a_run >= a_run", "b_run >= b_run", "beast.device.", "and True", "4 // 4"):
+        assert tautology not in out
+    assert "derived blocks_on_busiest_sm = (blocks + 132 - 1) // 132" in out  # the H100's 132 SMs
+    assert main(["count", gemm, "--device", "h100", "--generated-dir", generated_dir]) == 0
+    assert f"{count:,}" in capsys.readouterr().out
+    show_plan = compile_cached(gemm, device="h100", generated_dir=generated_dir)
+    assert {name: expr_source(item.expr, root=True) for name, item in
+            show_plan.specialized.items.items() if item.expr is not None} == specialized

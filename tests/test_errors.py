@@ -151,6 +151,29 @@ def test_unknown_setting_and_bad_choice(write_space):
     assert "not one of its choices" in e.value.message and "[4, 8, 16]" in e.value.message
 
 
+def test_setting_minimum_and_maximum(write_space):
+    path = write_space("import beastgen as beast\nn = beast.setting(8, minimum=1, maximum=64)\n"
+                       "x = beast.range(n)\n")
+    space = beastgen.load(path)
+    for value, words in ((0, "below its minimum 1"), ("-1", "below its minimum 1"),
+                         (65, "above its maximum 64")):
+        with pytest.raises(SettingError) as e:
+            space.specialize(n=value)
+        assert words in e.value.message and e.value.where.endswith("space.py:2")
+    assert space.specialize(n=1).count() == 1 and space.specialize(n="64").count() == 64
+    with pytest.raises(SpaceError, match="default 0 is below its minimum 1"):
+        beastgen.load(write_space("import beastgen as beast\nn = beast.setting(0, minimum=1)\n"))
+    with pytest.raises(SpaceError, match="minimum must be a number"):
+        beastgen.load(write_space("import beastgen as beast\nn = beast.setting('a', minimum=1)\n"))
+
+
+def test_cli_refuses_a_negative_problem_size(capsys):
+    gemm = os.path.join(os.path.dirname(__file__), os.pardir, "spaces", "gemm.py")
+    assert main(["count", gemm, "--device", "a100", "--set", "M=-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "setting 'M' = -1 is below its minimum 1" in err and "gemm.py:" in err and "\n" not in err
+
+
 def test_empty_space_is_not_an_error_and_names_the_filter(write_space, generated_dir):
     path = write_space(OK_SPACE.replace("x * y > 12", "x * y > 0"))
     plan = beastgen.load(path).specialize(generated_dir=generated_dir)

@@ -2,6 +2,7 @@
 never under --json or --no-progress."""
 import io
 import json
+import re
 import time
 
 import pytest
@@ -70,3 +71,56 @@ def test_json_output_has_no_progress(terminal, capsys, generated_dir, gemm_space
     assert "estimating" not in terminal.getvalue()
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert record["samples"] == 200
+
+
+SMALL_SPACE = """\
+import beastgen as beast
+x = beast.range(1, 40)
+y = beast.range(1, x + 1)
+z = beast.values(1, 2, 4)
+odd = beast.filter((x * y + z) % 3 == 0)
+"""
+
+
+def test_enumerate_hears_its_progress_natively_and_through_numba(write_space, generated_dir):
+    import beastgen
+
+    plan = beastgen.load(write_space(SMALL_SPACE)).specialize(generated_dir=generated_dir)
+    whole = plan.enumerate().tolist()
+    assert len(whole) == plan.count() > 0
+    try:
+        for native in (None, False):  # None: the C library where there is one; False: Numba
+            plan._native = native
+            for jobs in (1, 2):
+                shares = []
+                rows = plan.enumerate(jobs=jobs, progress=lambda done, seconds: shares.append(done))
+                assert rows.tolist() == whole
+                assert shares == sorted(shares) and shares[-1] == 1.0 and shares[0] >= 0
+    finally:
+        plan._native = None
+
+
+def test_enumerate_and_export_show_the_total(terminal, monkeypatch, tmp_path, capsys):
+    from conftest import REPO
+
+    monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)  # a bar shows at once
+    hotspot = f"{REPO}/data/reference-spaces/hotspot.json"
+    stream = terminal()
+    assert main(["enumerate", hotspot, "-o", str(tmp_path / "h.csv")]) == 0
+    assert main(["export", hotspot, "--format", "kernel_tuner", "-o", str(tmp_path / "h.json")]) == 0
+    shown = stream.getvalue()
+    # the size is learnt first: counted (estimated while the estimate's functions compile)
+    assert len(re.findall(r"enumerating (82,984|about 8[23],000) configurations: ", shown)) == 2
+    for name in ("h.csv", "h.json"):  # tqdm draws at most 10 times a second: not always 100%
+        assert re.search(rf"writing 82,984 configurations to {re.escape(str(tmp_path / name))}: "
+                         r"+\d+%\|", shown)
+    assert "wrote 82,984 configurations" in capsys.readouterr().out
+
+
+def test_an_estimated_size_says_about():
+    from beastgen.commands.common import size_text
+    from beastgen.compiler.runtime import Estimate
+
+    assert size_text(Estimate(82984.0, 82984.0, 82984.0, 1, 0.1, "exact")) == "82,984 configurations"
+    assert size_text(Estimate(4.65e11, 4e11, 5e11, 40, 0.5, "knuth")) == "about 4.6e+11 configurations"
+    assert size_text(Estimate(83412.7, 8e4, 9e4, 40, 0.5, "knuth")) == "about 83,000 configurations"

@@ -676,6 +676,37 @@ def test_second_process_on_one_results_store_is_refused(tmp_path):
     Store(path).close()  # free again once the first is gone (kill -9 included)
 
 
+def test_the_lock_file_goes_with_a_clean_close_and_a_taker_never_holds_a_removed_one(
+        tmp_path, monkeypatch):
+    """The holder removes PATH.lock on close, still holding it; a taker that opened the file
+    before that finds it gone from the path once it has the lock, and takes a new one."""
+    from beastgen.harness import store as store_module
+
+    path = str(tmp_path / "run.db")
+    lock = path + ".lock"
+    store_module.Store(path).close()
+    assert os.listdir(tmp_path) == ["run.db"]
+    first = store_module.Store(path)
+    real_open, opened = open, []
+
+    def open_then_the_holder_closes(name, *args, **kwargs):
+        handle = real_open(name, *args, **kwargs)
+        if name == lock and not opened:
+            opened.append(os.fstat(handle.fileno()).st_ino)
+            first.close()  # between the taker's open and its flock
+        return handle
+
+    monkeypatch.setattr(store_module, "open", open_then_the_holder_closes, raising=False)
+    second = store_module.Store(path)
+    monkeypatch.undo()
+    assert opened and os.path.exists(lock)
+    assert os.fstat(second._lock.fileno()).st_ino == os.stat(lock).st_ino
+    with pytest.raises(store_module.BeastError, match="in use by another beastgen tune"):
+        store_module.Store(path)
+    second.close()
+    assert not os.path.exists(lock)
+
+
 @pytest.fixture
 def full_disk(tmp_path):
     """``full_disk(kib)``: a directory on a tmpfs of that size (a real 'No space left on device');

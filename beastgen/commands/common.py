@@ -58,6 +58,25 @@ def announce_compiling(plan) -> None:
         print("compiling the enumerator (cached after the first run)...", file=sys.stderr, flush=True)
 
 
+#: seconds spent learning a space's size before its enumeration (an exact count when that fits)
+SIZE_SECONDS = 0.5
+
+
+def learn_size(plan):
+    """The number of valid configurations (an :class:`~beastgen.compiler.runtime.Estimate`):
+    counted when that takes a fraction of :data:`SIZE_SECONDS`, else estimated in that time."""
+    return plan.estimate(seconds=SIZE_SECONDS, method="knuth")
+
+
+def size_text(size) -> str:
+    """'82,984 configurations', or for an estimate 'about 83,000' (two digits), 'about 4.6e+11'."""
+    if size.method == "exact":
+        return f"{size.count:,.0f} configurations"
+    rounded = float(f"{size.count:.2g}")
+    shown = f"{rounded:,.0f}" if rounded < 1e9 else f"{rounded:.2g}"
+    return f"about {shown} configurations"
+
+
 def describe_target(plan) -> str:
     target = plan.target
     default = " (the built-in default; choose with --device)" if target.device_source == "built-in" \

@@ -4,13 +4,14 @@ estimated), and a result that would not fit in memory is refused with the number
 import itertools
 import os
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import BeastError
 from ..output import AtomicOutput, write_csv, write_parquet
-from ..progress import Elapsed
-from .common import compile_target, describe_target, jobs, shows_progress
+from ..progress import Elapsed, ShareBar
+from .common import compile_target, describe_target, jobs, learn_size, shows_progress, size_text
 
 
 def run(args) -> int:
@@ -27,23 +28,29 @@ def run(args) -> int:
     target = AtomicOutput(output)  # the path is checked before the work
     try:
         print(describe_target(plan))
-        check_fits(plan, extension)
-        with Elapsed("enumerating", shows_progress(args)):
-            configs = plan.enumerate(jobs=jobs(args))
+        size = learn_size(plan)
+        check_fits(plan, extension, size)
+        with ShareBar(f"enumerating {size_text(size)}", shows_progress(args)) as bar:
+            configs = plan.enumerate(jobs=jobs(args), progress=bar)
     except BaseException:
         target.discard()
         raise
     seconds = plan.last_seconds
     writing = time.perf_counter()
-    with target as temporary, Elapsed(f"writing {output}", shows_progress(args)):
-        if extension == ".npy":
-            with open(temporary, "wb") as f:
-                np.save(f, configs)
-        elif extension == ".csv":
-            write_csv(temporary, configs.dtype.names, itertools.chain.from_iterable(
-                configs[i:i + CSV_BLOCK].tolist() for i in range(0, len(configs), CSV_BLOCK)))
+    description = f"writing {len(configs):,} configurations to {output}"
+    with target as temporary:
+        if extension == ".csv":
+            with ShareBar(description, shows_progress(args)) as bar:
+                write_csv(temporary, configs.dtype.names, itertools.chain.from_iterable(
+                    _reporting(configs[i:i + CSV_BLOCK].tolist(), bar, (i + CSV_BLOCK) / len(configs))
+                    for i in range(0, len(configs), CSV_BLOCK)))
         else:
-            write_parquet(temporary, configs)
+            with Elapsed(description, shows_progress(args)):
+                if extension == ".npy":
+                    with open(temporary, "wb") as f:
+                        np.save(f, configs)
+                else:
+                    write_parquet(temporary, configs)
     print(f"wrote {len(configs):,} configurations to {output} (enumeration {seconds:.3f} s, "
           f"writing {time.perf_counter() - writing:.3f} s)")
     return 0
@@ -51,17 +58,21 @@ def run(args) -> int:
 
 #: rows converted to Python values at a time for a .csv file (all at once took 5 times the array)
 CSV_BLOCK = 1 << 16
-#: seconds spent learning the size before enumerating (an exact count when it fits, else Knuth)
-SIZE_SECONDS = 0.5
 
 
-def check_fits(plan, extension: str) -> None:
+def _reporting(rows: list, bar, done: float) -> Iterator:
+    """``rows``, telling ``bar`` that the share ``done`` of the work is done once they are written
+    (the csv module takes the next block when it has written this one)."""
+    yield from rows
+    bar(min(done, 1.0), 0.0)
+
+
+def check_fits(plan, extension: str, size) -> None:
     """Refuse an enumeration whose rows (8 bytes a value; twice that for Parquet, whose columns are
-    copied) will not fit in the memory available, even at the low end of the size's estimate."""
+    copied) will not fit in the memory available, even at the low end of ``size``."""
     available = available_memory()
     if available is None:
         return
-    size = plan.estimate(seconds=SIZE_SECONDS, method="knuth")
     row_bytes = 8 * len(plan.columns) * (2 if extension == ".parquet" else 1)
     if size.low * row_bytes <= available:
         return

@@ -1,8 +1,9 @@
 """``beastgen export``: the space for another tool (Kernel Tuner's valid configurations, T1 JSON)."""
 from ..interop.export import to_t1, write_kernel_tuner
 from ..loading import load
-from ..progress import Elapsed
-from .common import compile_target, describe_target, parse_settings, shows_progress
+from ..progress import ShareBar
+from .common import (compile_target, describe_target, learn_size, parse_settings, shows_progress,
+                     size_text)
 
 
 def run(args) -> int:
@@ -16,8 +17,11 @@ def run(args) -> int:
         return 0
     plan = compile_target(args)
     print(describe_target(plan))
-    with Elapsed("exporting", shows_progress(args)):
-        count = write_kernel_tuner(plan, args.output)
+    shown = shows_progress(args)
+    with ShareBar(f"enumerating {size_text(learn_size(plan))}", shown) as bar:
+        configs = plan.enumerate(progress=bar)
+    with ShareBar(f"writing {len(configs):,} configurations to {args.output}", shown) as bar:
+        count = write_kernel_tuner(plan, args.output, configs, bar)
     print(f"wrote {count:,} valid configurations and tune_params to {args.output} (Kernel Tuner: "
           "Searchspace(None, None, None, from_cache=json.load(open(FILE))))")
     return 0

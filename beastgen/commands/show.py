@@ -2,7 +2,10 @@
 import os
 import textwrap
 
+from ..compiler.language.nodes import Expr
 from ..compiler.language.printer import expr_source
+from ..compiler.language.readable import readable
+from ..compiler.specialize import infer_type
 from .common import compile_target, describe_target
 
 
@@ -38,9 +41,20 @@ def run(args) -> int:
                   "when divisible and inside the domain)")
         for item in level.body:
             what = {"filter": "rejects when ", "bound": ">= "}.get(item.kind, "= ")
-            print(f"  {pad}  {item.kind} {item.name} {what}{_shortened(item.source_text)}")
+            print(f"  {pad}  {item.kind} {item.name} {what}{_shortened(_readable_text(item, spec))}")
     print(f"\ngenerated enumerator: {os.path.relpath(plan.path)}")
     return 0
+
+
+def _readable_text(item, spec) -> str:
+    """The item's expression as specialized (device properties and settings folded), made
+    readable; a function's name stays in front (``a_incongruent(): ...``)."""
+    if not isinstance(item.expr, Expr):
+        return item.source_text
+    text = expr_source(readable(item.expr, lambda node: infer_type(node, spec.items) == "int",
+                                test=item.kind == "filter"), root=True)
+    prefix = f"{item.name}(): "
+    return prefix + text if item.source_text.startswith(prefix) else text
 
 
 #: the longest expression shown whole (a bound-term library call unfolds into thousands of characters)

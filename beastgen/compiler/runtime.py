@@ -722,18 +722,21 @@ class CompiledPlan:
         return (f"the last {last.kind} to cut it was '{last.name}' ({last.origin}), "
                 f"which {what} {n:,} of the remaining candidates")
 
-    def enumerate(self, chunk: tuple[int, int] | None = None, jobs: int = 1) -> np.ndarray:
+    def enumerate(self, chunk: tuple[int, int] | None = None, jobs: int = 1,
+                  progress=None) -> np.ndarray:
         """Every valid configuration, as a structured array with one field per iterator
         (declaration order); string values are mapped back. With ``chunk=(lo, hi)``, those below the
         split nodes lo <= i < hi: chunks partitioning the nodes concatenate to the whole, in order.
         With ``jobs`` > 1, on that many threads (same rows, same order): natively in one pass (see
-        :meth:`_enumerate_native`), else counted then written in chunks balanced by a census."""
+        :meth:`_enumerate_native`), else counted then written in chunks balanced by a census.
+        ``progress(done, seconds)`` hears the share done (natively: of the split nodes begun;
+        Numba's: of its chunks counted, then written, on more than one thread)."""
         import numpy as np
         if self.plan is None:
             return np.zeros(0, dtype=[(n, np.int64) for n in self.columns])
         jobs = jobs if chunk is None and not self.small else 1
         if self.native is not None:
-            return self._enumerate_native(_chunk(chunk), jobs)
+            return self._enumerate_native(_chunk(chunk), jobs, progress)
         items = self.specialized.items
         strings = {name for name in self.columns if items[name].value_type == "str"}
         dtype = [(name, self._column_dtype(items[name])) for name in self.columns if name not in strings]
@@ -743,7 +746,10 @@ class CompiledPlan:
         self._compile_chunking(jobs)
         start = time.perf_counter()
         chunks = self._chunks(jobs, chunk)
-        counts = [n * self.counted_tail for n in self._in_threads(jobs, [("count", *c) for c in chunks])]
+        def half(first: int):  # the counts are the first half of the work, the fills the second
+            return None if progress is None else lambda done, s: progress((first + done) / 2, s)
+        counts = [n * self.counted_tail
+                  for n in self._in_threads(jobs, [("count", *c) for c in chunks], half(0), start)]
         offsets = np.cumsum([0] + counts)
         result = np.empty(offsets[-1], dtype=dtype)
         # fill writes straight into the result's fields; string values go through their indices
@@ -751,14 +757,16 @@ class CompiledPlan:
                    for name in self.columns}
         filled = self._in_threads(jobs, [
             ("fill", *(columns[name][offsets[i]:offsets[i + 1]] for name in self.plan.order), *c)
-            for i, c in enumerate(chunks)])
+            for i, c in enumerate(chunks)], half(1), start)
         assert filled == counts, "fill and count disagree"
         self.last_seconds = time.perf_counter() - start
+        if progress is not None:
+            progress(1.0, self.last_seconds)
         if not strings:
             return result
         return self._structured({name: columns[name] for name in self.columns})
 
-    def _enumerate_native(self, chunk: tuple[int, int], jobs: int) -> np.ndarray:
+    def _enumerate_native(self, chunk: tuple[int, int], jobs: int, progress=None) -> np.ndarray:
         """:meth:`enumerate` through the native ``fill``, in one pass: each thread claims the next
         split node as it reaches it (uneven nodes balance themselves) and writes its rows, already
         in the result's layout, into the thread's own buffer; the nodes' rows are then gathered in
@@ -784,7 +792,12 @@ class CompiledPlan:
                 rows = grown
             return rows
 
-        buffers = [rows_of(0)] if self.small else _claiming(max(jobs, 1), rows_of, next_node)
+        def report():
+            progress(min((next_node[0] - lo) / max(nodes, 1), 1.0), time.perf_counter() - start)
+        buffers = ([rows_of(0)] if self.small else
+                   _claiming(max(jobs, 1), rows_of, next_node, report if progress is not None else None))
+        if progress is not None:
+            progress(1.0, time.perf_counter() - start)
         total = int(node_rows.sum())
         if chunk == _WHOLE:
             self._rows_hint = total

@@ -254,9 +254,9 @@ def resolve_settings(space: Space, overrides: dict) -> dict:
         setting: L.Setting = var.obj
         value = overrides.get(name, setting.default)
         value = _convert(name, value, setting.default)
-        if setting.choices is not None and value not in setting.choices:
-            raise SettingError(f"setting '{name}' = {value!r} is not one of its choices "
-                               f"{list(setting.choices)}", var.origin)
+        problem = setting.problem(value)
+        if problem:
+            raise SettingError(f"setting '{name}' = {value!r} {problem}", var.origin)
         values[name] = value
     return values
 

@@ -41,25 +41,50 @@ _SQLITE_MAGIC = b"SQLite format 3\0"
 def _lock_exclusively(path: str, shown: str):
     """Hold ``PATH.lock`` (``path`` resolved: a symbolic link to a store locks the store itself)
     for as long as the store is open: a second ``tune`` on the same results store would measure
-    everything the first one does, so it is refused with a clear message."""
+    everything the first one does, so it is refused with a clear message. The holder removes the
+    file on close (:func:`_unlock`), so a lock taken on a file no longer at the path is retried."""
     lock_path = f"{path}.lock"
-    try:
-        handle = open(lock_path, "a+", encoding="utf-8")
-    except OSError as e:
-        raise BeastError(f"cannot open the results store's lock file: {e.strerror}", lock_path) from None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise BeastError(f"the results store is in use by another beastgen tune ({holder}); wait "
-                         "for it to finish, or give another file with --results", shown) from None
+    while True:
+        try:
+            handle = open(lock_path, "a+", encoding="utf-8")
+        except OSError as e:
+            raise BeastError(f"cannot open the results store's lock file: {e.strerror}",
+                             lock_path) from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise BeastError(f"the results store is in use by another beastgen tune ({holder}); "
+                             "wait for it to finish, or give another file with --results",
+                             shown) from None
+        if _is_at_path(handle, lock_path):
+            break
+        handle.close()  # its holder removed it after we opened it: take the one there now
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
     handle.flush()
     return handle
+
+
+def _is_at_path(handle, path: str) -> bool:
+    """Whether the open file ``handle`` is still the file at ``path``."""
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(handle.fileno())
+    return (mine.st_dev, mine.st_ino) == (here.st_dev, here.st_ino)
+
+
+def _unlock(handle) -> None:
+    """Remove the lock file while still holding it (a taker that opened it before finds it gone
+    from the path and retries), then release it."""
+    with contextlib.suppress(OSError):
+        os.unlink(handle.name)
+    handle.close()
 
 
 def check_is_store(path: str, shown: str) -> None:
@@ -123,7 +148,7 @@ class Store:
             check_is_store(real, path)
             self._open(real)
         except BeastError:
-            self._lock.close()
+            _unlock(self._lock)
             raise
 
     def _open(self, real: str) -> None:
@@ -179,7 +204,7 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
-        self._lock.close()  # releases the lock
+        _unlock(self._lock)
 
 
 def latest_run_size(path: str) -> tuple[str, int] | None:

@@ -31,15 +31,16 @@ _T1_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "string"}
 # --------------------------------------------------------------------------------------------------
 # Kernel Tuner
 # --------------------------------------------------------------------------------------------------
-def to_kernel_tuner(plan) -> tuple[dict, list[dict]]:
+def to_kernel_tuner(plan, configs=None) -> tuple[dict, list[dict]]:
     """``(tune_params, configurations)`` of a compiled plan (:class:`beastgen.compiler.runtime.CompiledPlan`).
 
     ``tune_params`` maps each iterator (declaration order) to its values: its domain when the domain
     is a constant list or range, otherwise (a domain that depends on other iterators, or a function
     iterator) the sorted distinct values it takes in the valid configurations. ``configurations``
-    lists every valid configuration as a dict of plain Python values.
+    lists every valid configuration as a dict of plain Python values (of ``configs``, the plan's
+    enumeration, when given).
     """
-    configs = plan.enumerate()
+    configs = plan.enumerate() if configs is None else configs
     columns = plan.columns
     rows = configs.tolist()
     configurations = [dict(zip(columns, row)) for row in rows]
@@ -76,9 +77,11 @@ def kernel_tuner_key(config: dict) -> str:
     return ",".join(str(v) for v in config.values())
 
 
-def write_kernel_tuner(plan, path: str) -> int:
-    """Write ``tune_params`` and the valid configurations as JSON for Kernel Tuner; the count."""
-    tune_params, configurations = to_kernel_tuner(plan)
+def write_kernel_tuner(plan, path: str, configs=None, progress=None) -> int:
+    """Write ``tune_params`` and the valid configurations (``configs``, the plan's enumeration,
+    when given) as JSON for Kernel Tuner; the count. ``progress(done, seconds)`` hears the share of
+    the configurations written."""
+    tune_params, configurations = to_kernel_tuner(plan, configs)
     spec = plan.specialized
     document = {
         "beastgen": {"space": spec.space.name, "path": spec.space.path, "device": spec.device.key,
@@ -87,10 +90,29 @@ def write_kernel_tuner(plan, path: str) -> int:
                                   "from_cache=json.load(open(FILE)))"},
         "tune_params_keys": list(tune_params),
         "tune_params": tune_params,
-        "cache": {kernel_tuner_key(c): c for c in configurations},
     }
-    _write_json(path, document)
+    with AtomicOutput(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
+        _write_with_cache(f, document, configurations, progress)
     return len(configurations)
+
+
+#: configurations written at a time (a report of progress after each block)
+_BLOCK = 1 << 14
+
+
+def _write_with_cache(f, document: dict, configurations: list[dict], progress) -> None:
+    """``document`` with a last member ``"cache"`` (Kernel Tuner's key of each configuration ->
+    the configuration), written as ``json.dump(..., indent=1)`` writes it, a block of
+    configurations at a time so that ``progress`` hears how far it is."""
+    cache = list({kernel_tuner_key(c): c for c in configurations}.items())
+    head = json.dumps({**document, "cache": {}}, indent=1)  # ends with '"cache": {}\n}'
+    f.write(head[:-len("}\n}")])
+    for start in range(0, len(cache), _BLOCK):
+        entries = json.dumps(dict(cache[start:start + _BLOCK]), indent=1)[1:-2]  # '\n "key": ...'
+        f.write(("," if start else "") + entries.replace("\n", "\n "))  # one level further in
+        if progress is not None:
+            progress(min(start + _BLOCK, len(cache)) / len(cache), 0.0)
+    f.write("\n }\n}\n" if cache else "}\n}\n")
 
 
 # --------------------------------------------------------------------------------------------------

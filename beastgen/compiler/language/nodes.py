@@ -218,18 +218,35 @@ class Call(Expr):
 # Named variables of a space
 # --------------------------------------------------------------------------------------------------
 class Setting(Expr):
-    """A problem input with a default, overridable at run time (``--set name=value``)."""
+    """A problem input with a default, overridable at run time (``--set name=value``); ``choices``
+    or ``minimum``/``maximum`` (inclusive) restrict the values it accepts."""
 
-    def __init__(self, default, choices=None):
+    def __init__(self, default, choices=None, minimum=None, maximum=None):
         super().__init__()
         if not isinstance(default, (int, float, str, bool)):
             raise SpaceError(f"a setting's default must be an int, float, bool or str, not "
                              f"{type(default).__name__}", self.origin)
+        for label, limit in (("minimum", minimum), ("maximum", maximum)):
+            if limit is not None and (not isinstance(limit, (int, float)) or isinstance(limit, bool)
+                                      or isinstance(default, (str, bool))):
+                raise SpaceError(f"a setting's {label} must be a number, for a numeric default",
+                                 self.origin)
         self.default = default
         self.choices = tuple(choices) if choices is not None else None
-        if self.choices is not None and default not in self.choices:
-            raise SpaceError(f"setting default {default!r} is not one of its choices "
-                             f"{list(self.choices)}", self.origin)
+        self.minimum, self.maximum = minimum, maximum
+        problem = self.problem(default)
+        if problem:
+            raise SpaceError(f"setting default {default!r} {problem}", self.origin)
+
+    def problem(self, value) -> str | None:
+        """Why ``value`` is not accepted ('is below its minimum 1'), or None when it is."""
+        if self.choices is not None and value not in self.choices:
+            return f"is not one of its choices {list(self.choices)}"
+        if self.minimum is not None and value < self.minimum:
+            return f"is below its minimum {self.minimum!r}"
+        if self.maximum is not None and value > self.maximum:
+            return f"is above its maximum {self.maximum!r}"
+        return None
 
 
 class DeviceProperty(Expr):
@@ -341,9 +358,10 @@ def _function_origin(func) -> str:
 # --------------------------------------------------------------------------------------------------
 # The public constructors (``import beastgen as beast``)
 # --------------------------------------------------------------------------------------------------
-def setting(default, choices=None) -> Setting:
-    """A problem input with a default value; ``choices`` restricts what ``--set`` accepts."""
-    return Setting(default, choices)
+def setting(default, choices=None, minimum=None, maximum=None) -> Setting:
+    """A problem input with a default value; ``choices`` or an inclusive ``minimum``/``maximum``
+    restrict what ``--set`` accepts (e.g. ``beast.setting(4096, minimum=1)`` for a problem size)."""
+    return Setting(default, choices, minimum, maximum)
 
 
 def range(*args) -> RangeIterator:  # noqa: A001 - the public name mirrors Python's range
