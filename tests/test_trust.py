@@ -179,6 +179,7 @@ def test_planted_module_and_record_never_run(tmp_path, capsys):
         status = main(["count", "s.py", "--generated-dir", str(directory)])
         assert not (tmp_path / "pwned").exists()
         assert status == (2 if mode == 0o1777 else 0), capsys.readouterr()
+    assert main(["generate", "s.py", "--generated-dir", str(private)]) == 0  # the module, now
     assert (private / record["module"]).read_text() != planted
     assert not os.stat(private / record["module"]).st_mode & 0o022
 

@@ -215,7 +215,7 @@ class CompiledPlan:
         runs never needs it)."""
         if self._source is None:
             from .codegen.module import generate_module
-            self._source = generate_module(self.plan, self._symbolic) if self.plan else ""
+            self._source = deeply(generate_module, self.plan, self._symbolic) if self.plan else ""
         return self._source
 
     @source.setter
@@ -391,7 +391,7 @@ class CompiledPlan:
             return 0
         if threshold is None:
             if self.small:  # in the calling thread, whole (or the chunk), timed alone
-                count = int(self._run("count", *_chunk(chunk)))
+                count = int(self._run("count", *_chunk(chunk))) * self.counted_tail
                 if progress is not None:
                     progress(1.0, self.last_seconds)
                 return count
