@@ -46,6 +46,7 @@ def test_a_small_count_runs_in_the_calling_thread(with_c, write_space, tmp_path,
             os.path.dirname(plan.path), "space", plan.native_source(), "-O0")
     plan.count()  # compiles (Numba) before the threads are watched
     plan.enumerate()
+    plan.stats()  # generates the Numba module (in a big-stack thread: beastgen.deep) and compiles
     thread_starts.clear()
     assert plan.count(jobs=4) == SMALL_COUNT
     assert plan.stats().count == SMALL_COUNT
