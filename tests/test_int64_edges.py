@@ -40,6 +40,36 @@ def both_counts(space, generated_dir) -> tuple[int, int]:
     return native, plan.count()
 
 
+# -- a level too large for descents to scan -----------------------------------------------------
+def test_a_level_of_2_40_values_is_refused_by_estimate_with_one_line(tmp_path, capsys):
+    path = tmp_path / "wide.py"
+    path.write_text(HEADER + "y = beast.values(1, 2, 3)\nx = beast.range(0, 2 ** 40)\n"
+                             "f = beast.filter(x % 3 == y)\n")
+    for native in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("BEASTGEN_NATIVE", native)
+            assert main(["estimate", str(path), "--generated-dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"beastgen: error: {path}:4: cannot estimate: iterator 'x' has "
+                              "1,099,511,627,776 values") and "\n" not in err, err
+
+
+def test_count_on_threads_skips_the_census_of_a_huge_level(tmp_path, monkeypatch):
+    """Where a level has more values than descents may scan, ``count -j N`` (Numba) cuts the split
+    nodes into equal chunks instead of a census that scans that level 8 times a node (SCAN_LIMIT is
+    lowered here so that the reference can check the count)."""
+    space = load(tmp_path, "y = beast.values(1, 2, 3)\nx = beast.range(0, 5000)\n"
+                           "f = beast.filter(x % 3 == y)\n")
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    plan._native = False
+    monkeypatch.setattr(type(plan), "SCAN_LIMIT", 4999)
+    monkeypatch.setattr(type(plan), "split_census", lambda *a, **k: pytest.fail("census ran"))
+    assert plan.huge_scanned_level()[1] == 5000
+    assert plan.count(jobs=2) == reference_count(space, "h100")
+    with pytest.raises(BeastError, match="cannot estimate: iterator 'x' has 5,000 values"):
+        plan.estimate(samples=10)
+
+
 # -- counts of 2**63 and more -----------------------------------------------------------------------
 @pytest.mark.parametrize("body, expected", [
     ("y = beast.values(1, 2, 3, 4, 5)\nx = beast.range(0, 2 ** 62)\n", 23_058_430_092_136_939_520),
