@@ -66,6 +66,9 @@ def test_count_on_threads_skips_the_census_of_a_huge_level(tmp_path, monkeypatch
     monkeypatch.setattr(type(plan), "split_census", lambda *a, **k: pytest.fail("census ran"))
     assert plan.huge_scanned_level()[1] == 5000
     assert plan.count(jobs=2) == reference_count(space, "h100")
+    from beastgen.distributed.chunks import plan_chunks
+    cut, census = plan_chunks(plan, 2)  # a cluster's split: equal chunks, no census either
+    assert census is None and sum(plan.count(chunk=c) for c in cut) == plan.count()
     with pytest.raises(BeastError, match="cannot estimate: iterator 'x' has 5,000 values"):
         plan.estimate(samples=10)
 
