@@ -73,6 +73,18 @@ def test_count_on_threads_skips_the_census_of_a_huge_level(tmp_path, monkeypatch
         plan.estimate(samples=10)
 
 
+def test_a_huge_unfiltered_level_is_refused_by_estimate_and_counted_on_threads(tmp_path):
+    """Descents scan the counted tail too: x (2**62 values, no filter) is refused by the estimate,
+    and counted at once on threads (Numba) without a census."""
+    space = load(tmp_path, "y = beast.values(1, 2, 3, 4, 5)\nx = beast.range(0, 2 ** 62)\n")
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    plan._native = False
+    with pytest.raises(BeastError, match=r"space\.py:4: cannot estimate: iterator 'x' has "
+                                         "4,611,686,018,427,387,904 values"):
+        plan.estimate(samples=10)
+    assert plan.count(jobs=2) == 5 * 2 ** 62
+
+
 # -- counts of 2**63 and more -----------------------------------------------------------------------
 @pytest.mark.parametrize("body, expected", [
     ("y = beast.values(1, 2, 3, 4, 5)\nx = beast.range(0, 2 ** 62)\n", 23_058_430_092_136_939_520),

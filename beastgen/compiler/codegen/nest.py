@@ -153,10 +153,9 @@ def split_level(plan: Plan) -> int:
 
 def largest_scanned_domain(plan: Plan) -> tuple[Item, int] | None:
     """The iterator with the most values among the levels a random descent scans value by value
-    (iterated, not solved, with a constant domain) and its size; None when there is none."""
-    levels = plan.levels
-    scanned = [level.iterator for level in levels[:len(levels) - len(countable_tail(levels))]
-               if not level.solved and _constant_domain(level)]
+    (not solved, with a constant domain; the counted tail included) and its size; None when there
+    is none."""
+    scanned = [level.iterator for level in plan.levels if not level.solved and _constant_domain(level)]
     return max(((it, domain_size(it)) for it in scanned), key=lambda pair: pair[1], default=None)
 
 
