@@ -15,6 +15,7 @@ def run(args) -> int:
         raise BeastError("--samples must be at least 2")
     plan = compile_target(args)
     print(describe_target(plan))
+    plan.check_estimable()  # before compiling: a level too large to scan is refused at once
     if args.samples is None and plan.estimate_needs_compiling(args.method):
         print("compiling the estimator (cached after the first run)...", file=sys.stderr, flush=True)
     with Elapsed("estimating", shows_progress(args)):

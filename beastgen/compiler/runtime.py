@@ -517,6 +517,30 @@ class CompiledPlan:
             raise BeastError(f"unknown estimation method {method!r} (knuth or chen)")
         if samples < 1:
             raise BeastError("an estimate needs at least one sample")
+        self.check_estimable()
+
+    def check_estimable(self) -> None:
+        """Refuse (one line naming the iterator and its place) a space whose descents would scan a
+        level of more than :attr:`SCAN_LIMIT` values: an estimate would never end."""
+        huge = self.huge_scanned_level()
+        if huge is not None:
+            item, size = huge
+            raise BeastError(
+                f"{item.origin}: cannot estimate: iterator '{item.name}' has {size:,} values, and every "
+                "random descent (and run of Chen's sampling) scans each value of its level; narrow "
+                "its domain, or count the space (beastgen count)")
+
+    #: values of one level past which a descent's scan of it (estimates, the census) is refused
+    SCAN_LIMIT = 2 ** 31
+
+    def huge_scanned_level(self) -> tuple | None:
+        """(iterator, size) of a level whose domain has more than :attr:`SCAN_LIMIT` values that
+        descents scan value by value, or None: estimates refuse such a space, and the census that
+        balances chunks is skipped (equal chunks of split nodes instead)."""
+        from .codegen.nest import largest_scanned_domain
+
+        largest = largest_scanned_domain(self.plan) if self.plan else None
+        return largest if largest is not None and largest[1] > self.SCAN_LIMIT else None
 
     def estimate_sums(self, samples: int, seed: int, method: str) -> tuple[float, float]:
         """(sum, sum of squares) of ``samples`` independent estimates drawn with ``seed``: what
@@ -648,6 +672,9 @@ class CompiledPlan:
         """``chunk`` (or every split node) for one job; balanced chunks for several."""
         if jobs <= 1:
             return [_chunk(chunk)]
+        if self.huge_scanned_level() is not None:  # a census would scan that level 8 times a node
+            import numpy as np
+            return balanced_chunks(np.zeros(self.split_node_count()), _CHUNKS_PER_JOB * jobs)
         census = self.split_census(samples_per_node=_CENSUS_SAMPLES_PER_NODE)
         return balanced_chunks(census.iterations, _CHUNKS_PER_JOB * jobs)
 

@@ -60,7 +60,7 @@ def plan_chunks(plan, n_chunks: int, samples_per_node: int | None = None, seed: 
     if samples_per_node is None:
         nodes = plan.split_node_count()
         low, high = SAMPLES_PER_NODE
-        if nodes * low > CENSUS_DESCENTS:
+        if nodes * low > CENSUS_DESCENTS or plan.huge_scanned_level() is not None:
             return balanced_chunks(np.zeros(nodes), n_chunks * EVEN_SPLIT_FACTOR), None  # equal
         samples_per_node = max(low, min(high, CENSUS_DESCENTS // max(nodes, 1)))
     census = plan.split_census(samples_per_node=samples_per_node, seed=seed)

@@ -144,6 +144,14 @@ def split_level(plan: Plan) -> int:
     return allowed[-1] if allowed else 0
 
 
+def largest_scanned_domain(plan: Plan) -> tuple[Item, int] | None:
+    """The iterator with the most values among the levels a random descent scans value by value
+    (not solved, with a constant domain; the counted tail included) and its size; None when there
+    is none."""
+    scanned = [level.iterator for level in plan.levels if not level.solved and _constant_domain(level)]
+    return max(((it, domain_size(it)) for it in scanned), key=lambda pair: pair[1], default=None)
+
+
 def _constant_domain(level) -> bool:
     return level.iterator.function is None and constant_values(level.iterator)
 
