@@ -1,6 +1,5 @@
 """``beastgen convert``: a Kernel Tuner script or a T1 file as a readable space file that counts
 exactly what Kernel Tuner (or the T1 file) counts."""
-import functools
 import itertools
 import os
 import textwrap
@@ -15,7 +14,7 @@ from beastgen.interop import from_kernel_tuner, load_t1
 from beastgen.interop.space_file import space_file_source
 
 from conftest import REFERENCE_DIR
-from test_kernel_tuner_forms import NAMES, NONZERO, PARAMS, TEMPLATES, _load, _render, _value
+from test_kernel_tuner_forms import NAMES, NONZERO, PARAMS, TEMPLATES, _load, render_restrictions
 
 searchspace = pytest.importorskip("kernel_tuner.searchspace")
 
@@ -97,13 +96,8 @@ def test_random_restrictions_convert_exactly(specs, tmp_path_factory):
     body is in the script test), printed as a space file: the file's configurations are exactly
     those every restriction keeps (brute force of the templates)."""
     directory = tmp_path_factory.mktemp("convert", numbered=True)
-    source, reads, checks = ["import numpy as np"], [], []
-    for index, (template, order, divisor, k, m, form) in enumerate(specs):
-        names = {"a": order[0], "b": order[1], "c": order[2], "d": divisor}
-        text, read = _render(index, template, names, k, m, form)
-        source.append(text)
-        reads.append(read)
-        checks.append(functools.partial(_value, template, names, k, m))
+    texts, reads, checks = render_restrictions(specs)
+    source = ["import numpy as np", *texts]
     source.append(f"RESTRICTIONS = [{', '.join(reads)}]")
     module = _load(str(directory), "\n".join(source), f"convert_forms_{next(_COUNTER)}")
     space = from_kernel_tuner(PARAMS, module.RESTRICTIONS)

@@ -124,6 +124,19 @@ def _kernel_tuner_accepts(specs) -> bool:
                                  for template, *_, form in specs)
 
 
+def render_restrictions(specs) -> tuple[list[str], list[str], list]:
+    """For drawn restriction specs: the source lines defining them, the expression of each in a
+    RESTRICTIONS list, and the brute-force check of each (a function of the values dict)."""
+    texts, reads, checks = [], [], []
+    for index, (template, order, divisor, k, m, form) in enumerate(specs):
+        names = {"a": order[0], "b": order[1], "c": order[2], "d": divisor}
+        text, read = _render(index, template, names, k, m, form)
+        texts.append(text)
+        reads.append(read)
+        checks.append(functools.partial(_value, template, names, k, m))
+    return texts, reads, checks
+
+
 restriction_specs = st.lists(
     st.tuples(st.sampled_from(TEMPLATES), st.permutations(NAMES), st.sampled_from(NONZERO),
               st.integers(1, 40), st.integers(0, 4), st.sampled_from(FORMS)),
@@ -142,13 +155,8 @@ def test_random_restrictions_in_every_form(specs, constraint_kind, tmp_path_fact
               "from constraint import FunctionConstraint, MaxProdConstraint, MinSumConstraint",
               "from test_kernel_tuner_forms import Positional",
               "DEFINES = {str(i): i for i in range(0, 41)}"]
-    reads, checks = [], []
-    for index, (template, order, divisor, k, m, form) in enumerate(specs):
-        names = {"a": order[0], "b": order[1], "c": order[2], "d": divisor}
-        text, read = _render(index, template, names, k, m, form)
-        source.append(text)
-        reads.append(read)
-        checks.append(functools.partial(_value, template, names, k, m))
+    texts, reads, checks = render_restrictions(specs)
+    source += texts
     if constraint_kind:
         reads.append(f"{constraint_kind}({20 if constraint_kind == 'MinSumConstraint' else 64})")
         checks.append(lambda p: (sum(p.values()) >= 20) if constraint_kind == "MinSumConstraint"

@@ -12,7 +12,7 @@ from ..language import nodes as L
 from ..language.identity import IdentityMapper
 from ..language.mapper import Mapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
-from ..plan import Plan, range_length
+from ..plan import Plan, domain_size
 from ...quoting import comment_text
 from ..specialize import Item, infer_type
 
@@ -97,13 +97,6 @@ class PythonPowers(IdentityMapper):
 
 def constant_values(item: Item) -> bool:
     return all(isinstance(p, L.Const) for p in item.domain[1:])
-
-
-def domain_size(it: Item) -> int:
-    """How many values a constant domain holds (exact past 64 bits, where ``len(range)`` raises)."""
-    kind, *parts = it.domain
-    values = [p.value for p in parts]
-    return range_length(*values) if kind == "range" else len(values)
 
 
 def counted_tail_size(levels) -> int:
