@@ -1,5 +1,6 @@
 """``beastgen convert``: a Kernel Tuner script or a T1 file as a readable space file that counts
 exactly what Kernel Tuner (or the T1 file) counts."""
+import ast
 import itertools
 import os
 import textwrap
@@ -83,6 +84,18 @@ def test_t1_reference_spaces_convert_to_spaces_that_count_the_same(name, tmp_pat
     converted = beastgen.load(str(output)).specialize(generated_dir=generated_dir)
     assert converted.count() == load_t1(source).specialize(generated_dir=generated_dir).count()
     assert list(converted.columns) == list(load_t1(source).iterators)
+
+
+def test_the_description_reads_back_as_text(tmp_path, generated_dir):
+    """What the converted file's docstring says of its source (a path, a kernel name) reads back
+    exactly: a quote at its end, a backslash, a NUL are text, never code or a syntax error."""
+    space = load_t1(os.path.join(REFERENCE_DIR, "hotspot.json"))
+    described = 'from C:\\kernels\\ and "q.json" \x00 ending in a quote"'
+    output = tmp_path / "converted.py"
+    output.write_text(space_file_source(space, described))
+    assert ast.get_docstring(ast.parse(output.read_text()), clean=False).startswith(described)
+    converted = beastgen.load(str(output)).specialize(generated_dir=generated_dir)
+    assert converted.count() == space.specialize(generated_dir=generated_dir).count()
 
 
 @settings(max_examples=int(os.environ.get("BEASTGEN_KT_EXAMPLES", "10")), deadline=None,

@@ -24,6 +24,7 @@ import traceback
 from ..compiler.language import nodes as L
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
+from ..quoting import docstring_text
 from .kernel_tuner import DEFAULT_BLOCK_SIZE_NAMES, PATH
 
 
@@ -119,7 +120,7 @@ def space_file_source(space, described: str, max_threads_names: list[str] | None
         body += ["", "", "# Kernel Tuner's implicit rule: at most the device's threads in a block",
                  f"{IMPLICIT_FILTER} = beast.filter("
                  f"{' * '.join(max_threads_names)} > beast.device.max_threads_per_block)"]
-    head = [f'"""{_docstring_text(described)}', "",
+    head = [f'"""{docstring_text(described)}', "",
             "A filter REJECTS a configuration when it is true, and a Kernel Tuner restriction (or a",
             'T1 condition) keeps one when it is true: hence the `not` in each filter."""']
     head += ["import math", ""] if any("math." in line for line in body) else []
@@ -141,12 +142,8 @@ def _filter_source(variable, origins: dict[str, str]) -> list[str]:
     expr = variable.expr
     body = (f"not ({expr_source(expr.operand, root=True)})" if isinstance(expr, L.Not)
             else expr_source(expr, root=True))
-    return head + [f"def {variable.name}():", f'    """{_docstring_text(where)}"""',
+    return head + [f"def {variable.name}():", f'    """{docstring_text(where)}"""',
                    f"    return {body}"]
-
-
-def _docstring_text(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
 
 
 def script_origins(script: str) -> dict[str, str]:
