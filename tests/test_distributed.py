@@ -321,6 +321,21 @@ def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_p
     assert again.resumed == 30 and again.ran_now == 10 and len(_rows(tmp_path / "remote.db")) == 40
 
 
+def test_a_replay_without_a_built_in_profile_tunes_on_the_cluster(cluster, tmp_path):
+    """A space that reads no device property replays a file from a GPU with no built-in profile
+    (AMD's W6600) on the cluster as it does locally: the driver and the workers are given the space."""
+    from beastgen.distributed import tune_on_cluster
+    from beastgen.harness import tune
+
+    space = os.path.join(REPO, "data", "reference-spaces", "convolution_milo.json")
+    replay = os.path.join(REPO, "data", "replay", "convolution_milo_w6600.json.gz")
+    options = dict(backend="replay", replay=replay, budget=12, strategy="exhaustive", generated_dir=str(tmp_path / "generated"),
+                   progress=False, log=lambda m: None)
+    local = tune(space, results=str(tmp_path / "local.db"), **options)
+    remote = tune_on_cluster(space, cluster.scheduler.address, results=str(tmp_path / "remote.db"), **options)
+    assert remote.ran_now == local.ran_now == 12 and remote.best_time == local.best_time
+
+
 def _opencl_available():
     try:
         from beastgen.harness.backends.opencl import list_devices

@@ -99,7 +99,7 @@ class _Context:
             if not os.path.exists(replay):
                 with AtomicOutput(replay) as temporary, open(temporary, "wb") as f:
                     f.write(recipe.replay)
-        _, self.runner, self.language = setup_backend(recipe.backend, recipe.device, replay, self.kernel)
+        _, self.runner, self.language = setup_backend(recipe.backend, recipe.device, replay, space)
         self.settings = dict(recipe.settings)
         self.source = self.kernel.source_text(self.language) if self.language else ""
         if self.language and hashlib.sha256(self.source.encode()).hexdigest() != recipe.kernel_hash:
@@ -187,7 +187,7 @@ def _measure_batch(recipe: MeasureRecipe, batch: list, best: float, violated: tu
 
 def _profile_task(backend: str, device: str | None):
     """The device profile a GPU worker's backend reads from its device (opencl:N, cuda auto)."""
-    profile, runner, _ = setup_backend(backend, device, None, None)
+    profile, runner, _ = setup_backend(backend, device, None)
     if hasattr(runner, "close"):
         runner.close()
     return profile
@@ -214,12 +214,12 @@ class TunePool:
     def __exit__(self, *exc):
         return self.cluster.__exit__(*exc)
 
-    def setup_backend(self, kernel):
+    def setup_backend(self, space):
         """(profile, runner, language) as :func:`beastgen.harness.tune.setup_backend` gives them, on
         the driver: replay reads the file here (for the problem size and the parameters); opencl
         and cuda read the profile on a GPU worker, and the driver holds no device (runner None)."""
         if self.backend == "replay":
-            return setup_backend(self.backend, self.device, self.replay, kernel)
+            return setup_backend(self.backend, self.device, self.replay, space)
         if self.replay:
             raise BeastError("--replay goes with --backend replay")
         if self.backend == "cuda" and self.device and self.device.strip().lower() != "auto":

@@ -161,8 +161,9 @@ def _cuda(device, replay_path, space):
 BACKENDS = {"opencl": _opencl, "cuda": _cuda, "replay": _replay}
 
 
-def setup_backend(backend: str, device, replay_path, kernel, space=None):
-    """(profile, runner, language) for a backend name (:data:`BACKENDS`)."""
+def setup_backend(backend: str, device, replay_path, space=None):
+    """(profile, runner, language) for a backend name (:data:`BACKENDS`); ``space``: the loaded space
+    (a replay without a matching built-in profile needs to know whether it reads the device)."""
     if backend not in BACKENDS:
         raise BeastError(f"unknown backend '{backend}': use {', '.join(BACKENDS)}")
     if replay_path and backend != "replay":
@@ -191,8 +192,8 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         raise BeastError("--budget must be at least 1")
     space = load(space_path)
     kernel = find_kernel(space)
-    profile, runner, language = (pool.setup_backend(kernel) if pool is not None else
-                                setup_backend(backend, device, replay, kernel, space))
+    profile, runner, language = (pool.setup_backend(space) if pool is not None else
+                                setup_backend(backend, device, replay, space))
     settings = dict(settings or {})
     runner_settings = {}
     if backend == "replay":
