@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .language import nodes as L
-from .language.mapper import Mapper
-from .language.printer import expr_source
-from ..devices import DeviceProfile, load_profile
-from ..errors import SettingError, SpaceError, a_type, did_you_mean
-from .model import FUNCTION_BUILTINS, FunctionInfo, Space, Variable, expr_dependencies
+from ..language import nodes as L
+from ..language.mapper import Mapper
+from ..language.printer import expr_source
+from ...devices import DeviceProfile, load_profile
+from ...errors import SettingError, SpaceError, a_type, did_you_mean
+from ..model import FUNCTION_BUILTINS, FunctionInfo, Space, Variable, expr_dependencies
 
 _SAFE_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "len": len, "int": int,
                   "float": float, "bool": bool, "round": round}
