@@ -11,7 +11,8 @@ from beastgen.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 
 from conftest import REPO
-from test_properties import CI, DEVICE, spaces, write_space
+from space_generators import spaces
+from test_properties import CI, DEVICE, write_space
 
 GEMM_H100 = 459_316
 

@@ -5,7 +5,7 @@ import textwrap
 from ..compiler.language.nodes import Expr
 from ..compiler.language.printer import expr_source
 from ..compiler.language.readable import readable
-from ..compiler.specialize import infer_type
+from ..compiler.specialize.value_types import infer_type
 from .common import compile_target, describe_target
 
 

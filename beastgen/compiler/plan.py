@@ -11,7 +11,8 @@ import networkx as nx
 from .language import nodes as L
 from .language.mapper import Mapper
 from .analysis.intervals import check_integer_ranges, range_fits
-from .specialize import Item, Specialized, infer_type
+from .specialize.ir import Item, Specialized
+from .specialize.value_types import infer_type
 from .analysis.symbolic import SymbolicContext
 
 

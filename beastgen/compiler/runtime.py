@@ -37,7 +37,7 @@ from .native import NativeNest
 # answered from the plan cache never imports them; so is numpy, which a native count does not need
 if TYPE_CHECKING:
     from .plan import Plan
-    from .specialize import Specialized
+    from .specialize.ir import Specialized
 
 _WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 _CHUNKS_PER_JOB = 8  # threads take balanced chunks as they finish: several each evens out the estimates
@@ -887,7 +887,7 @@ class CompiledPlan:
         if item.function is not None:
             return _function_value_dtype(getattr(self.module, item.function.name))
         # values(...) (or a derived value) reading function values: the types Numba gave them
-        from .specialize import infer_type
+        from .specialize.value_types import infer_type
 
         items = self.specialized.items
         parts = item.domain[1:] if item.domain else [item.expr]

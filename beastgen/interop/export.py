@@ -17,6 +17,7 @@ import json
 import math
 
 from ..compiler.language import nodes as L
+from ..compiler.language.identity import IdentityMapper
 from ..compiler.codegen.nest import risky_nodes
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
@@ -204,66 +205,60 @@ def _t1_values(item, var) -> tuple[str, list]:
     return repr(values), values
 
 
-def _walk(expr):
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children())
-
-
-class _Inliner:
+class _Inliner(IdentityMapper):
     """Specialized IR -> plain expressions over the iterators (derived values inlined, constants
-    as literals), printable as T1 Python."""
+    as literals), printable as T1 Python; ``owner`` names the variable in errors."""
 
     def __init__(self, spec):
         self.spec = spec
         self.items = spec.items
+        self.owner, self.depth = "", 0
 
     def read_by_filters(self, name: str) -> bool:
         return any(name in item.deps for item in self.items.values() if item.kind in ("filter", "derived"))
 
     def parameters(self, expr) -> list[str]:
-        names = {n.target for n in _walk(expr) if isinstance(n, L.Ref)}
+        names = {n.target for n in L.walk(expr) if isinstance(n, L.Ref)}
         return [n for n in self.spec.space.iterators if n in names]
 
-    def inline(self, expr, owner: str, depth: int = 0):
-        if depth > 100:
-            raise BeastError(f"cannot export to T1: '{owner}' nests derived values too deeply")
-        if isinstance(expr, L.Const):
-            value = expr.value
-            if not isinstance(value, (bool, int, float, str)) or (
-                    isinstance(value, float) and not math.isfinite(value)):
-                raise BeastError(f"cannot export to T1: '{owner}' uses the constant {value!r}, which "
-                                 "T1 cannot write", self._origin(owner))
-            return L.Const(value)
-        if isinstance(expr, L.Ref):
-            item = self.items.get(expr.target)
-            if item is None or item.kind == "iterator":
-                return L.Ref(expr.target)
-            if item.function is not None:
-                raise BeastError(f"cannot export to T1: '{owner}' reads the derived value "
-                                 f"'{item.name}', which is written as a function",
-                                 self._origin(item.name))
-            return self.inline(item.expr, owner, depth + 1)
-        rebuilt = {
-            L.BinOp: lambda e: L.BinOp(e.op, self.inline(e.left, owner, depth), self.inline(e.right, owner, depth)),
-            L.Compare: lambda e: L.Compare(e.op, self.inline(e.left, owner, depth), self.inline(e.right, owner, depth)),
-            L.UnaryOp: lambda e: L.UnaryOp(e.op, self.inline(e.operand, owner, depth)),
-            L.Not: lambda e: L.Not(self.inline(e.operand, owner, depth)),
-            L.BoolOp: lambda e: L.BoolOp(e.op, [self.inline(o, owner, depth) for o in e.operands]),
-            L.IfExp: lambda e: L.IfExp(self.inline(e.test, owner, depth), self.inline(e.body, owner, depth),
-                                       self.inline(e.orelse, owner, depth)),
-        }.get(type(expr))
-        if rebuilt is not None:
-            return rebuilt(expr)
-        if isinstance(expr, L.Call):
-            if expr.func not in ("min", "max", "abs"):
-                raise BeastError(f"cannot export to T1: '{owner}' calls {expr.func}(), which the T1 "
-                                 "reader accepts only as min, max or abs", self._origin(owner))
-            return L.Call(expr.func, [self.inline(a, owner, depth) for a in expr.args])
-        raise BeastError(f"cannot export to T1: '{owner}' uses {type(expr).__name__}",
-                         self._origin(owner))
+    def inline(self, expr, owner: str):
+        """``expr`` (of the variable ``owner``) with every derived value it reads inlined."""
+        self.owner, self.depth = owner, 0
+        return self(expr)
+
+    def map_Expr(self, expr):
+        raise BeastError(f"cannot export to T1: '{self.owner}' uses {type(expr).__name__}",
+                         self._origin(self.owner))
+
+    def map_Const(self, expr):
+        value = expr.value
+        if not isinstance(value, (bool, int, float, str)) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            raise BeastError(f"cannot export to T1: '{self.owner}' uses the constant {value!r}, which "
+                             "T1 cannot write", self._origin(self.owner))
+        return L.Const(value)  # the value, not the name it was folded from
+
+    def map_Ref(self, expr):
+        item = self.items.get(expr.target)
+        if item is None or item.kind == "iterator":
+            return L.Ref(expr.target)
+        if item.function is not None:
+            raise BeastError(f"cannot export to T1: '{self.owner}' reads the derived value "
+                             f"'{item.name}', which is written as a function",
+                             self._origin(item.name))
+        if self.depth >= 100:
+            raise BeastError(f"cannot export to T1: '{self.owner}' nests derived values too deeply")
+        self.depth += 1
+        try:
+            return self(item.expr)
+        finally:
+            self.depth -= 1
+
+    def map_Call(self, expr):
+        if expr.func not in ("min", "max", "abs"):
+            raise BeastError(f"cannot export to T1: '{self.owner}' calls {expr.func}(), which the T1 "
+                             "reader accepts only as min, max or abs", self._origin(self.owner))
+        return super().map_Call(expr)
 
     def _origin(self, name: str):
         var = self.spec.space.variables.get(name)

@@ -54,7 +54,7 @@ import textwrap
 import types
 
 from ..compiler.language import nodes as L
-from ..compiler.specialize import check_compilable
+from ..compiler.specialize.functions import check_compilable
 from ..errors import BeastError, SpaceError, a_type, did_you_mean
 from ..compiler.model import (
     FUNCTION_BUILTINS,

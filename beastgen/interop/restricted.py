@@ -29,6 +29,8 @@ import math
 import unicodedata
 
 from ..compiler.language import nodes as L
+from ..compiler.language.from_ast import (BINARY_OPERATORS, COMPARE_OPERATORS, AstTranslator,
+                                            operator_words)
 from ..compiler.model import RESERVED_NAMES
 from ..errors import SpaceError, a_type, did_you_mean
 
@@ -41,13 +43,6 @@ MAX_INT_BITS = 4096
 #: the longest expression text accepted
 MAX_TEXT = 100_000
 
-_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-           ast.Mod: "%", ast.Pow: "**"}
-_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-_OPERATOR_WORDS = {ast.BitAnd: "'&' (bitwise and; write 'and')", ast.BitOr: "'|' (bitwise or; write 'or')",
-                   ast.BitXor: "'^' (bitwise xor)", ast.LShift: "'<<'", ast.RShift: "'>>'",
-                   ast.MatMult: "'@'", ast.Invert: "'~' (bitwise not; write 'not')",
-                   ast.Is: "'is'", ast.IsNot: "'is not'"}
 _NODE_WORDS = {
     ast.Attribute: "attribute access", ast.Lambda: "a lambda", ast.ListComp: "a list comprehension",
     ast.SetComp: "a set comprehension", ast.DictComp: "a dict comprehension",
@@ -169,8 +164,8 @@ def _is_int(value) -> bool:
 # --------------------------------------------------------------------------------------------------
 # Conditions: text -> beastgen expression tree
 # --------------------------------------------------------------------------------------------------
-class ConditionBuilder(_Walker):
-    """Builds a beastgen expression from a condition's AST.
+class ConditionBuilder(_Walker, AstTranslator):
+    """Builds a beastgen expression from a condition's AST (the policy of an :class:`AstTranslator`).
 
     ``resolve_name(name)`` returns the expression a free name stands for (a parameter's iterator,
     or a constant) or None when it is unknown; ``resolve_subscript(node)`` may map a subscript such
@@ -193,94 +188,98 @@ class ConditionBuilder(_Walker):
 
     def build(self, node: ast.AST) -> L.Expr:
         try:
-            expr = self._build(node)
+            expr = self.translate(node)
         except RecursionError:
             self.fail(None, "the expression is nested too deeply")
         for sub in _walk(expr):
             sub.origin = self.where
         return expr
 
-    def _reject(self, node, what=None):
+    def reject(self, node, what=None):
         self.fail(node, f"{what or _describe(node)} is not allowed ({self.allowed_hint})")
 
-    def _build(self, node: ast.AST) -> L.Expr:
-        if self.constant is not None and isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+    def _known(self, node: ast.AST) -> L.Const | None:
+        """A call, attribute or subscript that only reads constants, as its value."""
+        if self.constant is not None:
             found, value = self.constant(node)
             if found and isinstance(value, (bool, int, float, str)):
                 return L.Const(value)
-        if isinstance(node, ast.Constant):
-            value = node.value
-            if isinstance(value, (bool, int, float, str)):
-                return L.Const(value)
-            self._reject(node, f"the constant {value!r}")
-        if isinstance(node, ast.Name):
-            expr = self.resolve_name(node.id)
-            if expr is None:
-                self.fail(node, f"undefined name '{node.id}'" + did_you_mean(node.id, self.names_for_hints))
-            return expr
-        if isinstance(node, ast.BinOp):
-            op = _BINARY.get(type(node.op))
-            if op is None:
-                self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
-            left, right = self._build(node.left), self._build(node.right)
-            if isinstance(left, L.Const) and isinstance(right, L.Const):
-                # only checked here (the pipeline folds it): data must not make the folder hang
-                with contextlib.suppress(ArithmeticError, TypeError, ValueError):
-                    # an error here raises at run time too, where it rejects the configuration
-                    safe_binary(op, left.value, right.value, lambda why: self.fail(node, why))
-            return L.BinOp(op, left, right)
-        if isinstance(node, ast.UnaryOp):
-            if isinstance(node.op, ast.Not):
-                return L.Not(self._build(node.operand))
-            if isinstance(node.op, ast.USub):
-                operand = self._build(node.operand)
-                if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
-                        and not isinstance(operand.value, bool):
-                    return L.Const(-operand.value)
-                return L.UnaryOp("-", operand)
-            if isinstance(node.op, ast.UAdd):
-                operand = self._build(node.operand)
-                if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
-                        and not isinstance(operand.value, bool):
-                    return operand
-                return L.BinOp("+", L.Const(0), operand)  # +x: a number (+True is 1)
-            self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
-        if isinstance(node, ast.BoolOp):
-            return L.BoolOp("and" if isinstance(node.op, ast.And) else "or",
-                            [self._build(v) for v in node.values])
-        if isinstance(node, ast.Compare):
-            return self._compare(node)
-        if isinstance(node, ast.IfExp):
-            return L.IfExp(self._build(node.test), self._build(node.body), self._build(node.orelse))
-        if isinstance(node, ast.Call):
-            func = node.func
-            if not isinstance(func, ast.Name) or func.id not in CONDITION_CALLS:
-                self._reject(node, f"calling {_callee(func)}")
-            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-                self._reject(node, "keyword or star arguments")
-            if func.id in ("min", "max") and len(node.args) >= 2:
-                return L.Call(func.id, [self._build(a) for a in node.args])
-            if func.id == "abs" and len(node.args) == 1:
-                return L.Call("abs", [self._build(node.args[0])])
-            items = self._sequence(node.args[0]) if len(node.args) == 1 else None
-            if func.id == "abs" or items is None:
-                self.fail(node, f"{func.id}() needs " + (
-                    "one argument" if func.id == "abs" else
-                    "two or more arguments, or one literal list or tuple" if func.id in ("min", "max")
-                    else "one literal list or tuple"))
-            return self._over(node, func.id, items)
+        return None
+
+    def name(self, node: ast.Name) -> L.Expr:
+        expr = self.resolve_name(node.id)
+        if expr is None:
+            self.fail(node, f"undefined name '{node.id}'" + did_you_mean(node.id, self.names_for_hints))
+        return expr
+
+    def binary(self, node: ast.BinOp, op: str, left: L.Expr, right: L.Expr) -> L.Expr:
+        if isinstance(left, L.Const) and isinstance(right, L.Const):
+            # only checked here (the pipeline folds it): data must not make the folder hang
+            with contextlib.suppress(ArithmeticError, TypeError, ValueError):
+                # an error here raises at run time too, where it rejects the configuration
+                safe_binary(op, left.value, right.value, lambda why: self.fail(node, why))
+        return L.BinOp(op, left, right)
+
+    def negative(self, operand: L.Expr) -> L.Expr:
+        if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
+                and not isinstance(operand.value, bool):
+            return L.Const(-operand.value)
+        return L.UnaryOp("-", operand)
+
+    def positive(self, operand: L.Expr) -> L.Expr:
+        if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
+                and not isinstance(operand.value, bool):
+            return operand
+        return L.BinOp("+", L.Const(0), operand)  # +x: a number (+True is 1)
+
+    def call(self, node: ast.Call) -> L.Expr:
+        known = self._known(node)
+        if known is not None:
+            return known
+        func = node.func
+        if not isinstance(func, ast.Name) or func.id not in CONDITION_CALLS:
+            self.reject(node, f"calling {_callee(func)}")
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            self.reject(node, "keyword or star arguments")
+        if func.id in ("min", "max") and len(node.args) >= 2:
+            return L.Call(func.id, [self.translate(a) for a in node.args])
+        if func.id == "abs" and len(node.args) == 1:
+            return L.Call("abs", [self.translate(node.args[0])])
+        items = self._sequence(node.args[0]) if len(node.args) == 1 else None
+        if func.id == "abs" or items is None:
+            self.fail(node, f"{func.id}() needs " + (
+                "one argument" if func.id == "abs" else
+                "two or more arguments, or one literal list or tuple" if func.id in ("min", "max")
+                else "one literal list or tuple"))
+        return self._over(node, func.id, items)
+
+    def other(self, node: ast.AST) -> L.Expr:
+        """An attribute or subscript that only reads constants, a subscript ``resolve_subscript``
+        maps; nothing else."""
+        known = self._known(node) if isinstance(node, (ast.Attribute, ast.Subscript)) else None
+        if known is not None:
+            return known
         if isinstance(node, ast.Subscript) and self.resolve_subscript is not None:
             expr = self.resolve_subscript(node)
             if expr is not None:
                 return expr
-        self._reject(node)
+        self.reject(node)
+
+    def membership(self, node: ast.Compare, op: ast.cmpop, left: L.Expr, container: ast.AST) -> L.Expr:
+        elements = self._sequence(container)
+        if elements is None:
+            self.reject(container, "'in' anything but a literal list or tuple")
+        member = (L.BoolOp("or", [L.Compare("==", left, e) for e in elements])
+                  if len(elements) > 1 else
+                  L.Compare("==", left, elements[0]) if elements else L.Const(False))
+        return L.Not(member) if isinstance(op, ast.NotIn) else member
 
     def _sequence(self, node: ast.AST) -> list[L.Expr] | None:
         """The elements of a literal list/tuple (or of a constant sequence), or None."""
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             if any(isinstance(e, ast.Starred) for e in node.elts):
-                self._reject(node, "star-unpacking")
-            return [self._build(e) for e in node.elts]
+                self.reject(node, "star-unpacking")
+            return [self.translate(e) for e in node.elts]
         if self.constant is not None and isinstance(node, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)):
             found, value = self.constant(node)
             if found and isinstance(value, (list, tuple, range, set, frozenset)) and len(value) <= MAX_VALUES \
@@ -303,31 +302,6 @@ class ConditionBuilder(_Walker):
             return L.Const(func == "all")
         test = items[0] if len(items) == 1 else L.BoolOp("and" if func == "all" else "or", items)
         return L.IfExp(test, L.Const(True), L.Const(False))  # all/any return a bool, not an operand
-
-    def _compare(self, node: ast.Compare) -> L.Expr:
-        operands = [self._build(node.left)]
-        parts = []
-        for op, comparator in zip(node.ops, node.comparators):
-            left = operands[-1]
-            if isinstance(op, (ast.In, ast.NotIn)):
-                elements = self._sequence(comparator)
-                if elements is None:
-                    self._reject(comparator, "'in' anything but a literal list or tuple")
-                member = (L.BoolOp("or", [L.Compare("==", left, e) for e in elements])
-                          if len(elements) > 1 else
-                          L.Compare("==", left, elements[0]) if elements else L.Const(False))
-                parts.append(L.Not(member) if isinstance(op, ast.NotIn) else member)
-                operands.append(None)  # a literal list cannot be chained on
-                continue
-            symbol = _COMPARE.get(type(op))
-            if symbol is None:
-                self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(op), type(op).__name__)}")
-            if left is None:
-                self._reject(node, "chaining a comparison after 'in'")
-            right = self._build(comparator)
-            parts.append(L.Compare(symbol, left, right))  # the middle operand is shared, as in Python
-            operands.append(right)
-        return parts[0] if len(parts) == 1 else L.BoolOp("and", parts)
 
 
 def _walk(expr: L.Expr):
@@ -377,9 +351,9 @@ class _ValueEvaluator(_Walker):
             self.fail(node, f"undefined name '{node.id}' (a Values expression cannot refer to other "
                             "parameters or variables, only to its own comprehension variables)")
         if isinstance(node, ast.BinOp):
-            op = _BINARY.get(type(node.op))
+            op = BINARY_OPERATORS.get(type(node.op))
             if op is None:
-                self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
+                self._reject(node, f"the operator {operator_words(node.op)}")
             left, right = self.value(node.left, scope), self.value(node.right, scope)
             return self._arith(node, lambda: safe_binary(op, left, right, lambda why: self.fail(node, why)))
         if isinstance(node, ast.UnaryOp):
@@ -390,7 +364,7 @@ class _ValueEvaluator(_Walker):
                 if not isinstance(operand, (int, float)):
                     self.fail(node, f"unary minus/plus of {type(operand).__name__}")
                 return -operand if isinstance(node.op, ast.USub) else +operand
-            self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(node.op), type(node.op).__name__)}")
+            self._reject(node, f"the operator {operator_words(node.op)}")
         if isinstance(node, ast.BoolOp):
             result = None
             for operand in node.values:
@@ -407,9 +381,9 @@ class _ValueEvaluator(_Walker):
                         self.fail(node, f"'in' {a_type(right)}")
                     ok = (left in right) == isinstance(op, ast.In)
                 else:
-                    symbol = _COMPARE.get(type(op))
+                    symbol = COMPARE_OPERATORS.get(type(op))
                     if symbol is None:
-                        self._reject(node, f"the operator {_OPERATOR_WORDS.get(type(op), type(op).__name__)}")
+                        self._reject(node, f"the operator {operator_words(op)}")
                     ok = self._arith(node, functools.partial(L.COMPARE_OPS[symbol], left, right))
                 if not ok:
                     return False

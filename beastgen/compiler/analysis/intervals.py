@@ -15,7 +15,8 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..language.printer import expr_source
 from ...errors import SpaceError
-from ..specialize import Specialized, infer_type
+from ..specialize.ir import Specialized
+from ..specialize.value_types import infer_type
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not worth computing

@@ -9,7 +9,7 @@ from itertools import product
 from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..language.printer import expr_source
-from ..specialize import infer_type
+from ..specialize.value_types import infer_type
 
 
 class SymbolicContext:
