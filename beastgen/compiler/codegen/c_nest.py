@@ -20,8 +20,7 @@ from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..plan import Plan
-from ..specialize.ir import Item
-from ..specialize.value_types import infer_type
+from ..specialize import Item, infer_type
 from .nest import PythonPowers, constant_values, countable_tail, split_level
 
 

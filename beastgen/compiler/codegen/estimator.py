@@ -2,7 +2,7 @@
 the nests."""
 from __future__ import annotations
 
-from ..specialize.ir import Item
+from ..specialize import Item
 from .nest import NJIT, NestWriter
 
 

@@ -14,8 +14,7 @@ from ..language.mapper import Mapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..plan import Plan, domain_size
 from ...quoting import comment_text
-from ..specialize.ir import Item
-from ..specialize.value_types import infer_type
+from ..specialize import Item, infer_type
 
 _NONZERO_SAFE = ("/", "//", "%")
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
