@@ -226,12 +226,6 @@ class ConditionBuilder(_Walker, AstTranslator):
             return L.Const(-operand.value)
         return L.UnaryOp("-", operand)
 
-    def positive(self, operand: L.Expr) -> L.Expr:
-        if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
-                and not isinstance(operand.value, bool):
-            return operand
-        return L.BinOp("+", L.Const(0), operand)  # +x: a number (+True is 1)
-
     def call(self, node: ast.Call) -> L.Expr:
         known = self._known(node)
         if known is not None:

@@ -34,7 +34,7 @@ class AstTranslator:
     The walk covers constants, ``+ - * / // % **``, unary ``not - +``, ``and``/``or``, comparisons
     (a chain is an ``and`` of comparisons sharing the middle operand, as Python evaluates it) and
     ``a if c else b``. A subclass decides the rest: :meth:`name`, :meth:`call`, :meth:`other` (any
-    other node type), ``in`` (:meth:`membership`), unary minus and plus, and a check of each binary
+    other node type), ``in`` (:meth:`membership`), unary minus (:meth:`negative`), and a check of each binary
     operation (:meth:`binary`); :meth:`reject` refuses a node by raising. ``translate`` is one
     method, so an operator chain costs one stack frame per term (a condition of 500 terms that
     arrives as data is read without :func:`beastgen.deep.deeply`).
@@ -64,10 +64,6 @@ class AstTranslator:
         """``-operand``."""
         return L.UnaryOp("-", operand)
 
-    def positive(self, operand: L.Expr) -> L.Expr:
-        """``+operand``: the operand itself (a subclass that must keep ``+True`` a number overrides)."""
-        return operand
-
     def membership(self, node: ast.Compare, op: ast.cmpop, left: L.Expr, container: ast.AST) -> L.Expr:
         """``left in container`` (``not in`` when ``op`` is ``ast.NotIn``)."""
         self.reject(node, f"the operator {operator_words(op)}")
@@ -91,7 +87,11 @@ class AstTranslator:
             if isinstance(node.op, ast.USub):
                 return self.negative(self.translate(node.operand))
             if isinstance(node.op, ast.UAdd):
-                return self.positive(self.translate(node.operand))
+                operand = self.translate(node.operand)
+                if isinstance(operand, L.Const) and isinstance(operand.value, (int, float)) \
+                        and not isinstance(operand.value, bool):
+                    return operand
+                return L.BinOp("+", L.Const(0), operand)  # +x: a number (+True is 1)
             self.reject(node, f"the operator {operator_words(node.op)}")
         if isinstance(node, ast.BoolOp):
             return L.BoolOp("and" if isinstance(node.op, ast.And) else "or",
