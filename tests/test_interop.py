@@ -614,6 +614,14 @@ def test_to_t1_refuses_what_t1_cannot_express(write_space, tmp_path):
                     total += i
                 return total > 2
         """,
+        "'f' calls ceil\\(\\), which the T1 reader accepts only as min, max or abs": """
+            import math
+            import beastgen as beast
+            x = beast.range(1, 4)
+            f = beast.filter(math.ceil(x / 2) == 1)
+        """,
+        "'f' nests derived values too deeply": "import beastgen as beast\nx = beast.range(1, 4)\nv0 = x + 1\n"
+        + "".join(f"v{i} = v{i - 1} + 1\n" for i in range(1, 102)) + "f = beast.filter(v101 > 3)\n",
     }
     for index, (message, text) in enumerate(cases.items()):
         space = beastgen.load(write_space(text, name=f"unexportable{index}.py"))
