@@ -247,6 +247,7 @@ class PlanCore:
         return BeastError(f"{culprit}Numba cannot compile the generated enumerator "
                           f"({self.path}): {summary}", where)
 
+    # -- the nest's shape, which every role reads ------------------------------------------------
     @property
     def counted_tail(self) -> int:
         """The configurations each prefix the generated ``count`` (and ``count_pruned``) counts
