@@ -1,8 +1,9 @@
 """Replay backend: answers "run this configuration" from a Kernel Tuner cache file.
 
 The problem size comes from the file (the kernel's ``problem_size`` settings, else those of M, N,
-K the space has), and the file's parameters must be iterators of the space. A configuration the file does not hold is reported as
-unmeasured (never invented); one whose recorded run failed is reported as a launch failure.
+K the space has), and the file's parameters must be iterators of the space. A configuration the
+file does not hold is reported as unmeasured (never invented); one whose recorded run failed is
+reported as a launch failure.
 """
 from __future__ import annotations
 
