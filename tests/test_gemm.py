@@ -4,7 +4,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from beastgen.compiler import runtime
+from beastgen.compiler.runtime import enumeration
 from beastgen.devices import load_profile
 from beastgen.reference import ReferenceEnumerator
 
@@ -54,7 +54,7 @@ def test_threads_enumerate_the_same_rows_in_order(gemm_h100, monkeypatch):
     whole = gemm_h100.enumerate()
     assert np.array_equal(gemm_h100.enumerate(jobs=2), whole)
     if gemm_h100.native is not None:  # buffers too small: they grow, the node in progress redone
-        monkeypatch.setattr(runtime, "_FIRST_BUFFER_BYTES", 4096)
+        monkeypatch.setattr(enumeration, "_FIRST_BUFFER_BYTES", 4096)
         gemm_h100._rows_hint = 0
         assert np.array_equal(gemm_h100.enumerate(jobs=2), whole)
     assert gemm_h100.count(jobs=3) == len(whole)

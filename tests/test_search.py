@@ -49,7 +49,8 @@ def _run(tmp_path, space_text, replay, **options):
     space = tmp_path / "space.py"
     space.write_text(space_text)
     options.setdefault("results", str(tmp_path / f"run{len(list(tmp_path.iterdir()))}.db"))
-    return tune(str(space), backend="replay", replay=replay,
+    options.setdefault("backend", "replay")
+    return tune(str(space), replay=replay,
                 generated_dir=str(tmp_path / "generated"), progress=False, log=lambda m: None,
                 **options)
 
@@ -133,6 +134,27 @@ def test_problem_size_compared_after_conversion(tmp_path):
     assert _run(tmp_path, PLAIN, replay, settings={"M": "0x1000"}, budget=1).settings["M"] == 4096
     with pytest.raises(BeastError, match=r"--set M=4095 contradicts the replay file's problem size"):
         _run(tmp_path, PLAIN, replay, settings={"M": "4095"})
+
+
+def test_a_backend_is_known_to_the_loop_only_through_its_runner(tmp_path, monkeypatch):
+    """The replay set-up registered under another name tunes the same: the problem size, the
+    parameter check and "unmeasured" come from the runner, not from the backend's name."""
+    from beastgen.harness.tune import BACKENDS
+
+    monkeypatch.setitem(BACKENDS, "recorded", BACKENDS["replay"])
+    times = _all()
+    del times[(1, 3)]
+    replay = _replay(tmp_path, times, problem_size=(4096,))
+    results = [_run(tmp_path, BOUNDED, replay, device="h100", backend=name) for name in ("replay", "recorded")]
+    for result in results:
+        assert result.settings["M"] == 4096 and result.unmeasured >= 1 and not result.proven
+    first, second = (r.report().replace(f"({r.backend} backend)", "").splitlines()[:-1] for r in results)
+    assert first == second and "not in the replay file" in first[3]
+    with pytest.raises(BeastError, match=r"--set M=64 contradicts the replay file's problem size"):
+        _run(tmp_path, PLAIN, replay, backend="recorded", settings={"M": "64"})
+    wrong = _replay(tmp_path, _all(), name="wrong.json", keys=("x", "z"))
+    with pytest.raises(BeastError, match=r"the replay's parameters \['z'\] are not iterators"):
+        _run(tmp_path, PLAIN, wrong, backend="recorded")
 
 
 def test_priors_warm_start_and_mismatches_are_named(tmp_path):

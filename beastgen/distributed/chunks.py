@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..compiler.runtime import Estimate, Stats, balanced_chunks, compile_space
+from ..compiler.runtime import Estimate, Stats, compile_space
+from ..compiler.runtime.chunking import balanced_chunks
 from ..errors import BeastError
 from ..loading import load
 from ..output import AtomicOutput, write_parquet

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from ..devices import load_profile
 from ..errors import BeastError
+from ..harness.backends.base import Runner
 from ..harness.kernel import find_kernel
 from ..harness.store import config_key
 from ..harness.strategies import ALIASES, STRATEGIES
@@ -188,9 +189,17 @@ def _measure_batch(recipe: MeasureRecipe, batch: list, best: float, violated: tu
 def _profile_task(backend: str, device: str | None):
     """The device profile a GPU worker's backend reads from its device (opencl:N, cuda auto)."""
     profile, runner, _ = setup_backend(backend, device, None)
-    if hasattr(runner, "close"):
-        runner.close()
+    runner.close()
     return profile
+
+
+class _OnWorkers(Runner):
+    """The driver's runner for a live backend on a cluster: a live device's answers (no problem
+    size imposed, any parameters), and no device here: the GPU workers measure, each with its own
+    backend (:class:`_Context`)."""
+
+    def measure(self, launch, iterations, outputs, timeout):
+        raise BeastError("on a cluster the Dask GPU workers measure, not the driver")
 
 
 class TunePool:
@@ -217,20 +226,21 @@ class TunePool:
     def setup_backend(self, space):
         """(profile, runner, language) as :func:`beastgen.harness.tune.setup_backend` gives them, on
         the driver: replay reads the file here (for the problem size and the parameters); opencl
-        and cuda read the profile on a GPU worker, and the driver holds no device (runner None)."""
+        and cuda read the profile on a GPU worker, and the driver holds no device (its runner is
+        :class:`_OnWorkers`)."""
         if self.backend == "replay":
             return setup_backend(self.backend, self.device, self.replay, space)
         if self.replay:
             raise BeastError("--replay goes with --backend replay")
         if self.backend == "cuda" and self.device and self.device.strip().lower() != "auto":
-            return load_profile(self.device), None, "cuda"
+            return load_profile(self.device), _OnWorkers(), "cuda"
         future = self.client.submit(_profile_task, self.backend, self.device, resources={GPU: 1},
                                     pure=False)
         try:
             profile = future.result()
         except BeastError as e:
             raise BeastError(f"on a Dask GPU worker: {e.message}", e.where) from None
-        return profile, None, self.backend
+        return profile, _OnWorkers(), self.backend
 
     def recipe(self, space, profile, settings, iterations, source) -> MeasureRecipe:
         kernel = find_kernel(space)

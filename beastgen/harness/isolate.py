@@ -15,7 +15,7 @@ import time
 import traceback
 
 from ..errors import BeastError
-from .backends.base import KernelFailure, RunResult
+from .backends.base import KernelFailure, Runner, RunResult
 
 #: seconds a compile may take before it counts as hung
 COMPILE_TIMEOUT = 300.0
@@ -117,8 +117,9 @@ def _serve(conn, backend) -> None:
                        False))
 
 
-class Isolated:
-    """``measure(launch, ...)`` in a worker process built by ``factory`` (picklable)."""
+class Isolated(Runner):
+    """A live backend's :class:`~.backends.base.Runner`: ``measure(launch, ...)`` compiles and runs
+    in a worker process whose backend ``factory`` (picklable) builds, under the watchdog."""
 
     def __init__(self, factory, compile_timeout: float = COMPILE_TIMEOUT):
         self.factory = factory

@@ -29,7 +29,7 @@ from .backends.cuda import CUDABackend, import_pycuda
 from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
 from .backends.replay import ReplayBackend
 from .isolate import Isolated
-from .kernel import Launch, find_kernel, verify
+from .kernel import find_kernel, verify
 from .store import Store, config_key
 from .priors import prior_matrix
 from .strategies import ALIASES, DEFAULT, STRATEGIES, SearchState
@@ -59,13 +59,14 @@ class TuneResult:
     evaluated: int = 0  # configurations measured by this run (ok or failed), resumed ones included
     ran_now: int = 0  # of those, measured in this invocation
     resumed: int = 0  # answered from the results store
-    unmeasured: int = 0  # replay: proposed but not in the file
+    unmeasured: int = 0  # proposed, but not in the backend's recorded measurements (a replay file)
     failures: dict = field(default_factory=dict)  # kind -> count
     failure_examples: list = field(default_factory=list)
     bound_violations: list = field(default_factory=list)
     stopped: str = ""  # why the search ended
     seconds: float = 0.0
     points: list = field(default_factory=list)  # (bound, time) of every measured configuration
+    recorded_in: str = ""  # the backend's recorded measurements, as messages name them
 
     def as_dict(self) -> dict:
         return {"space": self.space, "device": self.device, "backend": self.backend,
@@ -115,7 +116,7 @@ class TuneResult:
         lines.append(f"valid configurations (exhaustive): {self.exhaustive:,}; bound below the best "
                      f"time (surviving): {surviving}; run: {self.evaluated:,} ({self.ran_now:,} now, "
                      f"{self.resumed:,} from the results store)"
-                     + (f"; unmeasured (not in the replay file): {self.unmeasured:,}" if self.unmeasured else ""))
+                     + (f"; unmeasured (not in {self.recorded_in}): {self.unmeasured:,}" if self.unmeasured else ""))
         lines.append(self.verdict())
         if self.failures:
             lines.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
@@ -140,6 +141,7 @@ def _replay(device, replay_path, space):
 
 
 def _opencl(device, replay_path, space):
+    _measured_live(replay_path)
     if device and str(device).lower().endswith(".toml"):  # a calibrated profile (beastgen calibrate)
         profile = load_profile(device)
         index = parse_device(str(profile.properties.get("calibrated_device", "opencl:0")))
@@ -150,6 +152,7 @@ def _opencl(device, replay_path, space):
 
 
 def _cuda(device, replay_path, space):
+    _measured_live(replay_path)
     import_pycuda()
     profile = load_profile(device or "auto")
     runner = Isolated(functools.partial(CUDABackend, 0))
@@ -157,7 +160,15 @@ def _cuda(device, replay_path, space):
     return profile, runner, "cuda"
 
 
-#: backend name -> its set-up: (device, replay file, space) -> (profile, runner, source language)
+def _measured_live(replay_path) -> None:
+    """A live backend measures: a replay file is not for it."""
+    if replay_path:
+        raise BeastError("--replay goes with --backend replay")
+
+
+#: backend name -> its set-up: (device, replay file, space) -> (profile, runner, source language);
+#: the runner (:class:`.backends.base.Runner`) answers the problem size, the parameter check and
+#: "unmeasured" itself
 BACKENDS = {"opencl": _opencl, "cuda": _cuda, "replay": _replay}
 
 
@@ -166,8 +177,6 @@ def setup_backend(backend: str, device, replay_path, space=None):
     (a replay without a matching built-in profile needs to know whether it reads the device)."""
     if backend not in BACKENDS:
         raise BeastError(f"unknown backend '{backend}': use {', '.join(BACKENDS)}")
-    if replay_path and backend != "replay":
-        raise BeastError("--replay goes with --backend replay")
     return BACKENDS[backend](device, replay_path, space)
 
 
@@ -180,75 +189,155 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
     ``pool`` (:class:`beastgen.distributed.pool.TunePool`), every candidate runs on a Dask worker
     holding a GPU; the results store stays on this machine. ``priors``: measurement files of the
     same space from elsewhere (:mod:`.priors`) that warm-start the default strategy."""
+    tuning = Tuning(space_path, backend, strategy, seed, budget, time_limit,
+                    log or (lambda message: print(message, file=sys.stderr, flush=True)), pool, priors)
+    tuning.setup(device, dict(settings or {}), replay, results, iterations, generated_dir)
+    result = tuning.run(progress)
+    if plot:
+        plot_results(result, plot)
+    return result
 
-    log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-    strategy = ALIASES.get(strategy, strategy)
-    if strategy not in STRATEGIES:
-        raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
-    if priors and not STRATEGIES[strategy].uses_priors:
-        raise BeastError(f"--prior orders the search of the default strategy ({DEFAULT}); "
-                         f"'{strategy}' does not read priors")
-    if budget is not None and budget < 1:
-        raise BeastError("--budget must be at least 1")
-    space = load(space_path)
-    kernel = find_kernel(space)
-    profile, runner, language = (pool.setup_backend(space) if pool is not None else
-                                setup_backend(backend, device, replay, space))
-    settings = dict(settings or {})
-    runner_settings = {}
-    if backend == "replay":
-        runner_settings = _replay_settings(runner, kernel, space)
-        settings = {**runner_settings, **settings}  # compared after conversion, below
-        if runner_settings:
-            log(f"problem size from the replay file: {runner_settings}")
-    elif kernel is None:
-        raise BeastError(f"space '{space.name}' declares no kernel (beast.kernel(...)): nothing to run "
-                         f"on the {backend} backend", space.path)
-    plan = compile_space(space, device=profile, settings=settings, generated_dir=generated_dir)
-    spec = plan.specialized
-    typed_settings = dict(spec.settings)
-    for name, value in runner_settings.items():
-        if typed_settings.get(name) != value:
-            raise BeastError(f"--set {name}={typed_settings.get(name)} contradicts the replay file's "
-                             f"problem size ({name}={value})", replay)
-    if backend == "replay":
+
+class Tuning:
+    """One search: :meth:`setup` (space, backend, plan, results store, strategy), :meth:`run` (the
+    loop, or the pool's), and the accounting of every result (:meth:`account`) into the
+    :class:`TuneResult` and the :class:`SearchState` the strategy reads."""
+
+    def __init__(self, space_path: str, backend: str, strategy: str, seed: int, budget, time_limit,
+                 log, pool, priors):
+        strategy = ALIASES.get(strategy, strategy)
+        if strategy not in STRATEGIES:
+            raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
+        if priors and not STRATEGIES[strategy].uses_priors:
+            raise BeastError(f"--prior orders the search of the default strategy ({DEFAULT}); "
+                             f"'{strategy}' does not read priors")
+        if budget is not None and budget < 1:
+            raise BeastError("--budget must be at least 1")
+        self.space_path, self.backend, self.strategy, self.seed = space_path, backend, strategy, seed
+        self.budget, self.time_limit, self.log, self.pool, self.priors = budget, time_limit, log, pool, priors
+        self.state = SearchState()
+        self.unmeasured_bounds = []  # bounds of proposed configurations the backend cannot answer
+        self.bar = None
+
+    def setup(self, device, settings: dict, replay, results: str, iterations, generated_dir) -> None:
+        """Load the space, set up the backend (its problem size joins ``settings``), compile the
+        plan, prepare the kernel's arguments, open the run in the results store."""
+        space = self.space = load(self.space_path)
+        kernel = self.kernel = find_kernel(space)
+        pool = self.pool
+        self.profile, runner, self.language = (pool.setup_backend(space) if pool is not None else
+                                               setup_backend(self.backend, device, replay, space))
+        self.runner = runner
+        imposed = runner.problem_settings(kernel, space)
+        settings = {**imposed, **settings}  # compared after conversion, below
+        if imposed:
+            self.log(f"problem size from {runner.recorded_in}: {imposed}")
+        if kernel is None and self.language is not None:
+            raise BeastError(f"space '{space.name}' declares no kernel (beast.kernel(...)): nothing to "
+                             f"run on the {self.backend} backend", space.path)
+        plan = self.plan = compile_space(space, device=self.profile, settings=settings,
+                                         generated_dir=generated_dir)
+        typed = self.settings = dict(plan.specialized.settings)
+        for name, value in imposed.items():
+            if typed.get(name) != value:
+                raise BeastError(f"--set {name}={typed.get(name)} contradicts {runner.recorded_in}'s "
+                                 f"problem size ({name}={value})", replay)
         runner.check_parameters(plan.columns)
-    source = kernel.source_text(language) if language else ""
-    args, expected, tolerance = [], {}, 0.0
-    if language and pool is None:  # on a cluster, each GPU worker builds its own
-        args = kernel.make_arguments(typed_settings)
-        expected = kernel.expected(args, typed_settings)
-        tolerance = kernel.tolerance_for(typed_settings)
-        runner.set_args(args)
-    iterations = iterations or (kernel.iterations if kernel else DEFAULT_ITERATIONS)
+        self.source = kernel.source_text(self.language) if self.language else ""
+        self.expected, self.tolerance = {}, 0.0
+        if self.language and pool is None:  # on a cluster, each GPU worker builds its own
+            args = kernel.make_arguments(typed)
+            self.expected = kernel.expected(args, typed)
+            self.tolerance = kernel.tolerance_for(typed)
+            runner.set_args(args)
+        self.iterations = iterations or (kernel.iterations if kernel else DEFAULT_ITERATIONS)
+        self.open_run(results)
 
-    run_id = hashlib.sha256(json.dumps({
-        "space": os.path.abspath(space.path), "source": space.source_hash,
-        "device": profile.fingerprint(), "settings": {k: str(v) for k, v in typed_settings.items()},
-        "backend": backend, "strategy": strategy, "seed": seed,
-        "kernel": hashlib.sha256(source.encode()).hexdigest() if source else replay and os.path.abspath(replay),
-    }, sort_keys=True).encode()).hexdigest()[:20]
-    store = Store(results)
-    store.open_run(run_id, space=space.name, device=profile.key, backend=backend, strategy=strategy,
-                   settings=typed_settings, export=kernel_tuner_header(
-                       plan.columns, typed_settings, getattr(runner, "replay", None), kernel, space.name))
-    previous = store.results(run_id)
+    def open_run(self, results: str) -> None:
+        """The run's identity (what it measures, how it searches), its row in the store and what the
+        store already holds of it."""
+        space, profile, source, recording = self.space, self.profile, self.source, self.runner.recording
+        self.run_id = hashlib.sha256(json.dumps({
+            "space": os.path.abspath(space.path), "source": space.source_hash,
+            "device": profile.fingerprint(), "settings": {k: str(v) for k, v in self.settings.items()},
+            "backend": self.backend, "strategy": self.strategy, "seed": self.seed,
+            "kernel": (hashlib.sha256(source.encode()).hexdigest() if source else
+                       recording and os.path.abspath(recording.path)),
+        }, sort_keys=True).encode()).hexdigest()[:20]
+        self.store = Store(results)
+        self.store.open_run(self.run_id, space=space.name, device=profile.key, backend=self.backend,
+                            strategy=self.strategy, settings=self.settings, export=kernel_tuner_header(
+                                self.plan.columns, self.settings, recording, self.kernel, space.name))
+        self.previous = self.store.results(self.run_id)
+        self.result = TuneResult(space.name, f"{profile.key} ({profile.name})", self.backend,
+                                 self.strategy, {k: (v.item() if hasattr(v, "item") else v)
+                                                 for k, v in self.settings.items()}, results)
+        self.result.recorded_in = self.runner.recorded_in
 
-    result = TuneResult(space.name, f"{profile.key} ({profile.name})", backend, strategy,
-                        {k: (v.item() if hasattr(v, "item") else v) for k, v in typed_settings.items()},
-                        results)
-    state = SearchState()
-    chosen = STRATEGIES[strategy](plan, seed, functools.partial(prior_matrix, list(priors))
-                                  if priors else None)
-    start = time.perf_counter()
-    bar = _progress_bar(progress, min(budget or math.inf, plan.count()) if progress else None)
+    def run(self, progress: bool) -> TuneResult:
+        """Search until every candidate is run or cut, the budget or the time limit; the result."""
+        result, pool = self.result, self.pool
+        self.chosen = STRATEGIES[self.strategy](self.plan, self.seed, functools.partial(
+            prior_matrix, list(self.priors)) if self.priors else None)
+        self.start = time.perf_counter()
+        self.bar = _progress_bar(progress, min(self.budget or math.inf, self.plan.count())
+                                 if progress else None)
+        for key, row in self.previous.items():  # what the store holds counts before the search starts
+            self.account(key, row["config"], row["status"], row["time"], row["bound"],
+                         row["bottleneck"], row["message"], False)
+        try:
+            if pool is not None:  # every candidate runs on a Dask GPU worker
+                recipe = pool.recipe(self.space, self.profile, self.settings, self.iterations, self.source)
+                result.stopped = pool.search(self.chosen, self.state, recipe, self.previous, self.measured,
+                                             self.resumed, self.budget, self.time_limit, self.start,
+                                             result) or "every candidate was run"
+            else:
+                result.stopped = self.search() or "every candidate was run"
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+            self.runner.close()
+            self.store.close()
+        self.conclude()
+        return result
 
-    unmeasured_bounds = []  # replay: the bounds of proposed configurations the file does not hold
+    def search(self) -> str:
+        """The local loop: each candidate the strategy proposes measured here; why it stopped
+        ("" when every candidate was run or cut)."""
+        for candidate in self.chosen.propose(self.state):
+            key = config_key(candidate.config)
+            if key in self.previous:
+                continue
+            if self.budget is not None and self.result.ran_now >= self.budget:
+                return f"budget of {self.budget} runs spent"
+            if self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit:
+                return f"time limit of {self.time_limit:g} s reached"
+            self.measured(candidate, key, *measure(
+                self.runner, self.kernel, candidate.config, self.settings, self.profile, self.language,
+                self.source, self.iterations, self.expected, self.tolerance))
+        return self.result.stopped
 
-    def account(key, config, status, time_s, bound, bottleneck, message, fresh):
+    def resumed(self, candidate, key) -> None:
+        """Proposed again, answered from the store: accounted as the search started."""
+
+    def measured(self, candidate, key, status, time_s, times, message) -> None:
+        """A fresh result: recorded (unless the backend could not answer it: it answers the same
+        again), accounted, counted on the progress bar."""
+        if status != "unmeasured":
+            self.store.record(self.run_id, key, candidate.config, status, time_s, times,
+                              candidate.bound, candidate.bottleneck, message)
+        self.account(key, candidate.config, status, time_s, candidate.bound, candidate.bottleneck,
+                     message, True)
+        if self.bar is not None and status != "unmeasured":
+            self.bar.update(1)
+
+    def account(self, key, config, status, time_s, bound, bottleneck, message, fresh) -> None:
+        """One result (fresh, or from the store) into the result's counts, failures, best and bound
+        violations, and into the search state."""
+        result, state = self.result, self.state
         if status == "unmeasured":
             result.unmeasured += 1
-            unmeasured_bounds.append(bound)
+            self.unmeasured_bounds.append(bound)
             return
         if status == "ok" and time_problem(time_s):  # e.g. a store written before this check
             status, message = "invalid_time", f"recorded time unusable: {time_problem(time_s)}"
@@ -266,90 +355,47 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
         state.times[key] = time_s
         result.points.append((bound, time_s))
         if math.isfinite(bound) and time_s < bound:
-            violation = {"config": config, "bound_seconds": bound, "time_seconds": time_s,
-                         "term": bottleneck}
-            result.bound_violations.append(violation)
+            result.bound_violations.append({"config": config, "bound_seconds": bound,
+                                            "time_seconds": time_s, "term": bottleneck})
             state.violated_terms.add(bottleneck)
-            _write(bar, log, f"BOUND VIOLATION: measured {format_seconds(time_s)} is below the lower "
-                             f"bound {format_seconds(bound)} of term '{bottleneck}' for {config}; "
-                             f"'{bottleneck}' no longer prunes")
+            _write(self.bar, self.log, f"BOUND VIOLATION: measured {format_seconds(time_s)} is below "
+                                       f"the lower bound {format_seconds(bound)} of term '{bottleneck}' "
+                                       f"for {config}; '{bottleneck}' no longer prunes")
         if time_s < state.best_time:
             state.best_time, state.best_key = time_s, key
             result.best_config, result.best_time = config, time_s
             result.best_bound, result.best_bottleneck = bound, bottleneck
-        if bar is not None:
+        if self.bar is not None:
             certificate = _certificate(state.best_time, state.lower_bound)
-            bar.set_postfix_str(f"best {format_seconds(state.best_time)}"
-                                + (f", {certificate}" if certificate else ""))
+            self.bar.set_postfix_str(f"best {format_seconds(state.best_time)}"
+                                     + (f", {certificate}" if certificate else ""))
 
-    for key, row in previous.items():  # what the store holds counts before the search starts
-        account(key, row["config"], row["status"], row["time"], row["bound"], row["bottleneck"],
-                row["message"], False)
-
-    def resumed(candidate, key):
-        """Proposed again, answered from the store: accounted above."""
-
-    def measured(candidate, key, status, time_s, times, message):
-        if status != "unmeasured":  # the replay file answers those again, identically
-            store.record(run_id, key, candidate.config, status, time_s, times, candidate.bound,
-                         candidate.bottleneck, message)
-        account(key, candidate.config, status, time_s, candidate.bound, candidate.bottleneck,
-                message, True)
-        if bar is not None and status != "unmeasured":
-            bar.update(1)
-
-    try:
-        if pool is not None:  # every candidate runs on a Dask GPU worker
-            recipe = pool.recipe(space, profile, typed_settings, iterations, source)
-            result.stopped = pool.search(chosen, state, recipe, previous, measured, resumed, budget,
-                                         time_limit, start, result) or "every candidate was run"
-        else:
-            for candidate in chosen.propose(state):
-                key = config_key(candidate.config)
-                if key in previous:
-                    continue
-                if budget is not None and result.ran_now >= budget:
-                    result.stopped = f"budget of {budget} runs spent"
-                    break
-                if time_limit is not None and time.perf_counter() - start >= time_limit:
-                    result.stopped = f"time limit of {time_limit:g} s reached"
-                    break
-                measured(candidate, key, *measure(runner, kernel, candidate.config, typed_settings,
-                                                  profile, language, source, iterations, expected,
-                                                  tolerance))
-            else:
-                result.stopped = result.stopped or "every candidate was run"
-    finally:
-        if bar is not None:
-            bar.close()
-        if hasattr(runner, "close"):
-            runner.close()
-        store.close()
-    result.has_bounds = bool(plan.bound_terms)
-    result.lower_bound = state.lower_bound if result.has_bounds else math.nan
-    result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
-    # neither measured nor cut by the final best time: no proof, whatever the bounds; the optimum
-    # of the space may be among them, so the lower bound of the optimum is theirs too
-    missing = [bound for bound in unmeasured_bounds if not bound >= result.best_time]
-    if missing:
-        result.lower_bound = min(result.lower_bound, min(missing))
-    if not result.proven and result.has_bounds and not missing and result.lower_bound >= result.best_time:
-        result.proven = True  # stopped just as nothing open could beat the best any more
-    if result.proven and missing:
-        result.proven = False
-        result.stopped = (f"best among the measured: {len(missing):,} configurations the bounds "
-                          "did not cut are missing from the replay file")
-    if result.proven:
-        result.stopped = "proven"
-    result.seconds = time.perf_counter() - start
-    result.exhaustive = chosen.known_count if chosen.known_count is not None else plan.count()
-    result.surviving = _surviving(plan, chosen, state.best_time)
-    if result.exhaustive == 0:
-        why = plan.why_empty()
-        result.proven, result.stopped = False, "the space is empty" + (f": {why}" if why else "")
-    if plot:
-        plot_results(result, plot)
-    return result
+    def conclude(self) -> None:
+        """What the search proved: the lower bound of the optimum, proven or not (and why it
+        stopped), the exhaustive and surviving counts."""
+        result, state, plan = self.result, self.state, self.plan
+        result.has_bounds = bool(plan.bound_terms)
+        result.lower_bound = state.lower_bound if result.has_bounds else math.nan
+        result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
+        # neither measured nor cut by the final best time: no proof, whatever the bounds; the optimum
+        # of the space may be among them, so the lower bound of the optimum is theirs too
+        missing = [bound for bound in self.unmeasured_bounds if not bound >= result.best_time]
+        if missing:
+            result.lower_bound = min(result.lower_bound, min(missing))
+        if not result.proven and result.has_bounds and not missing and result.lower_bound >= result.best_time:
+            result.proven = True  # stopped just as nothing open could beat the best any more
+        if result.proven and missing:
+            result.proven = False
+            result.stopped = (f"best among the measured: {len(missing):,} configurations the bounds "
+                              f"did not cut are missing from {result.recorded_in}")
+        if result.proven:
+            result.stopped = "proven"
+        result.seconds = time.perf_counter() - self.start
+        result.exhaustive = self.chosen.known_count if self.chosen.known_count is not None else plan.count()
+        result.surviving = _surviving(plan, self.chosen, state.best_time)
+        if result.exhaustive == 0:
+            why = plan.why_empty()
+            result.proven, result.stopped = False, "the space is empty" + (f": {why}" if why else "")
 
 
 def _certificate(best: float, lower: float) -> str:
@@ -360,12 +406,6 @@ def _certificate(best: float, lower: float) -> str:
         return "optimal"
     ratio = best / lower
     return f"within {ratio - 1:.1%} of optimal" if ratio < 2 else f"at most {ratio:.1f}x the optimum"
-
-
-def _replay_settings(runner, kernel, space) -> dict:
-    names = kernel.problem_size if kernel and kernel.problem_size else \
-        tuple(n for n in ("M", "N", "K") if n in space.settings)
-    return runner.problem_settings(names)
 
 
 def _surviving(plan, strategy, best: float) -> int | None:
@@ -380,18 +420,15 @@ def _surviving(plan, strategy, best: float) -> int | None:
 
 
 def measure(runner, kernel, config, settings, profile, language, source, iterations, expected,
-             tolerance):
-    """(status, time, times, message) of one configuration."""
+            tolerance):
+    """(status, time, times, message) of one configuration, measured by ``runner`` (a
+    :class:`.backends.base.Runner`) and verified against ``expected``."""
     try:
-        if language is None:  # replay: answered from the file
-            launch = Launch(config)
-            run = runner.run(runner.compile(launch), launch, [], iterations, [])
-        else:
-            launch = kernel.launch(config, settings, profile, language, source)
-            run = runner.measure(launch, iterations, list(expected), kernel.timeout)
-            problem = verify(run.outputs, expected, tolerance)
-            if problem:
-                return "wrong_result", None, run.times, problem
+        launch = runner.launch(kernel, config, settings, profile, language, source)
+        run = runner.measure(launch, iterations, list(expected), kernel.timeout if kernel else math.inf)
+        problem = verify(run.outputs, expected, tolerance)
+        if problem:
+            return "wrong_result", None, run.times, problem
         if not run.times:
             return "launch", None, None, "no timed run"
         problem = next((p for p in map(time_problem, run.times) if p), None)

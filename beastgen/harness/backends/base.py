@@ -46,13 +46,57 @@ class RunResult:
     compile_seconds: float = 0.0
 
 
-class Backend(ABC):
+class Runner(ABC):
+    """What the tuning loop calls to measure configurations (as Kernel Tuner's runners: a live one,
+    a simulating one, chosen once): a :class:`Backend` measuring in this process, one in a worker
+    process under a watchdog (:class:`~beastgen.harness.isolate.Isolated`), one answering from
+    recorded measurements (the replay backend). The defaults are a live device's: it imposes no
+    problem size, runs any parameters, and measures every configuration it is given."""
+
+    #: what its recorded measurements are, as messages name them ("the replay file"): where the
+    #: problem size comes from and a configuration it cannot answer (KernelFailure('unmeasured'))
+    #: is missing from; "" where every configuration is measured
+    recorded_in: str = ""
+
+    def problem_settings(self, kernel, space) -> dict:
+        """{setting: value}: the problem size the backend imposes on ``space`` (whose ``kernel`` may
+        be None); {} where the caller's settings choose it."""
+        return {}
+
+    def check_parameters(self, columns: list[str]) -> None:
+        """Raise BeastError when the space's iterators (``columns``) are not what it can run."""
+
+    @property
+    def recording(self):
+        """The recorded measurements it answers from (a :class:`~beastgen.harness.recorded.Replay`:
+        its file is part of the run's identity, its header the export's), or None where it measures."""
+        return None
+
+    def launch(self, kernel, config: dict, settings: dict, profile, language, source: str):
+        """The :class:`~beastgen.harness.kernel.Launch` of ``config`` that :meth:`measure` takes."""
+        return kernel.launch(config, settings, profile, language, source)
+
+    def set_args(self, args: list) -> None:
+        """The kernel's arguments (fresh copies for each configuration's verification run)."""
+        self.args = args
+
+    @abstractmethod
+    def measure(self, launch, iterations: int, outputs: list[int], timeout: float) -> RunResult:
+        """Compile and run ``launch`` (see :meth:`Backend.run`) within ``timeout`` seconds of
+        running; raises KernelFailure."""
+
+    def close(self) -> None:
+        """Release the device."""
+
+
+class Backend(Runner):
     """Compiles and runs one configuration's kernel (a :class:`~beastgen.harness.kernel.Launch`)."""
 
     #: "opencl", "cuda", "replay"
     name: str = "?"
     #: the kernel source language it compiles (None: it needs no source)
     language: str | None = None
+    args: tuple | list = ()  # set_args gives them
 
     @abstractmethod
     def device_profile(self):
@@ -67,5 +111,7 @@ class Backend(ABC):
         """Run once with fresh copies of ``args`` (reading back the arguments ``outputs``), then
         ``iterations`` timed runs; raises KernelFailure('launch' | 'unmeasured', message)."""
 
-    def close(self) -> None:
-        """Release the device."""
+    def measure(self, launch, iterations: int, outputs: list[int], timeout: float) -> RunResult:
+        """:meth:`compile` then :meth:`run` in this process (``timeout`` is not enforced here: a
+        worker process under a watchdog enforces it, see :class:`~beastgen.harness.isolate.Isolated`)."""
+        return self.run(self.compile(launch), launch, list(self.args), iterations, outputs)

@@ -1,7 +1,9 @@
 """Replay backend: answers "run this configuration" from a Kernel Tuner cache file.
 
-The problem size comes from the file. A configuration the file does not hold is reported as
-unmeasured (never invented); one whose recorded run failed is reported as a launch failure.
+The problem size comes from the file (the kernel's ``problem_size`` settings, else those of M, N,
+K the space has), and the file's parameters must be iterators of the space. A configuration the
+file does not hold is reported as unmeasured (never invented); one whose recorded run failed is
+reported as a launch failure.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from ...compiler.language.nodes import DeviceProperty
 from ...compiler.model import walk_expr
 from ...devices import DeviceProfile, load_profile, match_name
 from ...errors import BeastError
+from ..kernel import Launch
 from ..recorded import Replay, load_replay
 from .base import Backend, KernelFailure, RunResult
 
@@ -18,6 +21,7 @@ from .base import Backend, KernelFailure, RunResult
 class ReplayBackend(Backend):
     name = "replay"
     language = None
+    recorded_in = "the replay file"
 
     def __init__(self, path_or_replay):
         self.replay: Replay = (path_or_replay if isinstance(path_or_replay, Replay)
@@ -49,9 +53,20 @@ class ReplayBackend(Backend):
             raise BeastError(f"the replay's parameters {missing} are not iterators of the space",
                              self.replay.path)
 
-    def problem_settings(self, names: tuple) -> dict:
-        """{setting: value} from the file's problem_size for the settings ``names``, in order."""
+    def problem_settings(self, kernel, space) -> dict:
+        """{setting: value} from the file's problem_size, in order, for the kernel's
+        ``problem_size`` settings, else those of M, N, K that the space declares."""
+        names = kernel.problem_size if kernel and kernel.problem_size else \
+            tuple(n for n in ("M", "N", "K") if n in space.settings)
         return dict(zip(names, self.replay.problem_size))
+
+    @property
+    def recording(self) -> Replay:
+        return self.replay
+
+    def launch(self, kernel, config, settings, profile, language, source) -> Launch:
+        """The configuration alone: the file is keyed by its parameters, no kernel is built."""
+        return Launch(config)
 
     def compile(self, launch):
         return tuple(_plain(launch.config[k]) for k in self.replay.keys)

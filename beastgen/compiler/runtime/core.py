@@ -1,0 +1,289 @@
+"""The compiled plan's core: the generated Numba module (its text generated, written only when it
+changed, imported, compiled on first use and cached on disk) and the C target's library
+(:mod:`..native`) where it prints the plan; the generated functions run through :meth:`PlanCore._run`.
+A nest whose loop iterations are bounded small (:data:`SMALL_NEST_ITERATIONS`) runs in the calling
+thread; a larger one in threads that Ctrl-C does not wait for. The roles built on it (counting,
+enumeration, estimation, ranking) are its subclasses, joined in :class:`.driver.CompiledPlan`.
+"""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import re
+import sys
+import time
+import traceback
+from typing import TYPE_CHECKING
+
+from ...deep import deeply
+from ...errors import BeastError
+from ...interrupt import call_interruptibly
+from ...trust import GENERATED_DIR_ENV, check_generated_directory, private_directory
+from .. import native
+from ..native import NativeNest
+from .files import file_name_part, generated_path, write_if_changed
+from .results import Target
+
+# specialize, plan and codegen (sympy, networkx) are imported where they are used, so that a plan
+# answered from the plan cache never imports them; so is numpy, which a native count does not need
+if TYPE_CHECKING:
+    from ..plan import Plan
+    from ..specialize.ir import Specialized
+
+#: loop iterations a nest may take and still run in the calling thread, with no thread started:
+#: at about 3 ns each (the flagship's nest takes 1 to 3.5), the POLL_SECONDS that Ctrl-C waits
+#: anyway (:mod:`beastgen.interrupt`)
+SMALL_NEST_ITERATIONS = 1 << 25
+#: loop iterations below which the C library is compiled at -O0: several times faster to compile
+#: (dedispersion 0.24 s against 0.39 s, gemm_clblast 0.24 s against 0.85 s, under load), its nest at
+#: most about 3 times slower (gemm: 0.54 s against 0.25 s), so at most tens of milliseconds here
+QUICK_COMPILE_ITERATIONS = 1 << 22
+#: generated functions whose work is at most a walk of the nest (not so Knuth's or Chen's samples)
+_NEST_WALKS = frozenset({"count", "count_with_stats", "split_nodes", "fill", "count_pruned", "rank",
+                         "cut_analysis"})
+
+
+class PlanCore:
+    """A space specialized to one device and settings, with its generated enumerator: what it was
+    compiled for, its sources, and the generated functions compiled and run."""
+
+    _split_nodes: int | None = None  # split_node_count() once known (it never changes)
+
+    def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
+        from ..analysis.symbolic import SymbolicContext
+
+        self.specialized = spec
+        self.plan = plan
+        self.path = generated_path(spec, generated_dir) if plan else None
+        self._symbolic = SymbolicContext(spec.items)  # the proofs, shared by both code writers
+        self._source = None  # the Numba module's text, generated when first needed
+        self._module = None
+        self._native = None  # not looked for yet; False: none (Numba counts)
+        self.last_seconds = 0.0
+
+    # -- description -----------------------------------------------------------------------------
+    @property
+    def empty_reason(self) -> str | None:
+        return self.specialized.empty_reason
+
+    @property
+    def columns(self) -> list[str]:
+        """Iterator names in declaration order: the columns of :meth:`enumerate`."""
+        return list(self.specialized.space.iterators)  # items are in dependency order
+
+    @property
+    def target(self) -> Target:
+        spec = self.specialized
+        return Target(spec.space.name, spec.space.path, spec.device.key, spec.device.name,
+                      spec.device.source, dict(spec.settings))
+
+    @property
+    def source(self) -> str:
+        """The generated Numba module's text: generated on first use (a count that the C library
+        runs never needs it)."""
+        if self._source is None:
+            from ..codegen.module import generate_module
+            self._source = deeply(generate_module, self.plan, self._symbolic) if self.plan else ""
+        return self._source
+
+    @source.setter
+    def source(self, text: str) -> None:
+        self._source = text
+
+    def write(self) -> str | None:
+        """Write the generated module (if it changed); its path."""
+        if self.path:
+            self._writing(lambda: write_if_changed(self.path, self.source))
+        return self.path
+
+    def _writing(self, action):
+        """``action()`` once the generated directory passes the trust check; what it cannot write
+        there (a full disk, a read-only directory) is one clear error."""
+        check_generated_directory(os.path.dirname(self.path))
+        try:
+            return action()
+        except OSError as e:
+            raise BeastError(f"cannot write the generated enumerator: {e.strerror or e}; choose "
+                             f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
+                             self.path) from None
+
+    @property
+    def module(self):
+        if self._module is None:
+            self.write()
+            name = "beastgen_generated_" + re.sub(r"\W", "_", os.path.basename(self.path)[:-3])
+            module_spec = importlib.util.spec_from_file_location(name, self.path)
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            module_spec.loader.exec_module(module)
+            self._module = module
+        return self._module
+
+    def numba_cached(self, function_name: str) -> bool:
+        """Whether Numba's on-disk cache holds ``function_name`` of the generated module (its index
+        file ``__pycache__/<module>.<function>-<line>.pyXY.nbi``): a warm run does not compile it."""
+        if not self.path:
+            return False
+        stem = os.path.splitext(os.path.basename(self.path))[0]
+        return bool(glob.glob(os.path.join(glob.escape(os.path.dirname(self.path)), "__pycache__",
+                                           f"{glob.escape(stem)}.{function_name}-*.nbi")))
+
+    # -- the native count (C target) ---------------------------------------------------------
+    @property
+    def native(self) -> NativeNest | None:
+        """The C target's ``count`` and ``split_nodes``, compiled and loaded (see
+        :mod:`beastgen.compiler.native`); None where Numba counts instead."""
+        if self._native is None:
+            self._native = self._load_native() or False
+        return self._native or None
+
+    def _load_native(self) -> NativeNest | None:
+        if self.path is None or not native.enabled():
+            return None
+        source = self.native_source()
+        if source is None:
+            return None
+        directory = os.path.dirname(self.path)  # the Numba module is not needed: not written
+
+        def build():
+            private_directory(directory)
+            return native.build_library(directory, file_name_part(self.specialized.space.name),
+                                        source, self.c_optimization)
+        built = self._writing(build)
+        return native.load(*built) if built else None
+
+    @property
+    def c_optimization(self) -> str:
+        """How the C library is optimized: ``-O0`` for a nest of at most
+        :data:`QUICK_COMPILE_ITERATIONS` loop iterations, else ``-O2``."""
+        bound = self.iteration_bound
+        return "-O0" if bound is not None and bound <= QUICK_COMPILE_ITERATIONS else "-O2"
+
+    def native_source(self) -> str | None:
+        """The plan's count as C (:mod:`.codegen.c_nest`); None when the C target cannot print it."""
+        from ..codegen.c_nest import Unsupported, generate_c_module
+
+        try:
+            return deeply(generate_c_module, self.plan, self._symbolic)
+        except Unsupported:
+            return None
+
+    @property
+    def iteration_bound(self) -> int | None:
+        """An upper bound on the nest's loop iterations (see :meth:`.plan.Plan.iteration_bound`);
+        None where it is not known."""
+        return self.plan.iteration_bound() if self.plan else 0
+
+    @property
+    def small(self) -> bool:
+        """Whether a walk of the nest is so short that it runs in the calling thread: no thread
+        pool, no split-node census, and Ctrl-C heard as soon as it returns."""
+        bound = self.iteration_bound
+        return bound is not None and bound <= SMALL_NEST_ITERATIONS
+
+    def count_needs_compiling(self) -> bool:
+        """Whether the next count compiles for a while (Numba's cache lacks it and no C library
+        counts: building one takes a fraction of a second)."""
+        return self.path is not None and self.native is None and not self.numba_cached("count")
+
+    def estimate_needs_compiling(self, method: str) -> bool:
+        """Whether a time-budgeted estimate compiles first (Numba's cache lacks its functions)."""
+        functions = ("probe" if method == "knuth" else "chen", "probe", "census")
+        return self.path is not None and not all(map(self.numba_cached, functions))
+
+    def _nest_function(self, function_name: str, *args):
+        """A generated function: the native count or split_nodes when there is one, else Numba's."""
+        if function_name in native.FUNCTIONS and self.native is not None:
+            return self.native.function(function_name)
+        return self._compiled(function_name, *args)
+
+    def _compiled(self, function_name: str, *args):
+        """The generated function, compiled for these arguments' types (a readable error if not)."""
+        function = getattr(self.module, function_name)
+        try:
+            function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
+        except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
+            if _interrupted(e):  # Ctrl-C while Numba compiled: an interruption, not an error
+                raise KeyboardInterrupt from None
+            raise self._compile_error(e) from None
+        return function
+
+    def _run(self, function_name: str, *args):
+        function = self._nest_function(function_name, *args)
+        start = time.perf_counter()
+        result = self._call(function_name, function, *args)
+        self.last_seconds = time.perf_counter() - start
+        return result
+
+    def _call(self, function_name: str, function, *args):
+        """``function(*args)``: in the calling thread when it walks a small nest, else in a thread
+        that Ctrl-C does not wait for (:func:`~beastgen.interrupt.call_interruptibly`)."""
+        if function_name in _NEST_WALKS and self.small:
+            return function(*args)
+        return call_interruptibly(function, *args)
+
+    def _compile_error(self, error: Exception) -> BeastError:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)) or f"{type(error).__name__} inside Numba"
+        lines = [int(m) for m in re.findall(re.escape(os.path.basename(self.path)) + r'", line (\d+)', text)]
+        where, culprit = self.path, ""
+        source_lines = self.source.splitlines()
+        if not lines:  # an internal Numba error: blame the innermost generated function compiling
+            names = [frame.f_locals["self"].py_func.__name__ for frame, _ in
+                     traceback.walk_tb(error.__traceback__)
+                     if hasattr(frame.f_locals.get("self"), "py_func")]
+            lines = [i + 1 for name in names[-1:] for i, line in enumerate(source_lines)
+                     if line.startswith(f"def {name}(")]
+        for lineno in lines[-1:]:
+            for back in range(lineno - 1, -1, -1):
+                m = re.match(r"\s*# (?:loop \d+: )?(iterator|derived|filter|bound) (\w+) \(([^)]*)\)",
+                             source_lines[back])
+                if m:
+                    culprit, where = f"{m.group(1)} '{m.group(2)}': ", m.group(3)
+                    break
+        summary = next((ln.strip() for ln in text.splitlines()
+                        if ln.strip() and not ln.strip().startswith(("File", "During", "Failed in"))),
+                       text)
+        return BeastError(f"{culprit}Numba cannot compile the generated enumerator "
+                          f"({self.path}): {summary}", where)
+
+    # -- the nest's shape, which every role reads ------------------------------------------------
+    @property
+    def counted_tail(self) -> int:
+        """The configurations each prefix the generated ``count`` (and ``count_pruned``) counts
+        stands for (:func:`~beastgen.compiler.codegen.nest.counted_tail_size`): multiplied here, in
+        Python's exact integers, so that a count past 2**63 never wraps."""
+        from ..codegen.nest import counted_tail_size
+
+        return counted_tail_size(self.plan.levels) if self.plan else 1
+
+    @property
+    def split_level(self) -> int:
+        """Outer levels every chunk walks; the valid prefixes of that depth are the split nodes."""
+        from ..codegen.nest import split_level
+
+        return split_level(self.plan) if self.plan else 0
+
+    def split_node_count(self) -> int:
+        """How many split nodes there are (a walk of the levels above the split, no descents)."""
+        if self.path is None:
+            return 0
+        if self._split_nodes is None:
+            self._split_nodes = int(self._run("split_nodes"))
+        return self._split_nodes
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` (or what it was raised from or during) is a KeyboardInterrupt."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _numba_typeof(value):
+    import numba  # lazy: a quarter of a second, needed only once compiled code runs
+    return numba.typeof(value)
