@@ -96,7 +96,7 @@ class VectorisedNest:
 
     def _domain(self, item, block: dict, n: int):
         """(kind, data, sizes) of an iterator's values for each row: ``('range', (start, step))``
-        or ``('values', matrix)``; the rows whose domain raised are dropped from ``block`` first."""
+        or ``('values', matrix)``, and how many each row has (none where computing them raised)."""
         kind, *parts = item.domain
         evaluator = _Evaluator(self.constants, block, n)
         parts = [np.broadcast_to(np.asarray(evaluator(part)), (n,)) for part in parts]
