@@ -25,9 +25,10 @@ from .specialize import infer_type
 
 #: rows one block holds at most (a column of int64 is then 2 MiB)
 BLOCK_ROWS = 1 << 18
-#: nests of at most this many loop iterations run here rather than wait for Numba to compile
-#: (about a second): at ~50 ns per iteration and item in NumPy that is well under a second
-VECTORISED_ITERATIONS = 1 << 22
+#: nests of at most this many loop iterations run here rather than wait for Numba to compile (a
+#: second or more): the T1 spaces take 1 to 5 ns per iteration bounded (hotspot: 20 M in 0.04 to
+#: 0.1 s), so even ten times that stays under Numba's compile
+VECTORISED_ITERATIONS = 1 << 25
 NUMBERS = ("int", "float", "bool")
 
 
