@@ -93,3 +93,25 @@ def test_a_large_nest_is_not_chosen(tmp_path, monkeypatch):
     plan = compile_space(beastgen.load(os.path.join(REFERENCE_DIR, "dedispersion.json")), None, {},
                          str(tmp_path))
     assert plan.iteration_bound > 1000 and vectorised.chosen_nest(plan) is None
+
+
+@pytest.mark.parametrize("body", [
+    "y = beast.values(1, 2)\nx = beast.range(2 ** 63 - 4, 2 ** 63 - 1, 2)\nf = beast.filter(x + 0 * y == 5)\n",
+    "x = beast.range(-2 ** 62, 2 ** 62 + 5, 2 ** 61)\ny = beast.values(1, 2)\nf = beast.filter(x + y == 3)\n",
+    "x = beast.range(2 ** 62, -2 ** 62 - 5, -2 ** 61)\ny = beast.values(1, 2)\nf = beast.filter(x % 3 == y)\n",
+])
+def test_ranges_at_the_64_bit_edge(tmp_path, body):
+    """A range wider than 64 bits (stop - start does not fit) is sized with Python's integers."""
+    space = beastgen.load(write_space(tmp_path, "import beastgen as beast\n" + body))
+    assert check_vectorised(space, {}, tmp_path, 1) == "checked"
+
+
+def test_the_command_line_count_compiles_nothing(write_space, tmp_path, monkeypatch, capsys):
+    """``beastgen count`` with no C library: no "compiling" line, and no Numba module written."""
+    from beastgen.cli import main
+    monkeypatch.setenv("BEASTGEN_NATIVE", "0")
+    path = write_space("import beastgen as beast\nx = beast.range(7)\nodd = beast.filter(x % 2 == 1)\n")
+    assert main(["count", path, "--generated-dir", str(tmp_path / "gen")]) == 0
+    captured = capsys.readouterr()
+    assert "compiling" not in captured.err and "\n4 valid configurations" in captured.out
+    assert not list((tmp_path / "gen").glob("*.py"))

@@ -316,7 +316,8 @@ class CompiledPlan:
     def count_needs_compiling(self) -> bool:
         """Whether the next count compiles for a while (Numba's cache lacks it and no C library
         counts: building one takes a fraction of a second)."""
-        return self.path is not None and self.native is None and not self.numba_cached("count")
+        return (self.path is not None and self.native is None and not self.numba_cached("count")
+                and not _numpy_nest(self))  # speed3 (issue 26): the NumPy walk compiles nothing
 
     def estimate_needs_compiling(self, method: str) -> bool:
         """Whether a time-budgeted estimate compiles first (Numba's cache lacks its functions)."""

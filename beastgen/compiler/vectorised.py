@@ -16,15 +16,19 @@ have to compile first: the cost estimate is the nest's loop iterations
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .language import nodes as L
 from .language.mapper import Mapper
-from .plan import Plan
+from .plan import Plan, range_length
 from .specialize import infer_type
 
 #: rows one block holds at most (a column of int64 is then 2 MiB)
 BLOCK_ROWS = 1 << 18
+#: ``BEASTGEN_VECTORISED=0`` turns this path off (Numba then compiles, as before it existed)
+VECTORISED_ENV = "BEASTGEN_VECTORISED"
 #: nests of at most this many loop iterations run here rather than wait for Numba to compile (a
 #: second or more): the T1 spaces take 1 to 5 ns per iteration bounded (hotspot: 20 M in 0.04 to
 #: 0.1 s), so even ten times that stays under Numba's compile
@@ -41,15 +45,19 @@ def chosen_nest(compiled) -> "VectorisedNest | None":
     """The vectorised nest of a :class:`~beastgen.compiler.runtime.CompiledPlan` where it is
     cheaper than compiling: its nest is bounded by :data:`VECTORISED_ITERATIONS` loop iterations,
     no C library counts (no C compiler, ``BEASTGEN_NATIVE=0``, a plan the C target cannot print)
-    and Numba's cache lacks the count."""
+    and Numba's cache lacks the count (and ``BEASTGEN_VECTORISED`` is not ``0``)."""
     bound = compiled.iteration_bound
-    if (bound is None or bound > VECTORISED_ITERATIONS or compiled.native is not None
+    if (not enabled() or bound is None or bound > VECTORISED_ITERATIONS or compiled.native is not None
             or compiled.numba_cached("count") or compiled.plan is None):
         return None
     try:
         return VectorisedNest(compiled.plan)
     except Unsupported:
         return None
+
+
+def enabled() -> bool:
+    return os.environ.get(VECTORISED_ENV, "1").strip().lower() not in ("0", "no", "off", "false")
 
 
 class VectorisedNest:
@@ -106,7 +114,11 @@ class VectorisedNest:
             start, stop, step = (_integers(p) for p in parts)
             keep &= step != 0  # range(..., 0) raises
             safe = np.where(step == 0, 1, step)
-            sizes = np.where(safe > 0, (stop - start + safe - 1) // safe, (start - stop - safe - 1) // -safe)
+            if self.plan.range_fits(item):
+                sizes = np.where(safe > 0, (stop - start + safe - 1) // safe, (start - stop - safe - 1) // -safe)
+            else:  # stop - start may leave 64 bits: Python's integers (the values wrap back inside)
+                sizes = np.array([range_length(int(a), int(b), int(c)) for a, b, c in zip(start, stop, safe)],
+                                 dtype=np.int64)
             data = (start, safe)
         else:
             data = np.stack(parts, axis=1) if parts else np.zeros((n, 0), np.int64)
