@@ -14,6 +14,8 @@ flagship gemm on h100 with its filters placed by hand) measured in the same roun
   cold (what it takes to compile);
 - ``small KT space cold``: ``beastgen count data/reference-spaces/hotspot.json`` (a Kernel Tuner
   space in T1 JSON: 82,984 valid), cold;
+- ``small KT space cold, no C``: the same with ``BEASTGEN_NATIVE=0`` (as with no C compiler): the
+  NumPy walk of ``compiler/vectorised.py`` where Numba would compile first;
 - ``count --set M=<new>``: warm cache, a problem size never used before (a new M each round);
 - ``estimate``: ``beastgen estimate spaces/gemm.py`` (the default: a 1.5 s budget), warm.
 
@@ -101,9 +103,13 @@ def main() -> None:
             runs["small KT space cold"] = lambda d=os.path.join(work, f"small{round_}"): timed(
                 [*beastgen, "count", SMALL_SPACE, "--generated-dir", d],
                 f"{SMALL_SPACE_COUNT:,} valid configurations", env)
+            runs["small KT space cold, no C"] = lambda d=os.path.join(work, f"small-numpy{round_}"): timed(
+                [*beastgen, "count", SMALL_SPACE, "--generated-dir", d],
+                f"{SMALL_SPACE_COUNT:,} valid configurations", dict(env, BEASTGEN_NATIVE="0"))
         if round_ >= args.repeats:
             runs = {k: v for k, v in runs.items()
-                    if k in ("c_nest", "count cold", "1024 values cold", "small KT space cold")}
+                    if k in ("c_nest", "count cold", "1024 values cold", "small KT space cold",
+                             "small KT space cold, no C")}
         for name, run in runs.items():
             rows.setdefault(name, []).append(run())
         print(f"round {round_ + 1} done", file=sys.stderr, flush=True)
@@ -111,10 +117,10 @@ def main() -> None:
     base = statistics.median(rows["c_nest"])
     print(f"whole processes, median of alternating runs (load average at the end: "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"{'what':<22} {'runs':>4} {'median s':>9} {'/ C nest':>9}")
+    print(f"{'what':<26} {'runs':>4} {'median s':>9} {'/ C nest':>9}")
     for name, seconds in rows.items():
         median = statistics.median(seconds)
-        print(f"{name:<22} {len(seconds):>4} {median:>9.3f} {median / base:>9.2f}")
+        print(f"{name:<26} {len(seconds):>4} {median:>9.3f} {median / base:>9.2f}")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -16,10 +16,23 @@ Per T1 file, each round runs alternately (so a change in the machine's load fall
 
 The table gives medians and the ratios of the medians to Kernel Tuner's and python-constraint2's.
 Every count is checked against the JSON's known count.
+
+``script`` is the Kernel Tuner script of ``tests/test_convert.py`` (tune_params and restrictions:
+strings, a lambda and a function): Kernel Tuner's whole process builds its ``Searchspace`` (the
+restrictions as Kernel Tuner's parser takes them, ``AS_STRINGS``), beastgen counts the space file
+``beastgen convert`` wrote from it (converted once, before the rounds); python-constraint2 alone is
+not run on it (its restrictions are Python functions, not strings).
+
+Then, in one process (imports done, ``--in-process-repeats`` runs each, medians): the
+python-constraint2 solve (``len(problem.getSolutions())``) against beastgen's warm count
+(``plan.count()`` of the plan-cached plan: the C library) and the NumPy walk with no compiler
+(``compiler/vectorised.py``), as ratios (the issue's target: the count itself >= 100x
+python-constraint2).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -29,7 +42,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cli import REPO, timed  # noqa: E402 - one whole process, its output checked
 SPACES_DIR = os.path.join(REPO, "data", "reference-spaces")
-COUNTS = {"dedispersion": 11_130, "hotspot": 82_984, "gemm_clblast": 116_928}
+COUNTS = {"dedispersion": 11_130, "hotspot": 82_984, "gemm_clblast": 116_928,
+          "convolution_milo": 4_362, "script": 90}
+TESTS_DIR = os.path.join(REPO, "tests")
 
 _READ_T1 = """\
 import json, sys
@@ -53,46 +68,135 @@ print(len(problem.getSolutions()))
 """
 
 
+KT_SCRIPT_SPACE = """\
+import runpy, sys
+script = runpy.run_path(sys.argv[1], run_name="bench")
+from kernel_tuner.searchspace import Searchspace
+print(Searchspace(script["tune_params"](), script["AS_STRINGS"], 1024).size)
+"""
+
+
+def script_files(work: str, env: dict) -> tuple[str, str]:
+    """test_convert's Kernel Tuner script written into ``work``, and the space file ``beastgen
+    convert`` makes of it."""
+    sys.path.insert(0, TESTS_DIR)
+    from test_convert import SCRIPT  # noqa: E402 - the tests' Kernel Tuner script, as people write them
+    script, space = os.path.join(work, "kt_script.py"), os.path.join(work, "kt_script_space.py")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(SCRIPT)
+    timed([sys.executable, "-m", "beastgen", "convert", script, "-o", space], "", env)
+    return script, space
+
+
+def whole_processes(args, work: str, env: dict) -> dict:
+    """{(space, what): [seconds of each round]}"""
+    rows: dict[tuple[str, str], list[float]] = {}
+    for space in args.spaces:
+        count = COUNTS[space]
+        if space == "script":
+            script, path = script_files(work, env)
+            peers = {"kernel_tuner": [sys.executable, "-c", KT_SCRIPT_SPACE, script]}
+        else:
+            path = os.path.join(SPACES_DIR, f"{space}.json")
+            peers = {"kernel_tuner": [sys.executable, "-c", KERNEL_TUNER, path],
+                     "constraint": [sys.executable, "-c", CONSTRAINT, path]}
+        count_line = f"{count:,} valid configurations"
+        warm_dir = os.path.join(work, f"{space}-warm")
+        beastgen = [sys.executable, "-m", "beastgen", "count", path, "--generated-dir"]
+        timed([*beastgen, warm_dir], count_line, env)  # fill the caches
+        for round_ in range(args.repeats):
+            runs = {name: (lambda c=command: timed(c, str(count), env)) for name, command in peers.items()}
+            runs["beastgen cold"] = lambda d=os.path.join(work, f"{space}-cold{round_}"): timed(
+                [*beastgen, d], count_line, env)
+            runs["beastgen warm"] = lambda: timed([*beastgen, warm_dir], count_line, env)
+            for name, run in runs.items():
+                rows.setdefault((space, name), []).append(run())
+            print(f"{space}: round {round_ + 1} done", file=sys.stderr, flush=True)
+    return rows
+
+
+def print_whole(args, rows: dict) -> None:
+    print(f"whole processes, median of {args.repeats} alternating runs (load average at the end: "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    print(f"{'space':<17} {'what':<14} {'median s':>9} {'/ KT':>6} {'/ constraint':>13}")
+    for space in args.spaces:
+        kt = statistics.median(rows[(space, "kernel_tuner")])
+        pc = statistics.median(rows[(space, "constraint")]) if (space, "constraint") in rows else None
+        for name in ("kernel_tuner", "constraint", "beastgen cold", "beastgen warm"):
+            if (space, name) not in rows:
+                continue
+            median = statistics.median(rows[(space, name)])
+            versus = f"{median / pc:>13.2f}" if pc else f"{'-':>13}"
+            print(f"{space:<17} {name:<14} {median:>9.3f} {median / kt:>6.2f} {versus}")
+
+
+def in_process(args, work: str) -> None:
+    """The counts themselves, in this process: python-constraint2's solve against beastgen's warm
+    count (C library) and its NumPy walk."""
+    sys.path.insert(0, REPO)
+    import time
+
+    from constraint import Problem
+
+    from beastgen.compiler.vectorised import VectorisedNest
+    from beastgen.plancache import compile_cached
+
+    def median_seconds(run, expect) -> float:
+        times = []
+        for _ in range(args.in_process_repeats):
+            start = time.perf_counter()
+            got = run()
+            times.append(time.perf_counter() - start)
+            if got != expect:
+                raise SystemExit(f"miscounted: {got} where {expect} was expected")
+        return statistics.median(times)
+
+    print(f"\nin one process, median of {args.in_process_repeats} runs each (load average "
+          f"{os.getloadavg()[0]:.1f})")
+    print(f"{'space':<17} {'constraint s':>12} {'beastgen s':>11} {'ratio':>8} {'numpy s':>9} {'ratio':>8}")
+    for space in (s for s in args.spaces if s != "script"):
+        path = os.path.join(SPACES_DIR, f"{space}.json")
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)["ConfigurationSpace"]
+        tune_params = {p["Name"]: eval(p["Values"], {}) for p in document["TuningParameters"]}  # noqa: S307
+        restrictions = [c["Expression"] for c in document["Conditions"]]
+
+        def solve():
+            problem = Problem()
+            for name, values in tune_params.items():
+                problem.addVariable(name, values)
+            for restriction in restrictions:
+                problem.addConstraint(restriction)
+            return len(problem.getSolutions())
+        generated = os.path.join(work, f"{space}-in-process")
+        compile_cached(path, generated_dir=generated).count()  # builds, records, compiles
+        plan = compile_cached(path, generated_dir=generated)  # from the plan cache, as a warm run
+        plan.count()
+        nest = VectorisedNest(compile_cached(path, generated_dir=generated).plan)
+        count = COUNTS[space]
+        pc, bg, vec = (median_seconds(solve, count), median_seconds(plan.count, count),
+                       median_seconds(nest.count, count))
+        print(f"{space:<17} {pc:>12.4f} {bg:>11.6f} {pc / bg:>7.0f}x {vec:>9.4f} {pc / vec:>7.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--in-process-repeats", type=int, default=5, help="in-process runs (default 5)")
     parser.add_argument("--spaces", nargs="+", default=sorted(COUNTS), choices=sorted(COUNTS))
+    parser.add_argument("--skip-whole", action="store_true", help="only the in-process table")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="bench-small-")
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: Python's bytecode cache on
     env.pop("BEASTGEN_GENERATED_DIR", None)
-    rows: dict[tuple[str, str], list[float]] = {}
-    for space in args.spaces:
-        path = os.path.join(SPACES_DIR, f"{space}.json")
-        count = COUNTS[space]
-        count_line = f"{count:,} valid configurations"
-        warm_dir = os.path.join(work, f"{space}-warm")
-        beastgen = [sys.executable, "-m", "beastgen", "count", path, "--generated-dir"]
-        timed([*beastgen, warm_dir], count_line, env)  # fill the caches
-        for round_ in range(args.repeats):
-            runs = {
-                "kernel_tuner": lambda: timed([sys.executable, "-c", KERNEL_TUNER, path], str(count), env),
-                "constraint": lambda: timed([sys.executable, "-c", CONSTRAINT, path], str(count), env),
-                "beastgen cold": lambda d=os.path.join(work, f"{space}-cold{round_}"): timed(
-                    [*beastgen, d], count_line, env),
-                "beastgen warm": lambda: timed([*beastgen, warm_dir], count_line, env),
-            }
-            for name, run in runs.items():
-                rows.setdefault((space, name), []).append(run())
-            print(f"{space}: round {round_ + 1} done", file=sys.stderr, flush=True)
-
-    print(f"whole processes, median of {args.repeats} alternating runs (load average at the end: "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"{'space':<13} {'what':<14} {'median s':>9} {'/ KT':>6} {'/ constraint':>13}")
-    for space in args.spaces:
-        kt = statistics.median(rows[(space, "kernel_tuner")])
-        pc = statistics.median(rows[(space, "constraint")])
-        for name in ("kernel_tuner", "constraint", "beastgen cold", "beastgen warm"):
-            median = statistics.median(rows[(space, name)])
-            print(f"{space:<13} {name:<14} {median:>9.3f} {median / kt:>6.2f} {median / pc:>13.2f}")
-    shutil.rmtree(work, ignore_errors=True)
+    try:
+        if not args.skip_whole:
+            print_whole(args, whole_processes(args, work, env))
+        in_process(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -178,8 +178,7 @@ launch_time = beast.bound(bt.launch_time(), source="profile launch_overhead")
 # plain transpose). It is one source for OpenCL and CUDA (portability macros keyed on
 # __OPENCL_VERSION__): both backends use it. Its vector loads are VL = type_len elements wide (16
 # bytes when vector=1, as dim_vec assumes: 4 s, 2 d, 2 c, 1 z), so the a/b_incongruent filters
-# describe its load pattern.
-import numpy as np  # noqa: E402
+# describe its load pattern. NumPy is imported where the arguments are made (a count needs none).
 
 
 def _gemm_scalars(precision):
@@ -188,6 +187,8 @@ def _gemm_scalars(precision):
 
 
 def _gemm_arguments(s):
+    import numpy as np
+
     dtype = {"s": np.float32, "d": np.float64, "c": np.complex64,
              "z": np.complex128}[s["precision"]]
     complex_ = s["precision"] in ("c", "z")
@@ -212,6 +213,8 @@ def _gemm_arguments(s):
 
 
 def _gemm_reference(args, s):
+    import numpy as np
+
     m, n, k = s["M"], s["N"], s["K"]
     complex_ = s["precision"] in ("c", "z")
     wide = np.complex128 if complex_ else np.float64

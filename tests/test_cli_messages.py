@@ -38,6 +38,7 @@ def test_compiling_is_announced_on_the_cold_run_only(c_target, write_space, caps
                                                      monkeypatch):
     """Numba's compilation (seconds) is announced; the C target's (a fraction of one) is not."""
     monkeypatch.setenv("BEASTGEN_NATIVE", c_target)
+    monkeypatch.setenv("BEASTGEN_VECTORISED", "0")  # Numba, not NumPy, where there is no C
     path = write_space("import beastgen as beast\nx = beast.range(7)\nodd = beast.filter(x % 2 == 1)\n")
     for run in ("cold", "warm"):
         assert main(["count", path, "--generated-dir", str(tmp_path)]) == 0

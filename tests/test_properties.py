@@ -123,6 +123,15 @@ def random_valid_order(space, overrides, draw):
     return list(nx.lexicographical_topological_sort(loops, key=priority.index))
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _compiled_nests_only():
+    """This module checks the compiled nests (C and Numba); the NumPy path that would otherwise
+    count a small nest with no C library is checked in test_vectorised.py."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BEASTGEN_VECTORISED", "0")
+        yield
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("properties")

@@ -95,3 +95,15 @@ def test_interop_imports_only_what_the_space_needs():
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert run.stdout.strip() == "[]", run
+
+
+@pytest.mark.parametrize("with_c", ["1", "0"])
+def test_enumerating_a_small_space_counts_it_first(with_c, write_space, tmp_path, monkeypatch, capsys):
+    """`enumerate` learns a small space's size by counting it (C or NumPy): no Numba estimator is
+    compiled (seconds) for it, and the size it announces is exact."""
+    from beastgen.cli import main
+    monkeypatch.setenv("BEASTGEN_NATIVE", with_c)
+    generated, out = tmp_path / "gen", tmp_path / "rows.csv"
+    assert main(["enumerate", write_space(SMALL), "-o", str(out), "--generated-dir", str(generated)]) == 0
+    assert len(out.read_text().splitlines()) == SMALL_COUNT + 1
+    assert not list(generated.rglob("*.nbi"))  # Numba's cache index: nothing was compiled by it

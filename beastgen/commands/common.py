@@ -9,6 +9,7 @@ import sys
 
 from ..devices import DEFAULT_DEVICE
 from ..errors import BeastError
+from ..compiler.runtime import Estimate
 from ..plancache import compile_cached
 from ..table import format_table
 
@@ -64,7 +65,12 @@ SIZE_SECONDS = 0.5
 
 def learn_size(plan):
     """The number of valid configurations (an :class:`~beastgen.compiler.runtime.Estimate`):
-    counted when that takes a fraction of :data:`SIZE_SECONDS`, else estimated in that time."""
+    counted when that takes a fraction of :data:`SIZE_SECONDS`, else estimated in that time. A
+    nest bounded small (``plan.small``) is counted at once: the C library or the NumPy walk answers
+    in milliseconds, where the estimator would first compile with Numba for seconds."""
+    if plan.small:
+        count = float(plan.count())
+        return Estimate(count, count, count, 0, plan.last_seconds, "exact")
     return plan.estimate(seconds=SIZE_SECONDS, method="knuth")
 
 

@@ -25,8 +25,6 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..compiler.language import nodes as L
 from ..compiler.language.evaluate import Evaluator
 from ..errors import BeastError, a_type
@@ -57,6 +55,8 @@ class Launch:
 
 
 def _define_text(value) -> str:
+    import numpy as np  # only where arguments are made and checked
+
     if isinstance(value, (bool, np.bool_)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
@@ -145,6 +145,8 @@ class Kernel:
 
     # -- arguments and verification --------------------------------------------------------------
     def make_arguments(self, settings: dict) -> list:
+        import numpy as np  # only where arguments are made and checked
+
         if self.arguments is None:
             raise BeastError(f"kernel '{self.name}' declares no arguments=", self.origin)
         args = list(self.arguments(dict(settings)))
@@ -156,6 +158,8 @@ class Kernel:
 
     def expected(self, args: list, settings: dict) -> dict[int, np.ndarray]:
         """{argument index: expected array} from ``reference`` (a list with None, or a dict)."""
+        import numpy as np  # only where arguments are made and checked
+
         if self.reference is None:
             return {}
         answer = self.reference([a.copy() for a in args], dict(settings))
@@ -178,6 +182,8 @@ class Kernel:
 def verify(outputs: dict, expected: dict, tolerance: float) -> str | None:
     """None when every output matches, else what differs. The error of an output is
     max|got - expected| / max(max|expected|, tiny): relative to the output's scale."""
+    import numpy as np  # only where arguments are made and checked
+
     for index, want in expected.items():
         got = outputs.get(index)
         if got is None:

@@ -195,6 +195,44 @@ class _Analysis(Mapper):
 _TO_INT = ("floor", "ceil", "int")
 
 
+def shifted_quotient(expr: L.BinOp, interval) -> Interval | None:
+    """The interval of ``n // d`` where the sum ``n`` holds ``d`` itself as a term, ``m`` times in
+    all (signs counted): ``(r + m*d) // d == r // d + m`` exactly for integers and ``d != 0``, and
+    ``r // d`` loses less to interval arithmetic than ``n // d`` (``ceil_div(32, dim_m)``, that is
+    ``(32 + dim_m - 1) // dim_m``, is at least 1, not 0). ``interval``: the interval of a
+    subexpression. None where ``d``'s sign is not fixed or ``n`` does not hold it."""
+    divisor = interval(expr.right)
+    if divisor is None or divisor[0] <= 0 <= divisor[1]:
+        return None
+    key = expr_source(expr.right)
+    terms = additive_terms(expr.left)
+    multiple = sum(sign for sign, term in terms if expr_source(term) == key)
+    rest = [(sign, term) for sign, term in terms if expr_source(term) != key]
+    if not multiple or len(rest) == len(terms):
+        return None
+    low = high = 0
+    for sign, term in rest:
+        span = interval(term)
+        if span is None:
+            return None
+        low, high = (low + span[0], high + span[1]) if sign > 0 else (low - span[1], high - span[0])
+    corners = [a // b for a, b in product((low, high), divisor)]
+    return min(corners) + multiple, max(corners) + multiple
+
+
+def additive_terms(expr) -> list[tuple[int, L.Expr]]:
+    """``expr`` as a signed sum: (+1 or -1, term) for each operand of its ``+``, ``-`` and unary
+    ``-`` (an integer sum; a term is any other expression)."""
+    if isinstance(expr, L.BinOp) and expr.op in ("+", "-"):
+        right = additive_terms(expr.right)
+        if expr.op == "-":
+            right = [(-sign, term) for sign, term in right]
+        return additive_terms(expr.left) + right
+    if isinstance(expr, L.UnaryOp) and expr.op == "-":
+        return [(-sign, term) for sign, term in additive_terms(expr.operand)]
+    return [(1, expr)]
+
+
 def _constant(value) -> Interval | None:
     if isinstance(value, (bool, int)):
         return int(value), int(value)

@@ -10,6 +10,7 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..language.printer import expr_source
 from ..specialize.value_types import infer_type
+from .intervals import shifted_quotient
 
 
 class SymbolicContext:
@@ -50,8 +51,25 @@ class SymbolicContext:
         return low > 0 or high < 0 if question == "is_nonzero" else low >= 0
 
     def _sympy_proof(self, question: str, expr: L.Expr) -> bool:
+        if not self._sympy_may_answer(expr):  # its answer known without importing it (issue 26)
+            return False
         value = self.to_sympy(expr)
         return value is not None and getattr(value, question) is True
+
+    def _sympy_may_answer(self, expr: L.Expr) -> bool:
+        """False where sympy's answer is "not proven" for certain: ``expr`` has a part sympy is not
+        given (a comparison, ``where``, a power: :meth:`to_sympy` is None), or it is a name that
+        becomes a symbol with no assumptions (a derived value sympy is not given)."""
+        if not _Translatable(self)(expr):
+            return False
+        while isinstance(expr, L.Ref):
+            item = self.items.get(expr.target)
+            if item is None or item.kind == "iterator":
+                return item is not None
+            if item.expr is None or not _Translatable(self)(item.expr):
+                return False
+            expr = item.expr
+        return True
 
     def interval(self, expr: L.Expr) -> tuple[int, int] | None:
         """(low, high) holding every value of an integer (or boolean) expression; None when not
@@ -219,6 +237,26 @@ class _Translator(_OverContext):
         return function(*args)
 
 
+class _Translatable(_OverContext):
+    """Whether :class:`_Translator` gives ``node`` a sympy form (a name always has one: its
+    definition or a plain symbol), without importing sympy."""
+
+    def map_Const(self, node):
+        return isinstance(node.value, (bool, int, float))
+
+    def map_Ref(self, node):
+        return True
+
+    def map_UnaryOp(self, node):
+        return self(node.operand)
+
+    def map_BinOp(self, node):
+        return node.op != "**" and self(node.left) and self(node.right)
+
+    def map_Call(self, node):
+        return node.func in ("min", "max", "abs", "ceil", "floor") and all(map(self, node.args))
+
+
 class _Intervals(_OverContext):
     """One ``map_`` method per node type: the (low, high) of an integer expression, or None."""
 
@@ -266,7 +304,9 @@ class _Intervals(_OverContext):
             return min(corners), max(corners)
         if node.op == "//" and (right[0] > 0 or right[1] < 0):  # monotone in each operand
             corners = [a // b for a, b in product(left, right)]
-            return min(corners), max(corners)
+            shifted = shifted_quotient(node, self)  # (r + d) // d: r // d + 1 (speed3, issue 26)
+            return (min(corners), max(corners)) if shifted is None else (
+                max(min(corners), shifted[0]), min(max(corners), shifted[1]))
         if node.op == "%" and right[0] > 0:
             return 0, (min(left[1], right[1] - 1) if left[0] >= 0 else right[1] - 1)
         return None

@@ -185,7 +185,23 @@ class PlanCore:
     def count_needs_compiling(self) -> bool:
         """Whether the next count compiles for a while (Numba's cache lacks it and no C library
         counts: building one takes a fraction of a second)."""
-        return self.path is not None and self.native is None and not self.numba_cached("count")
+        return (self.path is not None and self.native is None and not self.numba_cached("count")
+                and not self.numpy_nest())  # the NumPy walk compiles nothing
+
+    def numpy_nest(self):
+        """The NumPy walk of a small nest that no C library counts and Numba has not compiled
+        (:func:`~beastgen.compiler.vectorised.chosen_nest`), or None. NumPy is imported only here."""
+        from ..vectorised import chosen_nest
+        return chosen_nest(self)
+
+    def run_vectorised(self, walk, progress):
+        """``walk()`` (a NumPy walk of the nest), timed as a count is."""
+        start = time.perf_counter()
+        result = walk()
+        self.last_seconds = time.perf_counter() - start
+        if progress is not None:
+            progress(1.0, self.last_seconds)
+        return result
 
     def estimate_needs_compiling(self, method: str) -> bool:
         """Whether a time-budgeted estimate compiles first (Numba's cache lacks its functions)."""

@@ -29,6 +29,9 @@ class Counting(PlanCore):
         share of the work done (0 to 1) as a whole count goes (natively: of the split nodes begun)."""
         if self.path is None:  # an empty space (its plan is not needed to know that)
             return 0
+        # a small nest that no C library counts and Numba has not compiled: NumPy, no compiler
+        if threshold is None and chunk is None and self.native is None and (nest := self.numpy_nest()):
+            return self.run_vectorised(nest.count, progress)
         if threshold is None:
             if self.small:  # in the calling thread, whole (or the chunk), timed alone
                 count = int(self._run("count", *as_chunk(chunk))) * self.counted_tail

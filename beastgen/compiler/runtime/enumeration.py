@@ -38,6 +38,9 @@ class Enumeration(Counting):
         if self.plan is None:
             return np.zeros(0, dtype=[(n, np.int64) for n in self.columns])
         jobs = jobs if chunk is None and not self.small else 1
+        if chunk is None and self.native is None and (nest := self.numpy_nest()):  # as in count
+            return self.run_vectorised(lambda: self._structured({name: column.astype(self._column_dtype(
+                self.specialized.items[name])) for name, column in nest.columns().items()}), progress)
         if self.native is not None:
             return self._enumerate_native(as_chunk(chunk), jobs, progress)
         items = self.specialized.items

@@ -1,0 +1,312 @@
+"""A count and an enumeration with no compiler: the plan walked level by level in NumPy arrays.
+
+Each level turns the rows that reached it (one per valid prefix, a column per item computed so
+far) into one row per value of its iterator (``np.repeat`` of the rows, the values as an array
+expression), then computes the level's derived values and filters as array expressions and keeps
+the rows no filter rejects, as early as the plan places them. A computation that raises in Python
+(a zero divisor, ``range`` with step 0, ``math.floor`` of an infinity) rejects its row, as in the
+reference enumerator; ``where`` and ``and``/``or`` compute their branches for the rows that take
+them only. Rows go through the levels in blocks of at most :data:`BLOCK_ROWS`, so memory stays
+bounded. Integers are int64, as in the compiled nest (the interval analysis refuses a space whose
+integers could leave 64 bits).
+
+It is chosen (:func:`chosen_nest`) for a small nest where no C library counts and Numba would
+have to compile first: the cost estimate is the nest's loop iterations
+(:meth:`~beastgen.compiler.plan.Plan.iteration_bound`) against what compiling takes. Where a C
+compiler exists, C counts: its -O0 build of a small nest (0.05 to 0.1 s) is about what importing
+NumPy costs, and the library then answers every warm run from the plan cache without NumPy.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .language import nodes as L
+from .language.mapper import Mapper
+from .plan import Plan, range_length
+from .specialize import infer_type
+
+#: rows one block holds at most (a column of int64 is then 2 MiB)
+BLOCK_ROWS = 1 << 18
+#: ``BEASTGEN_VECTORISED=0`` turns this path off (Numba then compiles, as before it existed)
+VECTORISED_ENV = "BEASTGEN_VECTORISED"
+#: nests of at most this many loop iterations run here rather than wait for Numba to compile (a
+#: second or more): the T1 spaces take 1 to 5 ns per iteration bounded (hotspot: 20 M in 0.04 to
+#: 0.1 s), so even ten times that stays under Numba's compile
+VECTORISED_ITERATIONS = 1 << 25
+NUMBERS = ("int", "float", "bool")
+
+
+class Unsupported(Exception):
+    """A part of the plan this path does not compute (a Python function, a string, a power with
+    a varying or negative exponent)."""
+
+
+def chosen_nest(compiled) -> "VectorisedNest | None":
+    """The vectorised nest of a :class:`~beastgen.compiler.runtime.CompiledPlan` where it is
+    cheaper than compiling: its nest is bounded by :data:`VECTORISED_ITERATIONS` loop iterations,
+    no C library counts (no C compiler, ``BEASTGEN_NATIVE=0``, a plan the C target cannot print)
+    and Numba's cache lacks the count (and ``BEASTGEN_VECTORISED`` is not ``0``)."""
+    bound = compiled.iteration_bound
+    if (not enabled() or bound is None or bound > VECTORISED_ITERATIONS or compiled.native is not None
+            or compiled.numba_cached("count") or compiled.plan is None):
+        return None
+    try:
+        return VectorisedNest(compiled.plan)
+    except Unsupported:
+        return None
+
+
+def enabled() -> bool:
+    return os.environ.get(VECTORISED_ENV, "1").strip().lower() not in ("0", "no", "off", "false")
+
+
+class VectorisedNest:
+    """The plan's nest over NumPy arrays: :meth:`count` and :meth:`columns`."""
+
+    def __init__(self, plan: Plan, block_rows: int = BLOCK_ROWS):
+        self.plan, self.block_rows = plan, block_rows
+        self.constants = plan.specialized.constants
+        for level in plan.levels:
+            for item in level.items:
+                _check_supported(item, plan.specialized.items)
+
+    def count(self) -> int:
+        """How many valid configurations (each block's rows past the last level)."""
+        return sum(n for _, n in self._blocks(0, {}, 1, counting=True))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every valid configuration's iterator values, a column per iterator, in nest order."""
+        names = self.plan.order
+        parts = {name: [] for name in names}
+        for block, n in self._blocks(0, {}, 1, counting=False):
+            for name in names:
+                parts[name].append(np.broadcast_to(block[name], (n,)))
+        return {name: np.concatenate(parts[name]) if parts[name] else np.zeros(0, np.int64)
+                for name in names}
+
+    # -- the walk ------------------------------------------------------------------------------
+    def _blocks(self, depth: int, block: dict, n: int, counting: bool):
+        """(columns, rows) of the rows that pass every level from ``depth`` on, in nest order (a
+        count's last level, when it checks nothing, is not written out: its sizes are summed)."""
+        if depth == len(self.plan.levels):
+            yield block, n
+            return
+        level = self.plan.levels[depth]
+        checks = [item for item in level.items[1:] if item.kind in ("derived", "filter")]
+        values = self._domain(level.iterator, block, n)
+        if counting and not checks and depth == len(self.plan.levels) - 1:
+            yield block, int(values[2].sum())
+            return
+        for rows, size in self._expanded(level.iterator.name, block, values):
+            for item in checks:
+                rows, size = self._check(item, rows, size)
+            if size:
+                yield from self._blocks(depth + 1, rows, size, counting)
+
+    def _domain(self, item, block: dict, n: int):
+        """(kind, data, sizes) of an iterator's values for each row: ``('range', (start, step))``
+        or ``('values', matrix)``, and how many each row has (none where computing them raised)."""
+        kind, *parts = item.domain
+        evaluator = _Evaluator(self.constants, block, n)
+        parts = [np.broadcast_to(np.asarray(evaluator(part)), (n,)) for part in parts]
+        keep = ~evaluator.raised
+        if kind == "range":
+            start, stop, step = (_integers(p) for p in parts)
+            keep &= step != 0  # range(..., 0) raises
+            safe = np.where(step == 0, 1, step)
+            if self.plan.range_fits(item):
+                sizes = np.where(safe > 0, (stop - start + safe - 1) // safe, (start - stop - safe - 1) // -safe)
+            else:  # stop - start may leave 64 bits: Python's integers (the values wrap back inside)
+                sizes = np.array([range_length(int(a), int(b), int(c)) for a, b, c in zip(start, stop, safe)],
+                                 dtype=np.int64)
+            data = (start, safe)
+        else:
+            data = np.stack(parts, axis=1) if parts else np.zeros((n, 0), np.int64)
+            sizes = np.full(n, len(parts), np.int64)
+        sizes = np.where(keep, np.maximum(sizes, 0), 0)
+        return kind, data, sizes
+
+    def _expanded(self, name: str, block: dict, values):
+        """The rows of ``block`` repeated once per value of the level's iterator, in blocks of at
+        most ``block_rows`` rows (one prefix's values split where they alone are more)."""
+        kind, data, sizes = values
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
+        total, done = (int(ends[-1]) if len(ends) else 0), 0  # rows of the expansion, given so far
+        while done < total:
+            stop = min(total, done + self.block_rows)
+            first = int(np.searchsorted(ends, done, side="right"))  # the rows done..stop-1 fall in
+            last = int(np.searchsorted(ends, stop - 1, side="right")) + 1
+            counts = np.minimum(ends[first:last], stop) - np.maximum(starts[first:last], done)
+            which = np.repeat(np.arange(first, last), np.maximum(counts, 0))
+            offsets = np.arange(done, stop) - starts[which]
+            rows = {key: (column[which] if np.ndim(column) else column) for key, column in block.items()}
+            if kind == "range":
+                start, step = data
+                rows[name] = start[which] + offsets * step[which]
+            else:
+                rows[name] = data[which, offsets]
+            yield rows, stop - done
+            done = stop
+
+    def _check(self, item, rows: dict, size: int):
+        """``rows`` with a derived value's column added, or a filter applied; the rows where it
+        raised (or the filter rejects) dropped."""
+        evaluator = _Evaluator(self.constants, rows, size)
+        value = evaluator(item.expr)
+        keep = ~evaluator.raised
+        if item.kind == "filter":
+            keep &= ~_truth(value, size)
+        else:
+            rows = dict(rows, **{item.name: np.broadcast_to(np.asarray(value), (size,))})
+        if keep.all():
+            return rows, size
+        return {key: (column[keep] if np.ndim(column) else column) for key, column in rows.items()}, int(keep.sum())
+
+
+def _check_supported(item, items: dict) -> None:
+    """Raise :class:`Unsupported` where this path does not compute an item as Python would."""
+    if item.kind == "bound":  # a count does not compute bounds
+        return
+    if item.function is not None or item.value_type not in NUMBERS or item.expr is None and item.domain is None:
+        raise Unsupported(item.name)
+    parts = item.domain[1:] if item.kind == "iterator" else [item.expr]
+    if item.kind == "iterator" and item.domain[0] == "range" and any(
+            infer_type(part, items) not in ("int", "bool") for part in parts):
+        raise Unsupported(f"{item.name}: a range of other than integers")
+    for part in parts:
+        _Supported()(part)
+
+
+def _integers(values) -> np.ndarray:
+    array = np.asarray(values)
+    return array.astype(np.int64) if array.dtype == np.bool_ else array
+
+
+def _number(values):
+    """Booleans as integers (Python's ``True + True`` is 2; NumPy's is True)."""
+    if isinstance(values, np.ndarray) and values.dtype == np.bool_:
+        return values.astype(np.int64)
+    return int(values) if isinstance(values, (bool, np.bool_)) else values
+
+
+def _truth(values, size: int) -> np.ndarray:
+    """Python's truth of each value (NaN is true)."""
+    values = np.broadcast_to(np.asarray(values), (size,))
+    return values if values.dtype == np.bool_ else values != 0
+
+
+class _Supported(Mapper):
+    """Raises :class:`Unsupported` at a node :class:`_Evaluator` does not compute."""
+
+    def map_Expr(self, node):
+        raise Unsupported(type(node).__name__)
+
+    def map_Const(self, node):
+        if not isinstance(node.value, (bool, int, float)):
+            raise Unsupported(repr(node.value))
+
+    def map_Ref(self, node):
+        pass
+
+    def map_BinOp(self, node):
+        if node.op == "**" and not (isinstance(node.right, L.Const) and type(node.right.value) is int
+                                    and node.right.value >= 0):
+            raise Unsupported("a power with a varying or negative exponent")
+        for child in node.children():
+            self(child)
+
+    def map_Call(self, node):
+        if node.func not in _CALLS:
+            raise Unsupported(node.func)
+        for child in node.children():
+            self(child)
+
+    def map_UnaryOp(self, node):
+        for child in node.children():
+            self(child)
+
+    map_Compare = map_BoolOp = map_Not = map_IfExp = map_UnaryOp
+
+
+class _Evaluator(Mapper):
+    """An expression's values over ``size`` rows (an array, or a scalar where it does not vary);
+    ``raised``: the rows where Python would have raised, among those whose value was needed
+    (``active``: the rows a ``where`` or ``and``/``or`` computes a branch for)."""
+
+    def __init__(self, constants: dict, columns: dict, size: int):
+        self.constants, self.columns, self.size = constants, columns, size
+        self.raised = np.zeros(size, dtype=bool)
+
+    def __call__(self, node, active=True):
+        return super().__call__(node, active)
+
+    def _raise_where(self, condition, active) -> None:
+        self.raised |= np.broadcast_to(condition, (self.size,)) & active
+
+    def map_Const(self, node, active):
+        return node.value
+
+    def map_Ref(self, node, active):
+        if node.target in self.columns:
+            return self.columns[node.target]
+        return self.constants[node.target]
+
+    def map_UnaryOp(self, node, active):
+        return -_number(self(node.operand, active))
+
+    def map_Not(self, node, active):
+        return ~_truth(self(node.operand, active), self.size)
+
+    def map_Compare(self, node, active):
+        left, right = self(node.left, active), self(node.right, active)
+        return np.asarray(L.COMPARE_OPS[node.op](np.asarray(left), np.asarray(right)))
+
+    def map_BinOp(self, node, active):
+        left, right = _number(self(node.left, active)), _number(self(node.right, active))
+        if node.op in ("+", "-", "*"):
+            return L.BINARY_OPS[node.op](np.asarray(left), right)
+        if node.op == "**":
+            return np.power(np.asarray(left), right)
+        zero = np.asarray(right) == 0
+        self._raise_where(zero, active)
+        safe = np.where(zero, 1, right)
+        with np.errstate(all="ignore"):
+            if node.op == "/":
+                return np.true_divide(left, safe)
+            return (np.floor_divide if node.op == "//" else np.remainder)(left, safe)
+
+    def map_BoolOp(self, node, active):
+        value = self(node.operands[0], active)
+        for operand in node.operands[1:]:  # the deciding operand's value, as in Python
+            pending = _truth(value, self.size) == (node.op == "and")
+            value = np.where(pending, self(operand, active & pending), value)
+        return value
+
+    def map_IfExp(self, node, active):
+        test = _truth(self(node.test, active), self.size)
+        return np.where(test, self(node.body, active & test), self(node.orelse, active & ~test))
+
+    def map_Call(self, node, active):
+        args = [_number(self(a, active)) for a in node.args]
+        if node.func in ("min", "max"):  # Python keeps the first of equal values
+            value = args[0]
+            for other in args[1:]:
+                value = np.where(other < value if node.func == "min" else other > value, other, value)
+            return value
+        (value,) = args
+        value = np.asarray(value)
+        if node.func == "abs":
+            return np.abs(value)
+        if node.func == "float":
+            return value.astype(np.float64)
+        if value.dtype.kind != "f":  # floor, ceil, int of an integer: itself
+            return value
+        self._raise_where(~np.isfinite(value), active)  # Python raises on an infinity or NaN
+        rounded = {"floor": np.floor, "ceil": np.ceil, "int": np.trunc}[node.func](value)
+        return np.where(np.isfinite(rounded), rounded, 0).astype(np.int64)
+
+
+_CALLS = ("min", "max", "abs", "floor", "ceil", "int", "float")
