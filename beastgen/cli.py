@@ -17,7 +17,8 @@ from .trust import GENERATED_DIR_HELP
 COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate": "estimate",
             "rank": "rank", "compare": "compare", "enumerate": "enumerate", "check-bounds": "check_bounds",
             "tune": "tune", "export": "export", "nvcc-check": "nvcc_check", "calibrate": "calibrate",
-            "devices": "devices", "export-results": "export_results", "convert": "convert"}
+            "devices": "devices", "export-results": "export_results", "convert": "convert",
+            "predict": "predict"}
 
 
 def _set_before_positionals(argv: list[str]) -> list[str]:
@@ -212,6 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="plot measured time against bound")
+    p.add_argument("--inputs", default=None, metavar="SPEC",
+                   help="measure random (input, configuration) pairs across inputs instead of "
+                        "searching one: e.g. 'M=64..2048 N=64..2048 precision=s,d' (ranges drawn "
+                        "log-uniformly, choices uniformly); see docs/input-aware.md")
+    p.add_argument("--pairs", type=int, default=200, metavar="N",
+                   help="--inputs: (input, configuration) pairs to measure (default 200)")
+    p.add_argument("--per-input", type=int, default=4, metavar="C",
+                   help="--inputs: configurations drawn per input (default 4)")
     _add_scheduler_arg(p, "run each candidate on a worker holding a GPU (--resources GPU=1)")
 
     p = _command(sub, "export", help="write the space for another tool: its valid configurations "
