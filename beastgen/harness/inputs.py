@@ -29,7 +29,7 @@ from ..interop.results import kernel_tuner_header
 from ..loading import load
 from .kernel import find_kernel
 from .store import Store, config_key
-from .strategies.base import all_rows, candidate_of
+from .strategies.base import candidate_of
 from .tune import DEFAULT_ITERATIONS, measure, setup_backend
 
 #: the strategy name of a collection run in the store
@@ -120,11 +120,18 @@ def input_settings(spec: InputSpec, seed: int, index: int, fixed: dict) -> dict:
     return {**fixed, **spec.draw(np.random.default_rng([seed, index]))}
 
 
+def every_row(plan):
+    """Every valid configuration of ``plan`` (a structured array), with the fields ``bound`` and
+    ``bottleneck`` where the space has bound terms (one compiled ``rank`` of them all)."""
+    if not plan.bound_terms:
+        return plan.enumerate()
+    return plan.rank(max(plan.count(), 1))
+
+
 def sample_rows(plan, k: int, seed: int, index: int):
     """``k`` distinct valid configurations of ``plan`` (all of them when it has fewer), drawn
-    uniformly: every valid configuration enumerated, with its bound where the space has bound
-    terms, then chosen by index (a rank of the enumeration)."""
-    rows = all_rows(plan)
+    uniformly: every valid configuration enumerated (:func:`every_row`), then chosen by index."""
+    rows = every_row(plan)
     if not len(rows):
         return rows
     order = np.random.default_rng([seed, index, 1]).permutation(len(rows))
@@ -173,8 +180,7 @@ def collect(space_path: str, spec_text: str, pairs: int, per_input: int = 4, bac
         raise BeastError(f"space '{space.name}' declares no kernel (beast.kernel(...)): nothing to run",
                          space.path)
     profile, runner, language = setup_backend(backend, device, None, space)
-    source = kernel.source_text(language)
-    iterations = iterations or kernel.iterations or DEFAULT_ITERATIONS
+    bench = InputBench(runner, kernel, profile, language, iterations)
     done = Collection()
     start, empty_in_a_row, index = time.perf_counter(), 0, 0
     store = Store(results)
@@ -193,8 +199,7 @@ def collect(space_path: str, spec_text: str, pairs: int, per_input: int = 4, bac
                 continue
             empty_in_a_row = 0
             done.inputs += 1
-            _measure_input(store, plan, rows, space, kernel, profile, runner, language, source,
-                           iterations, backend, done, log)
+            _measure_input(store, plan, rows, space, bench, backend, done, log)
     finally:
         runner.close()
         store.close()
@@ -202,17 +207,37 @@ def collect(space_path: str, spec_text: str, pairs: int, per_input: int = 4, bac
     return done
 
 
-def _measure_input(store, plan, rows, space, kernel, profile, runner, language, source, iterations,
-                   backend, done, log) -> None:
+class InputBench:
+    """Measures configurations of any input on one runner: each input's arrays and expected outputs
+    are made when a configuration of it is first measured."""
+
+    def __init__(self, runner, kernel, profile, language: str, iterations: int | None = None):
+        self.runner, self.kernel, self.profile, self.language = runner, kernel, profile, language
+        self.source = kernel.source_text(language)
+        self.iterations = iterations or kernel.iterations or DEFAULT_ITERATIONS
+        self.settings = None
+
+    def measure(self, settings: dict, config: dict) -> tuple:
+        """(status, time, times, message) of ``config`` at the input ``settings`` (typed)."""
+        if settings != self.settings:
+            args = self.kernel.make_arguments(settings)
+            self.expected = self.kernel.expected(args, settings)
+            self.tolerance = self.kernel.tolerance_for(settings)
+            self.runner.set_args(args)
+            self.settings = dict(settings)
+        return measure(self.runner, self.kernel, config, settings, self.profile, self.language,
+                       self.source, self.iterations, self.expected, self.tolerance)
+
+
+def _measure_input(store, plan, rows, space, bench, backend, done, log) -> None:
     """Measure ``rows`` of one input (those not yet in the store) into its run."""
     typed = dict(plan.specialized.settings)
-    run = run_id(space, profile, typed, backend, source)
-    store.open_run(run, space=space.name, device=profile.key, backend=backend, strategy=STRATEGY,
-                   settings=typed, export=kernel_tuner_header(plan.columns, typed, None, kernel,
-                                                              space.name))
+    run = run_id(space, bench.profile, typed, backend, bench.source)
+    store.open_run(run, space=space.name, device=bench.profile.key, backend=backend,
+                   strategy=STRATEGY, settings=typed,
+                   export=kernel_tuner_header(plan.columns, typed, None, bench.kernel, space.name))
     previous = store.results(run)
     bounded = bool(plan.bound_terms)
-    args = None
     for row in rows:
         candidate = candidate_of(row, plan.columns, bounded)
         key = config_key(candidate.config)
@@ -220,12 +245,7 @@ def _measure_input(store, plan, rows, space, kernel, profile, runner, language, 
         if key in previous:
             done.resumed += 1
             continue
-        if args is None:  # this input's arrays and expected outputs, once
-            args = kernel.make_arguments(typed)
-            expected, tolerance = kernel.expected(args, typed), kernel.tolerance_for(typed)
-            runner.set_args(args)
-        status, time_s, times, message = measure(runner, kernel, candidate.config, typed, profile,
-                                                 language, source, iterations, expected, tolerance)
+        status, time_s, times, message = bench.measure(typed, candidate.config)
         store.record(run, key, candidate.config, status, time_s, times, candidate.bound,
                      candidate.bottleneck, message)
         done.ran_now += 1

@@ -291,3 +291,21 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
     description["settings"] = json.loads(description["settings"] or "{}")
     description["export"] = description["settings"].pop(_EXPORT, {})
     return description, rows
+
+
+def read_runs(path: str, strategy: str | None = None) -> list[tuple[dict, list[dict]]]:
+    """Every run of the store at ``path`` (only those of ``strategy`` when given) as
+    :func:`read_run` gives it, oldest first; opened read-only."""
+    if not os.path.isfile(path):
+        raise BeastError("no results store there (tune writes one with --results)", path)
+    try:
+        db = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
+        try:
+            runs = [run for (run,) in db.execute(
+                "SELECT run FROM runs WHERE ? IS NULL OR strategy = ? ORDER BY created",
+                (strategy, strategy))]
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise BeastError(f"not a readable beastgen results store: {e}", path) from None
+    return [read_run(path, run) for run in runs]
