@@ -25,7 +25,6 @@ import statistics
 import sys
 import time
 
-import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -87,8 +86,8 @@ def main() -> int:
     for j in range(args.held_out):
         held = input_settings(spec, 1000, j, {})  # seed 1000: never a training input's draw
         overrides = {**fixed, **held}
-        ranked, predicted, typed, _ = input_model.rank_input(space, model, profile, overrides,
-                                                             allow_out_of_range=True)
+        ranked, predicted, typed, _, _ = input_model.rank_input(space, model, profile, overrides,
+                                                                allow_out_of_range=True, top=5)
         truth = exhaustive(overrides, eval_db, args.iterations)
         best = min(truth.values())
         keys = [config_key({x: r[x].item() for x in ranked.dtype.names

@@ -5,6 +5,7 @@ tests/harness_spaces/scale.py (its valid set depends on its input n)."""
 import json
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -133,9 +134,9 @@ def test_a_killed_collection_resumes_without_measuring_a_stored_pair_again(colle
 def _synthetic_store(path, space):
     """Rows following a known law, time = n / (wg * per) * (1 + per / 8) * 1e-6, over inputs n."""
     store = Store(path)
-    for n in (8, 16, 32, 64):
-        plan = space.specialize(device="h100", n=n)
-        run = f"inputs-n{n}"
+    for n, mode in ((8, "plain"), (16, "plain"), (32, "wide"), (64, "plain")):
+        plan = space.specialize(device="h100", n=n, mode=mode)
+        run = f"inputs-n{n}-{mode}"
         store.open_run(run, space=space.name, device="h100", backend="opencl", strategy="inputs",
                        settings=dict(plan.specialized.settings))
         for row in plan.enumerate():
@@ -152,9 +153,11 @@ def test_the_fit_ranks_an_unseen_input_by_the_law_it_was_trained_on(tmp_path, sc
     assert model["training_inputs"] == 4 and model["trained_on"]["n"] == {"low": 8, "high": 64}
     assert "in:n" in model["features"] and model["cv_rms_log_error"] < 0.2
     from beastgen.devices import load_profile
-    rows, predicted, typed, warnings = input_model.rank_input(scale_space, model, load_profile("h100"),
-                                                              {"n": "48"})
-    assert typed["n"] == 48 and not warnings and len(rows) == 11  # 48 % (8 * 4) != 0
+    rows, predicted, typed, warnings, valid = input_model.rank_input(
+        scale_space, model, load_profile("h100"), {"n": "48"})
+    assert typed["n"] == 48 and not warnings and valid == len(rows) == 11  # 48 % (8 * 4) != 0
+    assert input_model.rank_input(scale_space, model, load_profile("h100"), {"n": "48"},
+                                  top=3)[0].tolist() == rows[:3].tolist()
     truth = [48 / (r["wg"] * r["per"]) * (1 + r["per"] / 8) * 1e-6 for r in rows]
     assert truth[0] == min(truth)  # the predicted best is the best
     assert np.corrcoef(np.log(truth), np.log(predicted))[0, 1] > 0.95
@@ -163,6 +166,27 @@ def test_the_fit_ranks_an_unseen_input_by_the_law_it_was_trained_on(tmp_path, sc
     loaded = input_model.load_model(str(saved))
     assert loaded["format_version"] == input_model.FORMAT_VERSION and loaded["device"] == "h100"
     assert loaded["features"] == model["features"]
+
+
+@pytest.fixture(scope="module")
+def law_model(tmp_path_factory, scale_space):
+    path = str(tmp_path_factory.mktemp("law") / "law.db")
+    _synthetic_store(path, scale_space)
+    return input_model.fit(path, scale_space)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 400), mode=st.sampled_from(["plain", "wide"]),
+       wg=st.lists(st.integers(1, 64), min_size=1, max_size=30), per=st.integers(1, 9),
+       bound=st.floats(0, 1e-3))
+def test_vectorised_scoring_equals_the_sum_over_the_feature_matrix(law_model, n, mode, wg, per,
+                                                                   bound):
+    config = {"wg": np.array(wg), "per": (np.array(wg) * per) % 11 + 1}
+    bounds = np.full(len(wg), bound)
+    x = input_model.feature_matrix(law_model["features"], config, {"n": n, "mode": mode}, bounds)
+    expected = law_model["intercept"] + ((x - law_model["mean"]) / law_model["scale"]) @ law_model["weights"]
+    got = input_model.predict_log_times(law_model, config, {"n": n, "mode": mode}, bounds)
+    assert np.allclose(got, expected, rtol=1e-9, atol=1e-9)
 
 
 def test_bad_stores_and_models_are_one_clear_error(tmp_path, scale_space, capsys):
@@ -182,17 +206,17 @@ def test_bad_stores_and_models_are_one_clear_error(tmp_path, scale_space, capsys
     assert "not a beastgen input model" in capsys.readouterr().err
 
 
-def test_out_of_range_and_other_device(tmp_path, scale_space):
-    path = str(tmp_path / "law.db")
-    _synthetic_store(path, scale_space)
-    model = input_model.fit(path, scale_space)
+def test_out_of_range_and_other_device(law_model, scale_space):
+    model = law_model
     assert input_model.check_input(model, {"n": 100, "mode": "plain"})[0].startswith(
         "warning: n=100 is 0.64 octaves outside the trained range 8..64")
     with pytest.raises(BeastError, match="n=1000 is 3.97 octaves outside"):
         input_model.check_input(model, {"n": 1000, "mode": "plain"})
     assert input_model.check_input(model, {"n": 1000, "mode": "plain"}, allow_out_of_range=True)
+    assert model["trained_on"]["mode"] == {"choices": ["plain", "wide"]}
+    plain_only = dict(model, trained_on={**model["trained_on"], "mode": {"choices": ["plain"]}})
     with pytest.raises(BeastError, match="never saw mode='wide'"):
-        input_model.check_input(model, {"n": 16, "mode": "wide"})
+        input_model.check_input(plain_only, {"n": 16, "mode": "wide"})
     with pytest.raises(BeastError, match="trained on device 'h100', not 'a100'"):
         input_model.check_model(model, scale_space, "a100")
     input_model.check_model(model, scale_space, "a100", allow_other_device=True)
@@ -206,7 +230,7 @@ def test_predict_ranks_measures_and_exports(collected, tmp_path, capsys):
                  "--measure", "2", "--save-model", str(model_path)]) == 0
     out = capsys.readouterr().out
     assert "12 valid configurations ranked" in out and "best of the top 2 measured: rank" in out
-    table = out[out.index("rank  predicted"):].splitlines()
+    table = out[re.search(r"^rank +predicted", out, re.M).start():].splitlines()  # widths vary
     assert len([line for line in table if line.strip()[:1].isdigit()]) == 3
     # a model trained on the PoCL device refuses another device, unless told
     assert main(["predict", SCALE, "--model", str(model_path), "--set", "n=32", "--device", "h100"]) == 2

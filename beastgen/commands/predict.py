@@ -74,26 +74,28 @@ def _config(row, parameters) -> dict:
 
 
 def _choose(args, space, model, profile, bench, overrides):
-    """One input ranked, its top measured when asked: (rows, predicted, typed, measured list)."""
-    rows, predicted, typed, warnings = input_model.rank_input(
-        space, model, profile, overrides, args.generated_dir, args.allow_out_of_range)
+    """One input ranked, its top measured when asked: (the best rows, their predicted times,
+    typed settings, valid configurations, measured list)."""
+    rows, predicted, typed, warnings, valid = input_model.rank_input(
+        space, model, profile, overrides, args.generated_dir, args.allow_out_of_range,
+        top=max(args.top, args.measure or 0, 1))
     for warning in warnings:
         print(warning, file=sys.stderr)
     measured = []
     for i in range(min(args.measure or 0, len(rows))):
         status, time_s, _, message = bench.measure(typed, _config(rows[i], model["parameters"]))
         measured.append((i, status, time_s, message))
-    return rows, predicted, typed, measured
+    return rows, predicted, typed, valid, measured
 
 
 def _one(args, space, model, profile, bench, overrides) -> int:
     start = time.perf_counter()
-    rows, predicted, typed, measured = _choose(args, space, model, profile, bench, overrides)
+    rows, predicted, typed, valid, measured = _choose(args, space, model, profile, bench, overrides)
     seconds = time.perf_counter() - start
     print(f"space {space.name} on {profile.key} ({profile.name}); model trained on "
           f"{model['device']} ({model['training_pairs']:,} pairs over {model['training_inputs']:,} inputs)")
     print(f"input: {', '.join(f'{k}={v}' for k, v in typed.items())}")
-    print(f"{len(rows):,} valid configurations ranked in {seconds:.2f} s"
+    print(f"{valid:,} valid configurations ranked in {seconds:.2f} s"
           + (" (measuring included)" if measured else ""))
     if not len(rows):
         return 1
@@ -112,7 +114,7 @@ def _one(args, space, model, profile, bench, overrides) -> int:
             f"rank {best[0] + 1}, {format_seconds(best[2])}: {_config(rows[best[0]], parameters)}"
             if best else "none ran successfully"))
     if args.json:
-        print(json.dumps({"settings": typed, "valid": len(rows), "seconds": seconds,
+        print(json.dumps({"settings": typed, "valid": valid, "seconds": seconds,
                           "top": [{"config": _config(rows[i], parameters),
                                    "predicted_ms": predicted[i] * 1e3} for i in range(min(args.top, len(rows)))],
                           "measured": [{"rank": i + 1, "status": s, "time_ms": t and t * 1e3}
@@ -159,11 +161,11 @@ def _table(args, space, model, profile, bench, fixed, output) -> int:
     start = time.perf_counter()
     for line, values in read_table(args.table, space):
         try:
-            rows, predicted, typed, measured = _choose(args, space, model, profile, bench,
-                                                       {**fixed, **values})
+            rows, predicted, typed, valid, measured = _choose(args, space, model, profile, bench,
+                                                              {**fixed, **values})
         except BeastError as e:  # the table's line is the place (a space error keeps its own)
             raise BeastError(e.message, e.where or f"{args.table}:{line}") from None
-        entry = {"input": values, "settings": typed, "valid_configurations": len(rows),
+        entry = {"input": values, "settings": typed, "valid_configurations": valid,
                  "config": None, "predicted_ms": None, "measured_ms": None}
         if len(rows):
             best = _best_measured(measured)

@@ -161,9 +161,9 @@ def fit(results: str, space, device: str | None = None) -> dict:
     names = feature_names(parameters, values, trained_on, bounded)
     blocks, y = [], []
     for d, rows in runs:
-        columns = _Columns({x: np.array([r["config"][x] for r in rows]) for x in parameters},
-                           d["settings"], np.array([r["bound"] for r in rows], dtype=float))
-        blocks.append(np.stack([columns.column(n) for n in names], axis=1))
+        blocks.append(feature_matrix(names, {x: np.array([r["config"][x] for r in rows])
+                                             for x in parameters}, d["settings"],
+                                     np.array([r["bound"] for r in rows], dtype=float)))
         y += [math.log(r["time"]) for r in rows]
     x, y = np.concatenate(blocks), np.array(y)
     mean, scale = x.mean(axis=0), x.std(axis=0)
@@ -178,20 +178,67 @@ def fit(results: str, space, device: str | None = None) -> dict:
             "training_pairs": len(y), "training_inputs": len(runs), "results": results}
 
 
+def feature_matrix(names: list[str], config: dict, settings: dict, bound: np.ndarray) -> np.ndarray:
+    """The features ``names`` (rows x features) of the configurations ``config`` (parameter ->
+    array) at the input ``settings``, with their lower bounds ``bound``."""
+    columns = _Columns(config, settings, bound)
+    return np.stack([columns.column(name) for name in names], axis=1)
+
+
 def predict_log_times(model: dict, config: dict, settings: dict, bound: np.ndarray) -> np.ndarray:
     """Predicted log run times (natural log of seconds) of the configurations ``config``
-    (parameter -> array) at the input ``settings``, with their lower bounds ``bound``."""
-    columns = _Columns(config, settings, bound)
-    out = np.full(len(bound), model["intercept"])
-    for name, mean, scale, weight in zip(model["features"], model["mean"], model["scale"],
-                                         model["weights"]):
-        out += (weight / scale) * (columns.column(name) - mean)
-    return out
+    (parameter -> array) at the input ``settings``, with their lower bounds ``bound``: the model's
+    sum over :func:`feature_matrix`, gathered so that each parameter is read once. A feature of
+    the input alone is a constant; one of the input and one parameter x (its log, one-hot, log
+    S * log x, tiles, waste) a table over x's values, looked up; the pairs ``log a * log b`` one
+    quadratic form."""
+    coefficients = np.array(model["weights"]) / np.array(model["scale"])
+    constant = model["intercept"] - float(coefficients @ np.array(model["mean"]))
+    single = _Columns({}, settings, np.zeros(1))
+    by_parameter, pairs, out = {}, {}, np.zeros(len(bound))
+    for name, c in zip(model["features"], coefficients):
+        kind, _, body = name.partition(":")
+        x = body.partition("/")[2] if kind in ("in", "insize", "tiles", "waste", "choice") else \
+            body.partition("=")[0] if kind == "is" else body if kind == "log" else None
+        if kind == "pair":
+            pairs[tuple(body.split("*"))] = c
+        elif kind == "bound":
+            out += c * np.log(np.maximum(bound, 1e-12))
+        elif not x:  # the input alone
+            constant += c * float(single.column(name)[0])
+        else:
+            by_parameter.setdefault(x, []).append((name, c))
+    logs = {}
+    for x in {x for pair in pairs for x in pair} | set(by_parameter):
+        values, where = _distinct(config[x])
+        table = _Columns({x: values}, settings, np.zeros(len(values)))
+        if x in by_parameter:
+            out += sum(c * table.column(name) for name, c in by_parameter[x])[where]
+        logs[x] = table.log(x)[where]
+    if pairs:
+        names = sorted(logs)
+        w = np.zeros((len(names), len(names)))
+        for (a, b), c in pairs.items():
+            w[names.index(a), names.index(b)] += c
+        stacked = np.stack([logs[x] for x in names], axis=1)
+        out += np.einsum("ij,ij->i", stacked @ w, stacked)
+    return out + constant
 
 
-def rank_input(space, model, profile, overrides: dict, generated_dir=None, allow_out_of_range=False):
-    """(rows of every valid configuration, their predicted times in seconds, typed settings,
-    warnings) of one input; the rows come back ordered fastest-predicted first."""
+def _distinct(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, index of each row's value among them): a range of integers where it is short."""
+    if column.dtype.kind in "iu" and len(column):
+        low, high = int(column.min()), int(column.max())
+        if high - low <= 4 * len(column):
+            return np.arange(low, high + 1, dtype=column.dtype), column - low
+    return np.unique(column, return_inverse=True)
+
+
+def rank_input(space, model, profile, overrides: dict, generated_dir=None, allow_out_of_range=False,
+               top: int | None = None):
+    """(rows, their predicted times in seconds, typed settings, warnings, valid configurations)
+    of one input: every valid configuration (the ``top`` best predicted only, when given), fastest
+    predicted first."""
     typed = resolve_settings(space, overrides)
     warnings = check_input(model, typed, allow_out_of_range)
     plan = compile_space(space, device=profile, settings=overrides, generated_dir=generated_dir)
@@ -202,8 +249,12 @@ def rank_input(space, model, profile, overrides: dict, generated_dir=None, allow
     bound = rows["bound"].astype(float) if "bound" in rows.dtype.names else np.full(len(rows), np.nan)
     predicted = np.exp(predict_log_times(
         model, {x: rows[x] for x in model["parameters"]}, typed, bound))
-    order = np.argsort(predicted, kind="stable")
-    return rows[order], predicted[order], dict(plan.specialized.settings), warnings
+    if top is not None and top < len(rows):  # only the best need sorting
+        chosen = np.argpartition(predicted, top)[:top]
+        order = chosen[np.argsort(predicted[chosen], kind="stable")]
+    else:
+        order = np.argsort(predicted, kind="stable")
+    return rows[order], predicted[order], dict(plan.specialized.settings), warnings, len(rows)
 
 
 def check_input(model: dict, settings: dict, allow_out_of_range: bool = False) -> list[str]:
