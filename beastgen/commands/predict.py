@@ -185,7 +185,8 @@ def _table(args, space, model, profile, bench, fixed, output) -> int:
                 "parameters": model["parameters"], "entries": entries}
     with output as tmp, open(tmp, "w", encoding="utf-8") as f:
         json.dump(document, f, indent=1, default=_plain)
-    print(f"wrote the chosen configuration of {len(entries):,} inputs to {args.output} "
+    plural = "s" if len(entries) != 1 else ""
+    print(f"wrote the chosen configuration of {len(entries):,} input{plural} to {args.output} "
           f"in {time.perf_counter() - start:.1f} s")
     return 0
 
