@@ -34,10 +34,10 @@ def run(args) -> int:
             raise BeastError(f"--{name} must be at least {1 if name == 'top' else 0}")
     output = AtomicOutput(args.output) if args.output else None  # a bad path fails before the work
     space = load(args.space)
-    model = input_model.load_model(args.model) if args.model else \
-        input_model.fit(args.results, space)
-    profile, runner, language = _device(args, space, model)
+    model = input_model.load_model(args.model) if args.model else None
+    profile, runner, language = _device(args, space, (model or {}).get("backend") or "opencl")
     try:
+        model = model or input_model.fit(args.results, space, profile.key)
         input_model.check_model(model, space, profile.key, args.allow_other_device)
         if args.save_model:
             input_model.save(model, args.save_model)
@@ -55,11 +55,11 @@ def run(args) -> int:
             runner.close()
 
 
-def _device(args, space, model):
-    """(profile, runner or None, language): the model's backend measures; a built-in profile
-    (or a .toml) ranks without a device."""
+def _device(args, space, backend: str):
+    """(profile, runner or None, language): ``backend`` (the model's, or --backend) measures; a
+    built-in profile (or a .toml) ranks without a device."""
     device = args.device
-    backend = args.backend or model.get("backend", "opencl")
+    backend = args.backend or backend
     if not args.measure and device is not None and not str(device).startswith(("opencl:", "cuda:")) \
             and not (backend == "opencl" and str(device).endswith(".toml")):
         return load_profile(device), None, None

@@ -136,17 +136,18 @@ def _ridge(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, float]:
 
 def fit(results: str, space, device: str | None = None) -> dict:
     """The model of ``space`` fitted on the collection runs (``tune --inputs``) in the store
-    ``results``; ``device``: the profile key to fit on when the store holds several."""
+    ``results``; ``device``: the profile key to fit on where the store holds several."""
     runs = [(d, rows) for d, rows in read_runs(results, STRATEGY) if d["space"] == space.name]
     if not runs:
         raise BeastError(f"the results store holds no collection across inputs of space "
                          f"'{space.name}' (beastgen tune {space.path} --inputs SPEC --results "
                          f"{results} writes one)", results)
     devices = sorted({d["device"] for d, _ in runs})
-    if device is None and len(devices) > 1:
-        raise BeastError(f"the results store holds measurements on {', '.join(devices)}: choose one "
-                         "with --device", results)
-    device = device or devices[0]
+    if device not in devices:
+        if len(devices) > 1:
+            raise BeastError(f"the results store holds measurements on {', '.join(devices)}, not "
+                             f"{device}: choose one with --device", results)
+        device = devices[0]  # another device than asked for: check_model says so
     runs = [(d, [r for r in rows if r["status"] == "ok" and r["time"] and r["time"] > 0])
             for d, rows in runs if d["device"] == device]
     runs = [(d, rows) for d, rows in runs if rows]
