@@ -200,6 +200,9 @@ def test_bad_stores_and_models_are_one_clear_error(tmp_path, scale_space, capsys
         assert main(["predict", SCALE, *argv]) == 2
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1, err
+    assert main(["tune", SCALE, "--inputs", "n=4..64 size=1,2", "--results", empty]) == 2
+    err = capsys.readouterr().err
+    assert "--inputs: no setting named 'size'" in err and err.count("\n") == 1, err
     bad = tmp_path / "model.json"
     bad.write_text('{"format": "something else"}')
     assert main(["predict", SCALE, "--model", str(bad), "--device", "h100"]) == 2
