@@ -28,7 +28,8 @@ def collect_inputs(args) -> int:
                        settings=parse_settings(args.settings), results=args.results, seed=args.seed,
                        iterations=args.iterations, generated_dir=args.generated_dir)
     except KeyboardInterrupt:
-        print(interrupted_message(args.results), file=sys.stderr, flush=True)
+        print(f"beastgen: the pairs measured so far are kept in {args.results}; the same command "
+              "resumes from them (nothing measured is run again)", file=sys.stderr, flush=True)
         raise
     print(done.report(args.results))
     if args.json:
