@@ -14,7 +14,7 @@ with the measurements each spends. Every time comes from the same exhaustive mea
 held-out input, so the ratios compare configurations, not the noise of separate runs. Stores
 (``--work``) make a re-run resume: nothing measured is run again.
 
-    python benchmarks/bench_input_aware.py [--pairs 120] [--held-out 5] [--work DIR]
+    python benchmarks/bench_input_aware.py [--pairs 400] [--held-out 10] [--work DIR]
 """
 from __future__ import annotations
 
@@ -61,9 +61,9 @@ def main() -> int:
     parser.add_argument("--inputs", default="M=16..256 N=16..256 K=16..256 precision=s,d")
     parser.add_argument("--fixed", default="max_blk=16 max_blk_k=4",
                         help="settings held fixed (they shrink the space)")
-    parser.add_argument("--pairs", type=int, default=120)
+    parser.add_argument("--pairs", type=int, default=400)
     parser.add_argument("--per-input", type=int, default=4)
-    parser.add_argument("--held-out", type=int, default=5)
+    parser.add_argument("--held-out", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--work", default="bench-input-aware")
     args = parser.parse_args()
