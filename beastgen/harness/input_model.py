@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import BeastError
 from ..output import AtomicOutput
-from ..compiler.runtime import compile_space
+from ..plancache import compile_cached
 from ..compiler.specialize import resolve_settings
 from .inputs import STRATEGY, every_row
 from .store import read_runs
@@ -242,7 +242,8 @@ def rank_input(space, model, profile, overrides: dict, generated_dir=None, allow
     predicted first."""
     typed = resolve_settings(space, overrides)
     warnings = check_input(model, typed, allow_out_of_range)
-    plan = compile_space(space, device=profile, settings=overrides, generated_dir=generated_dir)
+    # the plan cache: a warm input skips specializing and planning (and importing sympy)
+    plan = compile_cached(space.path, device=profile, settings=overrides, generated_dir=generated_dir)
     rows = every_row(plan)
     missing = [x for x in model["parameters"] if x not in rows.dtype.names]
     if missing:
