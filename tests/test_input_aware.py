@@ -258,3 +258,25 @@ def test_predict_ranks_measures_and_exports(collected, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{shapes}:1" in err and "column 'size' is not a setting" in err
     assert math.isfinite(json.loads(best.read_text())["entries"][0]["predicted_ms"])  # kept
+
+
+def test_sampled_gemm_configurations_carry_their_exact_bound_at_that_input(gemm_space, generated_dir):
+    settings_ = {"M": 48, "N": 200, "K": 24, "max_blk": 16, "max_blk_k": 4, "precision": "d"}
+    plan = gemm_space.specialize(device="h100", generated_dir=generated_dir, **settings_)
+    reference = ReferenceEnumerator(gemm_space, "h100", settings_)
+    rows = sample_rows(plan, 6, 0, 0)
+    assert len(rows) == 6
+    for row in rows:
+        config = {x: row[x].item() for x in plan.columns}
+        bound, term = reference.bound(config)
+        assert math.isclose(row["bound"], bound, rel_tol=1e-12) and row["bottleneck"] == term
+
+
+def test_tune_inputs_refuses_what_does_not_apply(capsys):
+    for extra, says in [(["--strategy", "exhaustive"], "--strategy does not apply"),
+                        (["--budget", "3"], "--budget does not apply"),
+                        (["--pairs", "0"], "at least 1"),
+                        (["--backend", "replay"], "measures on a device")]:
+        assert main(["tune", SCALE, "--inputs", SPEC, *extra]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
