@@ -36,6 +36,8 @@ from .tune import DEFAULT_ITERATIONS, measure, setup_backend
 STRATEGY = "inputs"
 #: inputs in a row with no valid configuration before a collection gives up
 MAX_EMPTY_INPUTS = 100
+#: the most valid configurations of one input listed (every one, with its bound) in memory
+MAX_ROWS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -123,9 +125,14 @@ def input_settings(spec: InputSpec, seed: int, index: int, fixed: dict) -> dict:
 def every_row(plan):
     """Every valid configuration of ``plan`` (a structured array), with the fields ``bound`` and
     ``bottleneck`` where the space has bound terms (one compiled ``rank`` of them all)."""
+    count = plan.count()
+    if count > MAX_ROWS:
+        raise BeastError(f"this input has {count:,} valid configurations, more than the {MAX_ROWS:,} "
+                         "that tuning across inputs lists in memory: restrict the space with --set",
+                         plan.specialized.space.path)
     if not plan.bound_terms:
         return plan.enumerate()
-    return plan.rank(max(plan.count(), 1))
+    return plan.rank(max(count, 1))
 
 
 def sample_rows(plan, k: int, seed: int, index: int):
