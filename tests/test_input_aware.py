@@ -252,6 +252,11 @@ def test_predict_ranks_measures_and_exports(collected, tmp_path, capsys):
         valid = list(ReferenceEnumerator(space, "h100", entry["settings"]).configurations())
         assert entry["config"] in valid and entry["predicted_ms"] > 0
     assert os.listdir(best.parent) == ["best.json"]  # written atomically: no partial file left
+    measured = tmp_path / "measured.json"  # on the model's device (PoCL), the best of 2 timed
+    assert main(["predict", SCALE, "--model", str(model_path), "--table", str(shapes), "-o",
+                 str(measured), "--measure", "2"]) == 0
+    entries = json.loads(measured.read_text())["entries"]
+    assert all(e["measured_ms"] > 0 and e["config"] for e in entries)
     shapes.write_text("n,size\n16,1\n")
     assert main(["predict", SCALE, "--model", str(model_path), "--device", "h100",
                  "--allow-other-device", "--table", str(shapes), "-o", str(best)]) == 2
