@@ -189,6 +189,28 @@ def test_vectorised_scoring_equals_the_sum_over_the_feature_matrix(law_model, n,
     assert np.allclose(got, expected, rtol=1e-9, atol=1e-9)
 
 
+def test_every_kind_of_feature_is_scored_as_the_feature_matrix_says():
+    trained_on = {"M": {"low": 16, "high": 256}, "t": {"low": 0, "high": 1},
+                  "p": {"choices": ["s", "d"]}, "fixed": {"low": 4, "high": 4}}
+    names = input_model.feature_names(["a", "b", "c"], {"a": [1, 2, 8], "b": [3, 5], "c": ["u", "v"]},
+                                      trained_on, True)
+    kinds = {name.partition(":")[0] + ("/" if "/" in name else "") for name in names}
+    assert kinds == {"log", "pair", "is", "in", "insize/", "tiles/", "waste/", "lin", "lin/",
+                     "choice", "choice/", "bound"}
+    assert not any("fixed" in name for name in names)  # a setting that never varied is no feature
+    rng = np.random.default_rng(0)
+    model = {"features": names, "mean": rng.normal(size=len(names)).tolist(),
+             "scale": rng.uniform(0.5, 2, len(names)).tolist(),
+             "weights": rng.normal(size=len(names)).tolist(), "intercept": -9.0}
+    config = {"a": rng.integers(1, 40, 50), "b": rng.integers(0, 9, 50),
+              "c": rng.choice(["u", "v", "w"], 50)}
+    bound = rng.uniform(0, 1e-3, 50)
+    for setting in ({"M": 100, "t": 1, "p": "d"}, {"M": 17, "t": 0, "p": "s"}):
+        x = input_model.feature_matrix(names, config, setting, bound)
+        expected = model["intercept"] + ((x - model["mean"]) / model["scale"]) @ model["weights"]
+        assert np.allclose(input_model.predict_log_times(model, config, setting, bound), expected)
+
+
 def test_bad_stores_and_models_are_one_clear_error(tmp_path, scale_space, capsys):
     empty = str(tmp_path / "empty.db")
     Store(empty).close()

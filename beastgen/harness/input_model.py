@@ -70,6 +70,9 @@ class _Columns:
         setting, _, x = rest.partition("/")
         if kind == "in":
             return np.full(len(self.bound), math.log2(self.settings[setting]))
+        if kind == "lin":
+            value = float(self.settings[setting])
+            return value * self.log(x) if x else np.full(len(self.bound), value)
         if kind == "choice":
             setting, value = setting.split("=", 1)
             on = float(str(self.settings[setting]) == value)
@@ -99,6 +102,8 @@ def feature_names(parameters: list[str], values: dict, trained_on: dict, bounded
             names.append(f"in:{setting}")
             for x in numeric:
                 names += [f"insize:{setting}/{x}", f"tiles:{setting}/{x}", f"waste:{setting}/{x}"]
+        elif "low" in seen and seen["low"] < seen["high"]:  # reaches 0 (a flag): no log, no tiles
+            names += [f"lin:{setting}"] + [f"lin:{setting}/{x}" for x in numeric]
         elif "choices" in seen and len(seen["choices"]) > 1:
             for value in seen["choices"][1:]:
                 names.append(f"choice:{setting}={value}")
@@ -199,7 +204,7 @@ def predict_log_times(model: dict, config: dict, settings: dict, bound: np.ndarr
     by_parameter, pairs, out = {}, {}, np.zeros(len(bound))
     for name, c in zip(model["features"], coefficients):
         kind, _, body = name.partition(":")
-        x = body.partition("/")[2] if kind in ("in", "insize", "tiles", "waste", "choice") else \
+        x = body.partition("/")[2] if kind in ("in", "lin", "insize", "tiles", "waste", "choice") else \
             body.partition("=")[0] if kind == "is" else body if kind == "log" else None
         if kind == "pair":
             pairs[tuple(body.split("*"))] = c
@@ -209,13 +214,14 @@ def predict_log_times(model: dict, config: dict, settings: dict, bound: np.ndarr
             constant += c * float(single.column(name)[0])
         else:
             by_parameter.setdefault(x, []).append((name, c))
-    logs = {}
-    for x in {x for pair in pairs for x in pair} | set(by_parameter):
+    logs, paired = {}, {x for pair in pairs for x in pair}
+    for x in paired | set(by_parameter):
         values, where = _distinct(config[x])
         table = _Columns({x: values}, settings, np.zeros(len(values)))
         if x in by_parameter:
             out += sum(c * table.column(name) for name, c in by_parameter[x])[where]
-        logs[x] = table.log(x)[where]
+        if x in paired:
+            logs[x] = table.log(x)[where]
     if pairs:
         names = sorted(logs)
         w = np.zeros((len(names), len(names)))
