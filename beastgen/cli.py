@@ -17,7 +17,8 @@ from .trust import GENERATED_DIR_HELP
 COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate": "estimate",
             "rank": "rank", "compare": "compare", "enumerate": "enumerate", "check-bounds": "check_bounds",
             "tune": "tune", "export": "export", "nvcc-check": "nvcc_check", "calibrate": "calibrate",
-            "devices": "devices", "export-results": "export_results", "convert": "convert"}
+            "devices": "devices", "export-results": "export_results", "convert": "convert",
+            "predict": "predict"}
 
 
 def _set_before_positionals(argv: list[str]) -> list[str]:
@@ -97,6 +98,7 @@ EXAMPLES = {
     "nvcc-check": "beastgen nvcc-check spaces/gemm.py --device h100 --samples 5",
     "calibrate": "beastgen calibrate --device opencl:0 -o my-device.toml",
     "convert": "beastgen convert kt_script.py -o space.py",
+    "predict": "beastgen predict spaces/gemm.py --results inputs.db --set M=100 N=200 K=60 --measure 5",
     "devices": "beastgen devices",
 }
 
@@ -212,6 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="plot measured time against bound")
+    p.add_argument("--inputs", default=None, metavar="SPEC",
+                   help="measure random (input, configuration) pairs across inputs instead of "
+                        "searching one: e.g. 'M=64..2048 N=64..2048 precision=s,d' (ranges drawn "
+                        "log-uniformly, choices uniformly); see docs/input-aware.md")
+    p.add_argument("--pairs", type=int, default=200, metavar="N",
+                   help="--inputs: (input, configuration) pairs to measure (default 200)")
+    p.add_argument("--per-input", type=int, default=4, metavar="C",
+                   help="--inputs: configurations drawn per input (default 4)")
     _add_scheduler_arg(p, "run each candidate on a worker holding a GPU (--resources GPU=1)")
 
     p = _command(sub, "export", help="write the space for another tool: its valid configurations "
@@ -253,6 +263,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repetitions", "-r", type=int, default=None, metavar="N",
                    help="runs of each microbenchmark, the fastest kept (default 10)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = _command(sub, "predict", help="the best configurations of an input by the model across "
+                                       "inputs (fitted on a tune --inputs store, or a model file), "
+                                       "optionally timed; --table: one per input of a CSV, as JSON")
+    _add_space_args(p, device=False)
+    p.add_argument("--results", default=None, metavar="DB",
+                   help="the results store of `tune --inputs` to fit the model on")
+    p.add_argument("--model", default=None, metavar="FILE.json",
+                   help="a model file written by --save-model (instead of fitting on --results)")
+    p.add_argument("--save-model", default=None, metavar="FILE.json", help="write the fitted model")
+    p.add_argument("--device", "-d", default=None,
+                   help="where to rank (and --measure): the model's backend device by default "
+                        "(opencl:0, cuda: auto); a built-in profile or .toml ranks without a device")
+    p.add_argument("--backend", "-b", default=None, choices=["opencl", "cuda"],
+                   help="the backend that --measure runs on (default: the model's)")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="configurations printed (default 10)")
+    p.add_argument("--measure", type=int, default=0, metavar="K",
+                   help="time the K best predicted on the device and report the fastest")
+    p.add_argument("--iterations", type=int, default=None, help="--measure: timed runs per configuration")
+    p.add_argument("--table", default=None, metavar="SHAPES.csv",
+                   help="inputs, one per line under a header of setting names (with -o)")
+    p.add_argument("--output", "-o", default=None, metavar="FILE.json",
+                   help="--table: write the chosen configuration of each input here (JSON)")
+    p.add_argument("--allow-other-device", action="store_true",
+                   help="rank with a model trained on another device")
+    p.add_argument("--allow-out-of-range", action="store_true",
+                   help="predict more than an octave outside the settings the model was trained on")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
     p = _command(sub, "convert", help="write a Kernel Tuner script's tune_params and restrictions (or "
                                        "a T1 JSON space) as a readable beastgen space file")

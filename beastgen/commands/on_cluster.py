@@ -14,6 +14,9 @@ from .common import announce_compiling, compile_target, describe_target, report_
 
 
 def run(args) -> int:
+    if getattr(args, "inputs", None) is not None:
+        raise BeastError("--inputs with --scheduler: a collection across inputs runs on one machine "
+                         "(drop --scheduler)")
     return {"count": count, "enumerate": enumerate_parquet, "estimate": estimate,
             "tune": tune_candidates}[args.command](args)
 

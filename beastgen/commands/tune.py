@@ -3,13 +3,38 @@
 import json
 import sys
 
+from ..errors import BeastError
 from ..harness.tune import tune
 from ..harness.store import latest_run_size
 from .common import check_plot, parse_settings
 
 
 def run(args) -> int:
+    if args.inputs is not None:
+        return collect_inputs(args)
     return search(args, tune)
+
+
+def collect_inputs(args) -> int:
+    """``tune --inputs SPEC``: random (input, configuration) pairs for ``beastgen predict``."""
+    from ..harness.inputs import collect
+
+    for option in ("strategy", "prior", "budget", "time", "plot", "replay"):
+        if getattr(args, option) not in (None, [], "guided"):
+            raise BeastError(f"--inputs draws its pairs at random: --{option} does not apply to it")
+    try:
+        done = collect(args.space, args.inputs, args.pairs, per_input=args.per_input,
+                       backend=args.backend, device=args.device,
+                       settings=parse_settings(args.settings), results=args.results, seed=args.seed,
+                       iterations=args.iterations, generated_dir=args.generated_dir)
+    except KeyboardInterrupt:
+        print(f"beastgen: the pairs measured so far are kept in {args.results}; the same command "
+              "resumes from them (nothing measured is run again)", file=sys.stderr, flush=True)
+        raise
+    print(done.report(args.results))
+    if args.json:
+        print(json.dumps(vars(done)))
+    return 0
 
 
 def search(args, tune_function) -> int:

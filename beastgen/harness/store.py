@@ -291,3 +291,26 @@ def read_run(path: str, run: str | None = None) -> tuple[dict, list[dict]]:
     description["settings"] = json.loads(description["settings"] or "{}")
     description["export"] = description["settings"].pop(_EXPORT, {})
     return description, rows
+
+
+def read_runs(path: str, strategy: str | None = None) -> list[tuple[dict, list[dict]]]:
+    """Every run of the store at ``path`` (only those of ``strategy`` when given) with its rows, as
+    :func:`read_run` gives one, oldest first; opened read-only, once."""
+    if not os.path.isfile(path):
+        raise BeastError("no results store there (tune writes one with --results)", path)
+    out = []
+    try:
+        db = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
+        try:
+            for row in db.execute("SELECT run, space, device, backend, strategy, settings, created "
+                                  "FROM runs WHERE ? IS NULL OR strategy = ? ORDER BY created",
+                                  (strategy, strategy)).fetchall():
+                description = dict(zip(_RUN_COLUMNS, row))
+                description["settings"] = json.loads(description["settings"] or "{}")
+                description["export"] = description["settings"].pop(_EXPORT, {})
+                out.append((description, [r for _, r in _result_rows(db, row[0], path)]))
+        finally:
+            db.close()
+    except sqlite3.Error as e:
+        raise BeastError(f"not a readable beastgen results store: {e}", path) from None
+    return out
