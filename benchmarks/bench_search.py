@@ -10,7 +10,7 @@ prefix of the file's (``spaces/*.py`` first, then ``data/reference-spaces/*.json
 ``gemm_clblast_*`` in ``spaces/gemm_clblast.py`` (bound terms: the search also proves),
 ``convolution_milo_*`` and ``dedispersion_*`` in their T1 files (no bound terms).
 
-- beastgen runs through ``beastgen.harness.tune`` with the replay backend (a fresh results store
+- beastgen runs through ``beastgen.harness.tuning`` with the replay backend (a fresh results store
   per run): ``guided`` (the default) without priors and with ``--prior`` = the other GPUs' files
   of the same kernel (leave-one-GPU-out: never the file searched), and the baselines
   ``bound_order`` (where the space has bound terms), ``random_search`` and ``genetic``. An

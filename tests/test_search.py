@@ -139,7 +139,7 @@ def test_problem_size_compared_after_conversion(tmp_path):
 def test_a_backend_is_known_to_the_loop_only_through_its_runner(tmp_path, monkeypatch):
     """The replay set-up registered under another name tunes the same: the problem size, the
     parameter check and "unmeasured" come from the runner, not from the backend's name."""
-    from beastgen.harness.tune import BACKENDS
+    from beastgen.harness.tuning import BACKENDS
 
     monkeypatch.setitem(BACKENDS, "recorded", BACKENDS["replay"])
     times = _all()

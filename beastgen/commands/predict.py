@@ -14,7 +14,7 @@ from ..errors import BeastError
 from ..harness import input_model
 from ..harness.inputs import InputBench
 from ..harness.kernel import find_kernel
-from ..harness.tune import setup_backend
+from ..harness.tuning import setup_backend
 from ..loading import load
 from ..output import AtomicOutput
 from ..table import format_table

@@ -4,7 +4,7 @@ import json
 import sys
 
 from ..errors import BeastError
-from ..harness.tune import tune
+from ..harness.tuning import tune
 from ..harness.store import latest_run_size
 from .common import check_plot, parse_settings
 
@@ -38,7 +38,7 @@ def collect_inputs(args) -> int:
 
 
 def search(args, tune_function) -> int:
-    """Run ``tune_function`` (the local ``harness.tune.tune`` or its Dask twin) with the options of
+    """Run ``tune_function`` (the local ``harness.tuning.tune`` or its Dask twin) with the options of
     ``args`` and print the result."""
     check_plot(args)
     try:

@@ -49,7 +49,7 @@ from ..harness.backends.base import Runner
 from ..harness.kernel import find_kernel
 from ..harness.store import config_key
 from ..harness.strategies import ALIASES, STRATEGIES
-from ..harness.tune import TuneResult, measure, setup_backend, tune
+from ..harness.tuning import TuneResult, measure, setup_backend, tune
 from ..loading import load
 from ..output import AtomicOutput
 from ..version import __version__
@@ -224,7 +224,7 @@ class TunePool:
         return self.cluster.__exit__(*exc)
 
     def setup_backend(self, space):
-        """(profile, runner, language) as :func:`beastgen.harness.tune.setup_backend` gives them, on
+        """(profile, runner, language) as :func:`beastgen.harness.tuning.setup_backend` gives them, on
         the driver: replay reads the file here (for the problem size and the parameters); opencl
         and cuda read the profile on a GPU worker, and the driver holds no device (its runner is
         :class:`_OnWorkers`)."""
@@ -448,7 +448,7 @@ def _outcomes(future):
 def tune_on_cluster(space_path: str, scheduler: str, backend: str = "opencl", device=None,
                     replay: str | None = None, strategy: str = "guided",
                     **options) -> TuneResult:
-    """:func:`beastgen.harness.tune.tune` with every candidate run on a Dask worker holding a GPU
+    """:func:`beastgen.harness.tuning.tune` with every candidate run on a Dask worker holding a GPU
     (``scheduler``: a Dask scheduler address or ``local:N``)."""
     strategy = ALIASES.get(strategy, strategy)
     if strategy not in STRATEGIES:  # before starting a cluster

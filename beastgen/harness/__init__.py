@@ -5,7 +5,7 @@ from .kernel import Kernel, kernel
 
 #: the tuning loop (and the backends, store and strategies it imports) on first use: a space file's
 #: ``beast.kernel(...)`` imports only :mod:`.kernel`
-_LAZY = {"tune": "tune", "TuneResult": "tune"}
+_LAZY = {"tune": "tuning", "TuneResult": "tuning"}
 
 
 def __getattr__(name: str):

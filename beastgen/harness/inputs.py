@@ -30,7 +30,7 @@ from ..loading import load
 from .kernel import find_kernel
 from .store import Store, config_key
 from .strategies.base import candidate_of
-from .tune import DEFAULT_ITERATIONS, measure, setup_backend
+from .tuning import DEFAULT_ITERATIONS, measure, setup_backend
 
 #: the strategy name of a collection run in the store
 STRATEGY = "inputs"
