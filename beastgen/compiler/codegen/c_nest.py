@@ -266,7 +266,7 @@ def _refs(expr: L.Expr) -> set[str]:
     return {node.target for node in L.walk(expr) if isinstance(node, L.Ref)}
 
 
-class CClaimingNest(CNest):
+class CClaimingWriter(CNest):
     """A nest that threads share by claiming split nodes one at a time from a shared counter
     (atomically, in increasing order: uneven nodes balance themselves), walking the subtrees of the
     nodes they claim. It visits, in a range loop whose iterator is the denominator of the next
@@ -383,7 +383,7 @@ class CClaimingNest(CNest):
         self.emit(f"if ({var} >= {hi}) break;")
 
 
-class CFill(CClaimingNest):
+class CFill(CClaimingWriter):
     """``fill``: each valid configuration of the claimed nodes as a row (the countable tail
     iterated too)."""
 
@@ -419,7 +419,7 @@ class CFill(CClaimingNest):
         return self.finish("1")
 
 
-class CCountClaimed(CClaimingNest):
+class CCountClaimed(CClaimingWriter):
     """``count_claimed``: the valid configurations of the claimed nodes."""
 
     SIGNATURE = "int64_t count_claimed(int64_t *_next, int64_t _lo, int64_t _hi)"
