@@ -27,6 +27,8 @@ class CNest(NestWalker):
     """A C function of the plan's nest (the same loops, tests and split nodes as the Numba nest's,
     so chunks number the same split nodes)."""
 
+    ENDS_LOOPS = True
+
     def __init__(self, plan: Plan, symbolic: SymbolicContext):
         super().__init__(plan, symbolic)
         # every derived expression, printed once: needed_items asks which may fail, place uses them
@@ -196,12 +198,17 @@ class CNest(NestWalker):
 
     def place_filter(self, item: Item) -> None:
         source, may_fail = self.expression(item.expr)
+        iterator = self.ends_loop(item)
         if may_fail:
             self.emit(f"if (({source}) || _err) {{")
             self.emit("    _err = 0;")
         else:
             self.emit(f"if ({source}) {{")
-        self.emit(f"    {self.reject_statement()}")
+        if iterator and not may_fail:
+            self.emit(f"    break;  // every later {c_comment(iterator)} is rejected too: the test only turns "
+                      "true as it grows")
+        else:
+            self.emit(f"    {self.reject_statement()}")
         self.emit("}")
 
 

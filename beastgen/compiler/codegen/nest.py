@@ -14,6 +14,7 @@ from ..language.identity import IdentityMapper
 from ..language.mapper import Mapper
 from ..plan import Plan, domain_size
 from ..specialize import Item, infer_type
+from .monotone import loop_ending_filters
 
 
 # --------------------------------------------------------------------------------------------------
@@ -167,11 +168,16 @@ class NestWalker:
     generated function (a subclass of the target) gives what it does at a level it enters
     (:meth:`enter`), at the split node (:meth:`at_split`) and what it opens and closes around the
     walk. Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
-    outside every loop leaves the function)."""
+    outside every loop leaves the function). ``ENDS_LOOPS``: a filter that rejects every later
+    value of its level once it rejects one (:mod:`.monotone`) leaves the loop (:meth:`ends_loop`);
+    a function that reports every loop iteration keeps walking."""
+
+    ENDS_LOOPS = False
 
     def __init__(self, plan: Plan, symbolic: SymbolicContext):
         self.plan, self.symbolic = plan, symbolic
         self.items = plan.specialized.items
+        self.ending = loop_ending_filters(plan, symbolic) if self.ENDS_LOOPS else {}
         self.python_powers = PythonPowers(self.items, symbolic)
         self.lines: list[str] = []
         self.depth = 1
@@ -226,6 +232,10 @@ class NestWalker:
 
     def at_split(self) -> None:
         """Right below the split level: what a chunked function does at a split node."""
+
+    def ends_loop(self, item: Item) -> str | None:
+        """The iterator whose loop ``item``, a filter, leaves when it rejects; None: it goes on."""
+        return self.ending.get(item.name)
 
     def reject_if(self, test: str, item: Item | None, why: str) -> None:
         self.emit(self.if_header(test, why))

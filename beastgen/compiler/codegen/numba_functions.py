@@ -61,6 +61,7 @@ class ChunkedNest(WalkedNest):
 
 
 class Count(ChunkedNest):
+    ENDS_LOOPS = True
     SIGNATURE = "count(_lo, _hi)"
     DOC = "Number of valid configurations below split nodes _lo <= node < _hi."
     COUNTS_TAIL = True
@@ -87,6 +88,7 @@ class CountWithStats(ChunkedNest):
 
 
 class Fill(ChunkedNest):
+    ENDS_LOOPS = True
     PART_CALL = "_n = {call}"
 
     def header(self) -> list[str]:
@@ -108,6 +110,7 @@ class Fill(ChunkedNest):
 
 
 class SplitNodes(NumbaNest):
+    ENDS_LOOPS = True
     SIGNATURE = "split_nodes()"
     DOC = ("How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of\n"
            "    the levels above the split alone, so a one-thread count can report its progress.")
@@ -276,6 +279,7 @@ class BoundedNest(WalkedNest):
 
 
 class CountPruned(BoundedNest):
+    ENDS_LOOPS = True
     SIGNATURE = "count_pruned(_threshold)"
     DOC = ("Valid configurations whose bound is at most _threshold; each bound term cuts\n"
            "    its whole subtree at the level where it is first computable.")
@@ -322,6 +326,7 @@ class CutAnalysis(BoundedNest):
 
 
 class Rank(BoundedNest):
+    ENDS_LOOPS = True
     SIGNATURE = "rank(_threshold, _bounds, _terms, _rows)"
     DOC = ("The len(_bounds) valid configurations with the smallest bounds (at most _threshold),\n"
            "    as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the\n"

@@ -302,7 +302,11 @@ class NumbaNest(NestWalker):
             test = holder[0]
         self.emit(f"if {test}:")
         self.depth += 1
-        self.reject(item)
+        iterator = self.ends_loop(item)
+        if iterator:
+            self.emit(f"break  # every later {iterator} is rejected too: the test only turns true as it grows")
+        else:
+            self.reject(item)
         self.depth -= 1
 
     def place_bound(self, item: Item) -> None:
