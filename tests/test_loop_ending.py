@@ -64,6 +64,26 @@ def test_a_descending_range_or_a_float_test_goes_on(tmp_path):
     assert found == {}
 
 
+def test_a_split_below_solved_levels_alone(tmp_path):
+    """Every level above the split solved: no loop is open at the split node, whose chunk gate
+    returned (it said `continue` outside a loop, which Python refused; found by the test below)."""
+    path = tmp_path / "space.py"
+    path.write_text(textwrap.dedent("""
+        import beastgen as beast
+        a = beast.range(0, 6, 1)
+        f_a = beast.filter(a != 2)
+        b = beast.range(7, 1, -1)
+        f_b = beast.filter(b + a != 6)
+        c = beast.range(-3, a + b + 5, 1)
+        f_c = beast.filter(2 * c > 7)
+    """))
+    plan = compile_space(beastgen.load(str(path)), DEVICE, {}, str(tmp_path))
+    assert plan.plan.order == ["a", "b", "c"] and plan.plan.levels[1].solved
+    assert plan.stats().count == plan.count() == plan.module.count(0, 2 ** 62) == 7
+    assert [(plan.module.count(i, i + 1), plan.native.count(i, i + 1)) for i in range(2)] == [(7, 7), (0, 0)]
+    assert len(plan.enumerate(jobs=2)) == len(plan.enumerate()) == 7
+
+
 # --------------------------------------------------------------------------------------------------
 # Exactness on random nests
 # --------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..plan import Plan
 from ..specialize import infer_type
-from .nest import constant_values
+from .nest import PythonPowers, constant_values
 
 
 class Unsupported(Exception):
@@ -189,6 +189,21 @@ class CExpression(Mapper):
         if func == "float_power":
             return self._checked(f"bg_pow_f((double)({args[0]}), (double)({args[1]}), &_err)")
         raise Unsupported(f"function {func}")
+
+
+def c_expression(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> tuple[str, bool]:
+    """C source for ``expr`` (each float power that may differ from Python's made a checked one)
+    and whether it can fail (set ``_err``)."""
+    printer = CExpression(items, symbolic)
+    source = printer.source(PythonPowers(items, symbolic)(expr))
+    return source, printer.may_fail
+
+
+def derived_sources(plan: Plan, symbolic: SymbolicContext) -> dict[str, tuple[str, bool]]:
+    """Every derived expression printed once (:func:`c_expression`), by name."""
+    items = plan.specialized.items
+    return {name: c_expression(item.expr, items, symbolic) for name, item in items.items()
+            if item.kind == "derived" and item.function is None}
 
 
 def value_tables(plan: Plan) -> list[str]:

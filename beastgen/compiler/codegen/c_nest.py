@@ -16,8 +16,9 @@ from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
 from ..plan import Plan
 from ..specialize import Item, infer_type
-from .c_expression import (C_TYPES, CExpression, Unsupported, c_comment, c_literal, c_name, c_source,
-                           needed_items, value_tables)
+from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
+                           derived_sources, needed_items, value_tables)
+from .monotone import loop_ending_filters
 from .nest import NestWalker, constant_values, countable_tail, split_level
 
 __all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
@@ -29,18 +30,17 @@ class CNest(NestWalker):
 
     ENDS_LOOPS = True
 
-    def __init__(self, plan: Plan, symbolic: SymbolicContext):
-        super().__init__(plan, symbolic)
-        # every derived expression, printed once: needed_items asks which may fail, place uses them
-        self.derived = {name: self.expression(item.expr) for name, item in self.items.items()
-                        if item.kind == "derived" and item.function is None}
+    def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None,
+                 derived: dict[str, tuple[str, bool]] | None = None):
+        """``derived``: :func:`.c_expression.derived_sources`, when the caller has them."""
+        super().__init__(plan, symbolic, ending)
+        # needed_items asks which derived values may fail; place_derived prints them
+        self.derived = derived_sources(plan, symbolic) if derived is None else derived
         self.needed = needed_items(plan, lambda item: self.derived[item.name][1])
 
     def expression(self, expr: L.Expr) -> tuple[str, bool]:
         """C source for ``expr`` and whether it can fail (set ``_err``)."""
-        printer = CExpression(self.items, self.symbolic)
-        source = printer.source(self.python_powers(expr))
-        return source, printer.may_fail
+        return c_expression(expr, self.items, self.symbolic)
 
     def assign(self, target: str, expr: L.Expr) -> None:
         self._store(target, *self.expression(expr))
@@ -335,7 +335,7 @@ class CClaimingWriter(CNest):
         self.emit("    _claim = __atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
         self.emit(f"    if (_claim >= _hi) return {'1' if self.RECORD else '_n'};")
         self.emit("}")
-        self.emit("if (_node - 1 < _claim) continue;")
+        self.emit(f"if (_node - 1 < _claim) {self.reject_statement()}")
 
     def open_level(self, level, index: int) -> None:
         if not self._divides_next(index):
@@ -453,7 +453,8 @@ def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> st
               f"// SPLIT_LEVEL = {split_level(plan)}",
               "// A filter REJECTS a configuration when it is true; _err rejects one whose values raise.",
               ""]
-    count, nodes, fill, claimed = (function(plan, symbolic).write()
+    ending, derived = loop_ending_filters(plan, symbolic), derived_sources(plan, symbolic)
+    count, nodes, fill, claimed = (function(plan, symbolic, ending, derived).write()
                                    for function in (CCount, CSplitNodes, CFill, CCountClaimed))
     tables = value_tables(plan)
     return "\n".join(header + [c_source("prelude.h")] + tables + [""] * bool(tables) + count + [""] + nodes

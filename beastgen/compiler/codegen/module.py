@@ -11,6 +11,7 @@ from ..analysis.symbolic import SymbolicContext
 from ..language.printer import literal
 from ..plan import Plan
 from .estimator import ChenWriter
+from .monotone import loop_ending_filters
 from .nest import constant_values, split_level, stat_slots
 from .numba_functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
 from .numba_nest import CASTS, NJIT, NJIT_GENERATOR
@@ -55,8 +56,9 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
         out += [f"BOUND_TERMS = ({', '.join(map(repr, spec.bound_terms))},)  # a configuration's bound "
                 "is the largest; rank() reports which", ""]
         functions += BOUND_FUNCTIONS
+    ending = loop_ending_filters(plan, symbolic)
     for function in [*functions, Probe, ChenWriter]:  # the estimators last
-        out += [""] + function(plan, symbolic).write()
+        out += [""] + function(plan, symbolic, ending).write()
     return "\n".join(out) + "\n"
 
 

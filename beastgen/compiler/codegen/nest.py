@@ -174,10 +174,14 @@ class NestWalker:
 
     ENDS_LOOPS = False
 
-    def __init__(self, plan: Plan, symbolic: SymbolicContext):
+    def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None):
+        """``ending``: :func:`.monotone.loop_ending_filters`, when the caller has it (one analysis
+        for all its functions)."""
         self.plan, self.symbolic = plan, symbolic
         self.items = plan.specialized.items
-        self.ending = loop_ending_filters(plan, symbolic) if self.ENDS_LOOPS else {}
+        if not self.ENDS_LOOPS:
+            ending = {}
+        self.ending = loop_ending_filters(plan, symbolic) if ending is None else ending
         self.python_powers = PythonPowers(self.items, symbolic)
         self.lines: list[str] = []
         self.depth = 1

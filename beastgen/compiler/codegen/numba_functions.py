@@ -51,13 +51,15 @@ class ChunkedNest(WalkedNest):
             self.emit("_node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)")
 
     def at_split(self) -> None:
-        """Past the split level: go on only below this chunk's split nodes."""
+        """Past the split level: go on only below this chunk's split nodes (every level above the
+        split solved, no loop is open: the one node is this chunk's or not)."""
+        done = f"return {self.top_return}"
         self.emit("# split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi")
         self.emit("_node += 1")
         self.emit("if _node <= _lo:")
-        self.emit("    continue")
+        self.emit(f"    {'continue' if self.loops else done}")
         self.emit("if _node > _hi:")
-        self.emit(f"    {self.PAST_CHUNK}")
+        self.emit(f"    {self.PAST_CHUNK if self.loops else done}")
 
 
 class Count(ChunkedNest):

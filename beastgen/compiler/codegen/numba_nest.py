@@ -47,8 +47,8 @@ class NumbaNest(NestWalker):
     BOUNDS = False  # computes (and tests) the bound terms
     RESULT = "_n"  # what a rejection outside every loop returns
 
-    def __init__(self, plan, symbolic):
-        super().__init__(plan, symbolic)
+    def __init__(self, plan, symbolic, ending=None):
+        super().__init__(plan, symbolic, ending)
         self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
         self.temps = 0
         self.split = split_level(plan)
@@ -60,7 +60,7 @@ class NumbaNest(NestWalker):
         """The function, then the parts its nest was split into (see :meth:`start_part`)."""
         lines = self._write_parted(None)
         if self.PARTED and not _compiles(lines):  # too many nested blocks: in parts
-            self.__init__(self.plan, self.symbolic)
+            self.__init__(self.plan, self.symbolic, self.ending)
             lines = self._write_parted(_LOOPS_PER_FUNCTION)
         return lines
 
