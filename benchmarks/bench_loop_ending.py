@@ -58,13 +58,15 @@ def iterations_library(plan, symbolic, directory: str) -> int:
     return library.iterations()
 
 
-def timed(function, repeats: int) -> float:
-    times = []
+def timed(functions: dict, repeats: int) -> dict:
+    """The median time of each function, their runs alternating (a change of load hits all alike)."""
+    times = {name: [] for name in functions}
     for _ in range(repeats):
-        start = time.perf_counter()
-        function(0, EVERYTHING)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function(0, EVERYTHING)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def numba_count(plan, symbolic, directory: str, name: str):
@@ -78,7 +80,8 @@ def numba_count(plan, symbolic, directory: str, name: str):
     return module.count
 
 
-def measure(plan, symbolic, ends: bool, directory: str, repeats: int) -> dict:
+def build(plan, symbolic, ends: bool, directory: str) -> dict:
+    """The count of both targets, and the loop iterations, with loop-ending filters or without."""
     c_nest.CNest.ENDS_LOOPS = numba_functions.Count.ENDS_LOOPS = ends
     name = f"{plan.specialized.space.name}_{'break' if ends else 'continue'}"
     built = native.build_library(directory, name, c_nest.generate_c_module(plan, symbolic), "-O2")
@@ -86,8 +89,8 @@ def measure(plan, symbolic, ends: bool, directory: str, repeats: int) -> dict:
     numba = numba_count(plan, symbolic, directory, name)
     count = library.count(0, EVERYTHING)
     assert count == numba(0, EVERYTHING), "the two targets disagree"
-    return {"count": count * counted_tail_size(plan.levels), "iterations": iterations_library(plan, symbolic, directory),
-            "C": timed(library.count, repeats), "Numba": timed(numba, repeats)}
+    return {"count": count * counted_tail_size(plan.levels), "C": library.count, "Numba": numba,
+            "iterations": iterations_library(plan, symbolic, directory)}
 
 
 def main() -> None:
@@ -96,9 +99,9 @@ def main() -> None:
     parser.add_argument("--device", default="h100")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    print(f"{'space':<14} {'ending filters':>14} {'iterations':>22} {'ratio':>6} {'C s':>17} {'ratio':>6} "
+    print(f"{'space':<15} {'ending filters':>14} {'iterations':>26} {'ratio':>6} {'C s':>17} {'ratio':>6} "
           f"{'Numba s':>17} {'ratio':>6}")
-    print(f"{'':<14} {'':>14} {'continue -> break':>22} {'':>6} {'continue -> break':>17} {'':>6} "
+    print(f"{'':<15} {'':>14} {'continue -> break':>26} {'':>6} {'continue -> break':>17} {'':>6} "
           f"{'continue -> break':>17}")
     for path in args.spaces:
         compiled = beastgen.load(path).specialize(device=args.device)
@@ -106,15 +109,17 @@ def main() -> None:
         symbolic = SymbolicContext(plan.specialized.items)
         ending = loop_ending_filters(plan, symbolic)
         if not ending:
-            print(f"{os.path.basename(path):<14} {0:>14}  (nothing to compare)")
+            print(f"{os.path.basename(path):<15} {0:>14}  (nothing to compare)")
             continue
         with tempfile.TemporaryDirectory() as directory:
-            before = measure(plan, symbolic, False, directory, args.repeats)
-            after = measure(plan, symbolic, True, directory, args.repeats)
-        assert before["count"] == after["count"], "the counts differ"
-        cells = [f"{before[key]:.4g} -> {after[key]:.4g}".rjust(22 if key == "iterations" else 17)
-                 + f" {before[key] / after[key]:>6.2f}" for key in ("iterations", "C", "Numba")]
-        print(f"{os.path.basename(path):<14} {len(ending):>14} " + " ".join(cells))
+            before, after = (build(plan, symbolic, ends, directory) for ends in (False, True))
+            assert before["count"] == after["count"], "the counts differ"
+            for target in ("C", "Numba"):
+                seconds = timed({"before": before[target], "after": after[target]}, args.repeats)
+                before[target], after[target] = seconds["before"], seconds["after"]
+        cells = [f"{before[key]:{spec}} -> {after[key]:{spec}}".rjust(width) + f" {before[key] / after[key]:>6.2f}"
+                 for key, spec, width in (("iterations", ",", 26), ("C", ".4g", 17), ("Numba", ".4g", 17))]
+        print(f"{os.path.basename(path):<15} {len(ending):>14} " + " ".join(cells))
 
 
 if __name__ == "__main__":
