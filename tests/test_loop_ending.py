@@ -127,7 +127,7 @@ def nests(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(CI, max_examples=30)
+@settings(CI, max_examples=24)
 @given(source=nests())
 def test_ending_loops_count_like_the_reference(tmp_path_factory, source):
     note(source)
