@@ -75,7 +75,7 @@ def count(_lo, _hi):
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                continue
+                break  # every later dim_n is rejected too: the test only turns true as it grows
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
                 continue
@@ -112,17 +112,17 @@ def count(_lo, _hi):
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
                         if smem > max_shared_mem_per_block:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived regs (spaces/gemm.py:69): elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         regs = elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         # filter over_max_regs (spaces/gemm.py:93): rejects when regs > max_regs_per_thread
                         if regs > max_regs_per_thread:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived k_tiles (spaces/gemm.py:125): (K + blk_k - 1) // blk_k
                         k_tiles = (K + blk_k - 1) // blk_k
                         # derived resident_blocks (spaces/gemm.py:129): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(smem, 1) if smem > 0 else beast.device.max_blocks_per_sm)
@@ -187,7 +187,7 @@ def split_nodes():
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                continue
+                break  # every later dim_n is rejected too: the test only turns true as it grows
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
                 continue
@@ -356,7 +356,7 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                continue
+                break  # every later dim_n is rejected too: the test only turns true as it grows
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
                 continue
@@ -393,17 +393,17 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
                         if smem > max_shared_mem_per_block:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived regs (spaces/gemm.py:69): elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         regs = elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         # filter over_max_regs (spaces/gemm.py:93): rejects when regs > max_regs_per_thread
                         if regs > max_regs_per_thread:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived k_tiles (spaces/gemm.py:125): (K + blk_k - 1) // blk_k
                         k_tiles = (K + blk_k - 1) // blk_k
                         # derived resident_blocks (spaces/gemm.py:129): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(smem, 1) if smem > 0 else beast.device.max_blocks_per_sm)
@@ -749,7 +749,7 @@ def count_pruned(_threshold):
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                continue
+                break  # every later dim_n is rejected too: the test only turns true as it grows
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
                 continue
@@ -784,17 +784,17 @@ def count_pruned(_threshold):
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
                         if smem > max_shared_mem_per_block:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived regs (spaces/gemm.py:69): elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         regs = elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         # filter over_max_regs (spaces/gemm.py:93): rejects when regs > max_regs_per_thread
                         if regs > max_regs_per_thread:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived k_tiles (spaces/gemm.py:125): (K + blk_k - 1) // blk_k
                         k_tiles = (K + blk_k - 1) // blk_k
                         # derived resident_blocks (spaces/gemm.py:129): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(smem, 1) if smem > 0 else beast.device.max_blocks_per_sm)
@@ -1067,7 +1067,7 @@ def rank(_threshold, _bounds, _terms, _rows):
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                continue
+                break  # every later dim_n is rejected too: the test only turns true as it grows
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
                 continue
@@ -1102,17 +1102,17 @@ def rank(_threshold, _bounds, _terms, _rows):
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
                         if smem > max_shared_mem_per_block:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived regs (spaces/gemm.py:69): elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         regs = elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         # filter over_max_regs (spaces/gemm.py:93): rejects when regs > max_regs_per_thread
                         if regs > max_regs_per_thread:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived blocks_per_sm (spaces/gemm.py:71): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                         # filter low_occupancy (spaces/gemm.py:94): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
                         if blocks_per_sm * threads * 4 < max_threads_per_sm:
-                            continue
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived k_tiles (spaces/gemm.py:125): (K + blk_k - 1) // blk_k
                         k_tiles = (K + blk_k - 1) // blk_k
                         # derived resident_blocks (spaces/gemm.py:129): min(beast.device.max_blocks_per_sm, beast.device.max_threads_per_sm // threads, beast.device.shared_mem_per_sm // max(smem, 1) if smem > 0 else beast.device.max_blocks_per_sm)

@@ -91,15 +91,15 @@ def count(_lo, _hi):
                         for blocks_per_sm in range(1, max_blocks_per_sm + 1):
                             # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
                             if blocks_per_sm * threads > max_threads_per_sm:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
                             if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
                             grid = blocks_per_sm * sm_count
                             # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
                             if combine == 'last_block' and grid > 4 * threads:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
                             _node += 1
                             if _node <= _lo:
@@ -129,10 +129,10 @@ def count(_lo, _hi):
                                     regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
                                     # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
                                     if regs > max_regs_per_thread:
-                                        continue
+                                        break  # every later accumulators is rejected too: the test only turns true as it grows
                                     # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
                                     if blocks_per_sm * threads * regs > regs_per_sm:
-                                        continue
+                                        break  # every later accumulators is rejected too: the test only turns true as it grows
                                     _n += 1  # the innermost loops (cache_hint) test nothing: a prefix, which the runtime multiplies by their size
     return _n
 
@@ -171,15 +171,15 @@ def split_nodes():
                         for blocks_per_sm in range(1, max_blocks_per_sm + 1):
                             # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
                             if blocks_per_sm * threads > max_threads_per_sm:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
                             if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
                             grid = blocks_per_sm * sm_count
                             # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
                             if combine == 'last_block' and grid > 4 * threads:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             _n += 1
     return _n
 
@@ -325,15 +325,15 @@ def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_t
                         for blocks_per_sm in range(1, max_blocks_per_sm + 1):
                             # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
                             if blocks_per_sm * threads > max_threads_per_sm:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
                             if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # derived grid (spaces/reduction.py:88): blocks_per_sm * sm_count
                             grid = blocks_per_sm * sm_count
                             # filter long_tail (spaces/reduction.py:116): rejects when combine == 'last_block' and grid > 4 * threads
                             if combine == 'last_block' and grid > 4 * threads:
-                                continue
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi
                             _node += 1
                             if _node <= _lo:
@@ -363,10 +363,10 @@ def fill(_col_vec, _col_final_stage, _col_unroll_last_warp, _col_combine, _col_t
                                     regs = 18 + load_regs + accumulators * (acc_bytes // 4) + (2 if combine == 'last_block' else 0)
                                     # filter over_regs (spaces/reduction.py:99): rejects when regs > max_regs_per_thread
                                     if regs > max_regs_per_thread:
-                                        continue
+                                        break  # every later accumulators is rejected too: the test only turns true as it grows
                                     # filter over_regs_per_sm (spaces/reduction.py:100): rejects when blocks_per_sm * threads * regs > regs_per_sm
                                     if blocks_per_sm * threads * regs > regs_per_sm:
-                                        continue
+                                        break  # every later accumulators is rejected too: the test only turns true as it grows
                                     # loop 8: iterator cache_hint (spaces/reduction.py:85): values('default', 'streaming')
                                     for cache_hint__index in range(2):
                                         cache_hint = cache_hint__VALUES[cache_hint__index]

@@ -3,10 +3,10 @@ the nests."""
 from __future__ import annotations
 
 from ..specialize import Item
-from .nest import NJIT, NestWriter
+from .numba_nest import NJIT, NumbaNest, value_name
 
 
-class ChenWriter(NestWriter):
+class ChenWriter(NumbaNest):
     """``chen``: Chen's heuristic sampling (P. C. Chen, SIAM J. Comput. 21(2), 1992), as Telamon
     estimates its space sizes, written level-synchronously over the nest.
 
@@ -33,11 +33,17 @@ class ChenWriter(NestWriter):
     #: for 1/100 of the variance (intervals 2.3 times narrower at equal time), but its cost is
     #: the product of three domain sizes per child, so it is not the default
     LOOKAHEAD = 1
+    SIGNATURE = "chen(_runs, _seed)"
+    DOC = ("Chen's heuristic sampling: _runs independent runs, each unbiased. A run keeps one\n"
+           "    representative and a weight per stratum (depth, passes of the next level: see\n"
+           "    beastgen's ChenWriter) and expands the strata depth by depth; a child joins its stratum's\n"
+           "    weight and replaces its representative with probability (its weight) / (the new\n"
+           "    weight); the run's estimate is the weight of the leaves it reached. Returns the sum\n"
+           "    and sum of squares of the runs' estimates.")
 
     def write(self) -> list[str]:
         levels = self.plan.levels
-        signature, doc = self._HEADERS[self.mode]
-        self.lines = [NJIT, f"def {signature}:", f'    """{doc}"""']
+        self.lines = [NJIT, *self.header()]
         prefix = 0
         while prefix < len(levels) and levels[prefix].solved:
             prefix += 1
@@ -77,14 +83,10 @@ class ChenWriter(NestWriter):
     def _unit_levels(self, indices) -> None:
         """Loop over (or solve) levels with their items: a rejection continues the innermost loop."""
         for index in indices:
-            level = self.plan.levels[index]
-            self._loop(level, index)
-            for item in level.body:
-                self._item(item)
+            self.walk_level(self.plan.levels[index], index)
 
     def _value(self, index: int) -> str:
-        it = self.plan.levels[index].iterator
-        return f"{it.name}__index" if it.value_type == "str" else it.name
+        return value_name(self.plan.levels[index].iterator)
 
     def _expand(self, units: list[list[int]], u: int) -> None:
         """Expand every representative of depth ``u`` over unit ``u``: merge each child that has a
@@ -162,4 +164,4 @@ class ChenWriter(NestWriter):
                 needed.update(item.deps)
         for item in restored:
             if item.name in needed:
-                self._item(item)
+                self.place(item)

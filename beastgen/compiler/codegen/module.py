@@ -1,5 +1,6 @@
-"""The generated module: its header, constants, helper functions and every nest, written by the
-nest writer (:mod:`.nest`) and the estimator writer (:mod:`.estimator`)."""
+"""The generated module: its header, constants, helper functions and every nest, each written by
+its class (:mod:`.numba_functions`, Chen's estimator in :mod:`.estimator`) through the Numba
+target's builder (:mod:`.numba_nest`)."""
 from __future__ import annotations
 
 import ast
@@ -10,7 +11,10 @@ from ..analysis.symbolic import SymbolicContext
 from ..language.printer import literal
 from ..plan import Plan
 from .estimator import ChenWriter
-from .nest import CASTS, NJIT, NJIT_GENERATOR, NestWriter, constant_values, split_level, stat_slots
+from .monotone import loop_ending_filters
+from .nest import constant_values, split_level, stat_slots
+from .numba_functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
+from .numba_nest import CASTS, NJIT, NJIT_GENERATOR
 
 
 def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
@@ -47,14 +51,14 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
     symbolic = symbolic or SymbolicContext(spec.items)
     out += [f"SPLIT_LEVEL = {split_level(plan)}  # chunks of the work split the nest below this many "
             "outer levels", ""]
-    modes = ["count", "nodes", "stats", "fill", "census"]
+    functions = list(FUNCTIONS)
     if spec.bound_terms:
         out += [f"BOUND_TERMS = ({', '.join(map(repr, spec.bound_terms))},)  # a configuration's bound "
                 "is the largest; rank() reports which", ""]
-        modes += ["pruned", "analysis", "rank"]
-    modes += ["probe", "chen"]
-    for mode in modes:
-        out += [""] + (ChenWriter if mode == "chen" else NestWriter)(plan, mode, symbolic).write()
+        functions += BOUND_FUNCTIONS
+    ending = loop_ending_filters(plan, symbolic)
+    for function in [*functions, Probe, ChenWriter]:  # the estimators last
+        out += [""] + function(plan, symbolic, ending).write()
     return "\n".join(out) + "\n"
 
 

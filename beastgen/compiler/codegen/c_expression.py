@@ -1,0 +1,236 @@
+"""The C target's expressions: an expression printed as C with Python's semantics where C's differ
+(floor division and modulo, ``min``/``max`` as Python folds them, every operation that raises in
+Python sets ``_err``), through the helpers of ``prelude.h`` (package data, :func:`c_source`);
+names, comments and literals made safe for C; what a count must compute.
+"""
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+from ...quoting import comment_text
+from ..analysis.symbolic import SymbolicContext
+from ..language import nodes as L
+from ..language.mapper import Mapper
+from ..plan import Plan
+from ..specialize import infer_type
+from .nest import PythonPowers, constant_values
+
+
+class Unsupported(Exception):
+    """The plan has something the C target does not print (a space function, a string...)."""
+
+
+C_TYPES = {"int": "int64_t", "bool": "int64_t", "float": "double"}
+
+
+def c_source(name: str) -> str:
+    """A C file shipped beside this module (package data): ``prelude.h``, the helpers every module
+    starts with (Python's operators where C's differ), ``divisors.h``, the divisor loops' helper."""
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def c_name(name: str) -> str:
+    """A space name as a C identifier: prefixed, so no name meets a C keyword or libc function."""
+    if not name.isascii() or not name.isidentifier():
+        raise Unsupported(f"name {name!r} is not an ASCII identifier")
+    return f"v_{name}"
+
+
+def c_comment(text: str) -> str:
+    """User text for a ``//`` comment: printable ASCII without backslashes (a trailing backslash
+    would splice the next line into the comment)."""
+    return "".join(c if " " <= c <= "~" and c != "\\" else "?" for c in comment_text(text))
+
+
+def c_literal(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        if not -2 ** 63 <= value < 2 ** 63:
+            raise Unsupported(f"the integer {value} needs more than 64 bits")
+        if value == -2 ** 63:
+            return "(-9223372036854775807LL - 1)"
+        text = f"{value}LL" if abs(value) > 1 else str(value)
+        return f"({text})" if value < 0 else text
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NAN"
+        if math.isinf(value):
+            return "INFINITY" if value > 0 else "(-INFINITY)"
+        return f"({value.hex()})" if value < 0 else value.hex()
+    raise Unsupported(f"the constant {value!r} is not a number")
+
+
+class CExpression(Mapper):
+    """C source for an expression, fully parenthesized; proofs (``symbolic``) that a divisor is never
+    zero, or that both operands are nonnegative, choose plainer operations. :attr:`may_fail` becomes
+    true once an operation that can set ``_err`` is printed."""
+
+    def __init__(self, items: dict, symbolic: SymbolicContext):
+        self.items = items
+        self.nonzero, self.nonnegative = symbolic.provably_nonzero, symbolic.provably_nonnegative
+        self.may_fail = False
+
+    def type_of(self, expr: L.Expr) -> str:
+        kind = infer_type(expr, self.items)
+        if kind not in C_TYPES:
+            raise Unsupported(f"a value of type {kind}")
+        return "float" if kind == "float" else "int"
+
+    def source(self, expr: L.Expr) -> str:
+        self.type_of(expr)
+        name = getattr(expr, "name", None)
+        if name is not None and name in self.items:
+            return c_name(name)
+        return self(expr)
+
+    def map_object(self, expr):
+        raise Unsupported(f"no C form for {type(expr).__name__}")
+
+    def map_Const(self, expr: L.Const) -> str:
+        return c_literal(expr.value)
+
+    def map_Ref(self, expr: L.Ref) -> str:
+        if expr.target not in self.items:
+            raise Unsupported(f"a reference to {expr.target!r} outside the nest")
+        return c_name(expr.target)
+
+    def _checked(self, call: str, divisor: L.Expr | None = None) -> str:
+        if divisor is None or not self.nonzero(divisor):
+            self.may_fail = True
+        return call
+
+    def map_BinOp(self, expr: L.BinOp) -> str:
+        left, right = self.source(expr.left), self.source(expr.right)
+        floats = "float" in (self.type_of(expr.left), self.type_of(expr.right))
+        op = expr.op
+        if op in ("+", "-", "*"):
+            return f"({left} {op} {right})"
+        if op == "/":
+            if self.nonzero(expr.right):
+                return f"((double)({left}) / (double)({right}))"
+            return self._checked(f"bg_truediv((double)({left}), (double)({right}), &_err)")
+        if op in ("//", "%"):
+            helper = {"//": "bg_floordiv", "%": "bg_mod"}[op]
+            if floats:
+                return self._checked(f"{helper}_f({left}, {right}, &_err)", expr.right)
+            if self.nonzero(expr.right):
+                if self.nonnegative(expr.left) and self.nonnegative(expr.right):
+                    return f"bg_c{'div' if op == '//' else 'mod'}({left}, {right})"  # C's agrees
+                return f"{helper}_nz({left}, {right})"
+            return self._checked(f"{helper}({left}, {right}, &_err)")
+        if op == "**":
+            if floats:
+                return self._checked(f"bg_pow_f((double)({left}), (double)({right}), &_err)")
+            return f"bg_pow_i({left}, {right})"  # a negative exponent was refused (nest writer)
+        raise Unsupported(f"operator {op}")
+
+    def map_UnaryOp(self, expr: L.UnaryOp) -> str:
+        return f"(-{self.source(expr.operand)})"
+
+    def map_Not(self, expr: L.Not) -> str:
+        return f"(!{self.source(expr.operand)})"
+
+    def map_Compare(self, expr: L.Compare) -> str:
+        if "str" in (infer_type(expr.left, self.items), infer_type(expr.right, self.items)):
+            return self._string_compare(expr)
+        return f"({self.source(expr.left)} {expr.op} {self.source(expr.right)})"
+
+    def _string_compare(self, expr: L.Compare) -> str:
+        """A string iterator (looped over by index) compared with a string constant: which indices
+        hold that string."""
+        iterator, constant = expr.left, expr.right
+        if isinstance(iterator, L.Const):
+            iterator, constant = constant, iterator
+        name = getattr(iterator, "name", None) or getattr(iterator, "target", None)
+        item = self.items.get(name)
+        if (expr.op not in ("==", "!=") or not isinstance(constant, L.Const) or item is None
+                or item.kind != "iterator" or item.domain[0] != "values" or not constant_values(item)):
+            raise Unsupported("a string comparison other than iterator == constant")
+        indices = [str(i) for i, p in enumerate(item.domain[1:]) if p.value == constant.value]
+        index = f"{c_name(item.name)}__index"
+        test = " || ".join(f"{index} == {i}" for i in indices) or "0"
+        return f"({test})" if expr.op == "==" else f"(!({test}))"
+
+    def map_BoolOp(self, expr: L.BoolOp) -> str:
+        operands = [self.source(o) for o in expr.operands]
+        if all(infer_type(o, self.items) == "bool" for o in expr.operands):
+            return "(" + f" {'&&' if expr.op == 'and' else '||'} ".join(operands) + ")"
+        # Python's value: the deciding operand (operands are pure: evaluating one twice is harmless)
+        result = operands[-1]
+        for operand in reversed(operands[:-1]):
+            result = (f"({operand} ? {result} : {operand})" if expr.op == "and"
+                      else f"({operand} ? {operand} : {result})")
+        return result
+
+    def map_IfExp(self, expr: L.IfExp) -> str:
+        return f"({self.source(expr.test)} ? {self.source(expr.body)} : {self.source(expr.orelse)})"
+
+    def map_Call(self, expr: L.Call) -> str:
+        args = [self.source(a) for a in expr.args]
+        floats = any(self.type_of(a) == "float" for a in expr.args)
+        func = expr.func
+        if func in ("min", "max"):
+            helper = f"bg_{func}_{'f' if floats else 'i'}"
+            result = f"(double)({args[0]})" if floats else args[0]
+            for arg in args[1:]:
+                result = f"{helper}({result}, {arg})"
+            return result
+        if func == "abs":
+            return f"fabs({args[0]})" if floats else f"bg_abs_i({args[0]})"
+        if func in ("ceil", "floor", "int"):
+            if not floats:
+                return f"((int64_t)({args[0]}))"
+            inner = args[0] if func == "int" else f"{func}({args[0]})"
+            return self._checked(f"bg_to_int({inner}, &_err)")
+        if func == "float":
+            return f"((double)({args[0]}))"
+        if func == "float_power":
+            return self._checked(f"bg_pow_f((double)({args[0]}), (double)({args[1]}), &_err)")
+        raise Unsupported(f"function {func}")
+
+
+def c_expression(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> tuple[str, bool]:
+    """C source for ``expr`` (each float power that may differ from Python's made a checked one)
+    and whether it can fail (set ``_err``)."""
+    printer = CExpression(items, symbolic)
+    source = printer.source(PythonPowers(items, symbolic)(expr))
+    return source, printer.may_fail
+
+
+def derived_sources(plan: Plan, symbolic: SymbolicContext) -> dict[str, tuple[str, bool]]:
+    """Every derived expression printed once (:func:`c_expression`), by name."""
+    items = plan.specialized.items
+    return {name: c_expression(item.expr, items, symbolic) for name, item in items.items()
+            if item.kind == "derived" and item.function is None}
+
+
+def value_tables(plan: Plan) -> list[str]:
+    """The constant listed domains as file-scope arrays, one per iterator, which every nest reads."""
+    lines = []
+    for level in plan.levels:
+        it = level.iterator
+        kind = it.value_type
+        if it.function is None and it.domain[0] == "values" and constant_values(it) and kind in C_TYPES:
+            cast = {"int": int, "bool": int, "float": float}[kind]
+            literals = ", ".join(c_literal(cast(p.value)) for p in it.domain[1:])
+            lines.append(f"static const {C_TYPES[kind]} {c_name(it.name)}__values[{len(it.domain) - 1}] = "
+                         f"{{{literals}}};")
+    return lines
+
+
+def needed_items(plan: Plan, may_fail) -> set[str]:
+    """The items a count computes: iterators, filters, derived values that may raise (a raise
+    rejects), and what they read, transitively; not what only bound terms read."""
+    items = plan.specialized.items
+    pending = [name for name, item in items.items() if item.kind in ("iterator", "filter")
+               or (item.kind == "derived" and (item.function is not None or may_fail(item)))]
+    needed: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in needed or name not in items:
+            continue
+        needed.add(name)
+        pending += items[name].deps
+    return needed

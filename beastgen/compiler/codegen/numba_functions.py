@@ -1,0 +1,370 @@
+"""The generated Numba functions, one class each: the chunked walks (``count``,
+``count_with_stats``, ``fill``), ``split_nodes``, the samplers (``census``, ``probe``) and, with
+bound terms, ``count_pruned``, ``cut_analysis`` and ``rank``. Each states what it adds to the walk
+(:mod:`.numba_nest`): its prologue, its bookkeeping at a level, a split node or a bound, its leaf.
+"""
+from __future__ import annotations
+
+from ..specialize import Item
+from .nest import countable_tail, solved_below
+from .numba_nest import NumbaNest, value_name
+
+
+class WalkedNest(NumbaNest):
+    """A walk of the whole nest (what a chunk does at its split nodes: :class:`ChunkedNest`)."""
+
+    PARTED = True
+    COUNTS_TAIL = False  # the countable tail (:func:`countable_tail`) counted, not walked
+
+    def write_body(self) -> None:
+        self.prologue()
+        levels = self.plan.levels
+        counted = countable_tail(levels) if self.COUNTS_TAIL else []
+        self.walk(levels[:len(levels) - len(counted)], self.split)
+        if counted:
+            self.emit(f"_n += 1  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
+                      " test nothing: a prefix, which the runtime multiplies by their size")
+            self.finish("_n")
+        else:
+            self.leaf()
+
+    def prologue(self) -> None:
+        self.emit("_n = 0")
+
+    def leaf(self) -> None:
+        self.emit("_n += 1")
+        self.finish("_n")
+
+
+class ChunkedNest(WalkedNest):
+    """A walk of the subtrees of split nodes ``_lo <= node < _hi`` (one chunk of the work)."""
+
+    #: what a walk past the chunk's last split node does
+    PAST_CHUNK = "return _n"
+
+    def prologue(self) -> None:
+        super().prologue()
+        if self.split == 0:
+            self.emit("if _lo > 0 or _hi < 1:  # the only split node is the root (SPLIT_LEVEL 0)")
+            self.emit("    return _n")
+        else:
+            self.emit("_node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)")
+
+    def at_split(self) -> None:
+        """Past the split level: go on only below this chunk's split nodes (every level above the
+        split solved, no loop is open: the one node is this chunk's or not)."""
+        done = f"return {self.top_return}"
+        self.emit("# split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi")
+        self.emit("_node += 1")
+        self.emit("if _node <= _lo:")
+        self.emit(f"    {'continue' if self.loops else done}")
+        self.emit("if _node > _hi:")
+        self.emit(f"    {self.PAST_CHUNK if self.loops else done}")
+
+
+class Count(ChunkedNest):
+    ENDS_LOOPS = True
+    SIGNATURE = "count(_lo, _hi)"
+    DOC = "Number of valid configurations below split nodes _lo <= node < _hi."
+    COUNTS_TAIL = True
+
+
+class CountWithStats(ChunkedNest):
+    SIGNATURE = "count_with_stats(_visits, _rejections, _lo, _hi)"
+    DOC = ("count(), also adding loop iterations per level to _visits and rejections (filters)\n"
+           "    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above\n"
+           "    SPLIT_LEVEL are walked whole whatever the chunk.")
+    # the statistics walk the levels above the split whole, so every chunk reports them alike
+    PAST_CHUNK = "continue"
+
+    def part_state(self, index: int) -> list[str]:
+        return ["_visits", "_rejections"]
+
+    def reject(self, item: Item) -> None:
+        self.emit(f"_rejections[{self.slot[item.name]}] += 1")
+        super().reject(item)
+
+    def enter(self, index: int) -> None:
+        super().enter(index)
+        self.emit(f"_visits[{index}] += 1")
+
+
+class Fill(ChunkedNest):
+    ENDS_LOOPS = True
+    PART_CALL = "_n = {call}"
+
+    def header(self) -> list[str]:
+        cols = ", ".join(f"_col_{level.iterator.name}" for level in self.plan.levels)
+        return [f"def fill({cols}, _lo, _hi):",
+                '    """Write every valid configuration below split nodes _lo <= node < _hi into the\n'
+                '    columns (string values as indices)."""']
+
+    def part_state(self, index: int) -> list[str]:
+        return [f"_col_{level.iterator.name}" for level in self.plan.levels] + ["_n"]
+
+    def part_prologue(self) -> None:
+        pass
+
+    def leaf(self) -> None:
+        for level in self.plan.levels:
+            self.emit(f"_col_{level.iterator.name}[_n] = {value_name(level.iterator)}")
+        super().leaf()
+
+
+class SplitNodes(NumbaNest):
+    ENDS_LOOPS = True
+    SIGNATURE = "split_nodes()"
+    DOC = ("How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of\n"
+           "    the levels above the split alone, so a one-thread count can report its progress.")
+
+    def write_body(self) -> None:
+        self.emit("_n = 0")
+        self.walk(self.plan.levels[:self.split], 0)
+        self.emit("_n += 1")
+        self.finish("_n")
+
+
+# --------------------------------------------------------------------------------------------------
+# Sampling: Knuth's descents
+# --------------------------------------------------------------------------------------------------
+class SampledNest(NumbaNest):
+    """A function that descends at random below the levels ``SAMPLED_FROM`` and deeper: each
+    scanned level keeps one value among those that pass (:meth:`probe_level`)."""
+
+    def write_body(self) -> None:
+        self.scanned = False  # a level was scanned, so the solved levels below it were tested
+        self.prologue()
+        self.walk(self.plan.levels, self.split)
+        self.leaf()
+
+    def sampled(self, index: int) -> bool:
+        raise NotImplementedError
+
+    def walk_level(self, level, index: int) -> None:
+        if self.sampled(index):
+            if not level.solved:
+                self.probe_level(level, index, solved_below(self.plan.levels, index))
+                self.scanned = True
+                return
+            if self.scanned:
+                return  # a solved level was tested inside its parent's scan
+        super().walk_level(level, index)
+
+    def open_descents(self) -> None:
+        """Open the loop of _samples random descents."""
+        self.emit("for _sample in range(_samples):")
+        self.depth += 1
+        self.loops += 1
+        self.emit("_w = 1.0  # the product of the domain sizes chosen from so far")
+
+    def scanning(self) -> None:
+        """At each value a scanned level tries."""
+
+    def probe_level(self, level, index: int, solved: list) -> None:
+        """Scan the level's domain, keep one value that passes the level's filters (and those of
+        the ``solved`` levels right below it), uniformly (reservoir sampling), and weigh the descent
+        by how many passed."""
+        it = level.iterator
+        value = value_name(it)
+        self.emit(f"{it.name}__passed = 0")
+        self.open_level(level, index)
+        self.scanning()
+        self._level_tests(level, solved, index)
+        self.emit(f"{it.name}__passed += 1")
+        self.emit(f"if np.random.randint(0, {it.name}__passed) == 0:")
+        self.emit(f"    {it.name}__chosen = {value}")
+        self.depth -= 1
+        self.loops -= 1
+        self.reject_if(f"{it.name}__passed == 0", it, "nothing passes this level")
+        self.emit(f"_w *= {it.name}__passed")
+        self.emit(f"{value} = {it.name}__chosen")
+        if it.value_type == "str":
+            self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
+        self._level_tests(level, solved, index)  # again for the chosen value, for the levels below
+
+    def _level_tests(self, level, solved: list, index: int) -> None:
+        for item in level.body:
+            self.place(item)
+        for offset, below in enumerate(solved, 1):
+            self.open_level(below, index + offset)
+            for item in below.body:
+                self.place(item)
+
+
+class Census(SampledNest):
+    SIGNATURE = "census(_samples, _seed, _configurations, _iterations)"
+    DOC = ("The split nodes (valid prefixes of SPLIT_LEVEL levels), in walk order: for each of\n"
+           "    the first len(_configurations), _samples Knuth descents below it estimate the valid\n"
+           "    configurations in its subtree and the loop iterations it takes to enumerate them\n"
+           "    (the work). Returns how many split nodes there are.")
+
+    def sampled(self, index: int) -> bool:
+        return index >= self.split
+
+    def prologue(self) -> None:
+        self.emit("np.random.seed(_seed)")
+        self.emit("_node = 0")
+        if self.split == 0:
+            self.at_split()
+
+    def at_split(self) -> None:
+        """At a split node: open the loop of Knuth descents below it."""
+        self.emit("_node += 1")
+        self.emit("if _node > _configurations.shape[0]:  # only counting the split nodes")
+        self.emit("    continue" if self.loops else "    return 1")
+        self.emit("_total = 0.0")
+        self.emit("_work = 0.0  # loop iterations, each weighed like the descent that reached it")
+        self.open_descents()
+
+    def scanning(self) -> None:
+        self.emit("_work += _w")
+
+    def leaf(self) -> None:
+        self.emit("_total += _w")
+        self.depth -= 1
+        self.loops -= 1
+        self.emit("_configurations[_node - 1] = _total / _samples")
+        self.emit("_iterations[_node - 1] = _work / _samples")
+        self.finish("_node")
+
+
+class Probe(SampledNest):
+    SIGNATURE = "probe(_samples, _seed)"
+    DOC = ("Knuth's estimator: _samples random descents through the nest; at each level one\n"
+           "    value is chosen uniformly among those its filters let through, and a descent that\n"
+           "    reaches the innermost level estimates the count as the product of how many passed\n"
+           "    at each level (0 when none did). Returns the sum and sum of squares of the estimates.")
+
+    def sampled(self, index: int) -> bool:
+        return True
+
+    def prologue(self) -> None:
+        self.emit("_n = 0")
+        self.emit("np.random.seed(_seed)")
+        self.emit("_total = 0.0")
+        self.emit("_total_sq = 0.0")
+        self.open_descents()
+
+    def leaf(self) -> None:
+        self.emit("_total += _w")
+        self.emit("_total_sq += _w * _w")
+        self.finish("_total, _total_sq")
+
+
+# --------------------------------------------------------------------------------------------------
+# Bound terms
+# --------------------------------------------------------------------------------------------------
+class BoundedNest(WalkedNest):
+    """A walk that computes the bound terms where the plan placed them."""
+
+    BOUNDS = True
+
+    def constant_bounds(self) -> list[str]:
+        spec = self.plan.specialized
+        return [b for b in spec.bound_terms if b in spec.constants]
+
+    def prologue(self) -> None:
+        super().prologue()
+        self.threshold_prologue()
+
+    def threshold_prologue(self) -> None:
+        """``_limit``, the largest bound a configuration kept may have; none when a constant bound
+        term is already larger."""
+        self.emit("_limit = _threshold")
+        if self.constant_bounds():
+            self.emit(f"if max({', '.join(self.constant_bounds() + ['0.0'])}) > _limit:  # constant bound terms")
+            self.emit("    return 0")
+
+    def test_bound(self, item: Item) -> None:
+        self.emit(f"if {item.name} > _limit:  # cut: every completion is slower than the limit")
+        self.emit("    continue")
+
+
+class CountPruned(BoundedNest):
+    ENDS_LOOPS = True
+    SIGNATURE = "count_pruned(_threshold)"
+    DOC = ("Valid configurations whose bound is at most _threshold; each bound term cuts\n"
+           "    its whole subtree at the level where it is first computable.")
+    COUNTS_TAIL = True
+
+    def part_state(self, index: int) -> list[str]:
+        return ["_threshold", "_limit"]
+
+
+class CutAnalysis(BoundedNest):
+    SIGNATURE = "cut_analysis(_threshold, _visits, _skipped, _cuts, _removed)"
+    DOC = ("Exhaustive walk that records where count_pruned() would cut: per level, the\n"
+           "    iterations (_visits) and those inside already-cut subtrees (_skipped), subtrees\n"
+           "    cut (_cuts), and valid configurations they held (_removed). Returns how many\n"
+           "    valid configurations have every bound term at most _threshold, tested only\n"
+           "    once the configuration is complete (no hoisting).")
+
+    def part_state(self, index: int) -> list[str]:
+        return ["_threshold", "_visits", "_skipped", "_cuts", "_removed", f"_cut_{index}"]
+
+    def threshold_prologue(self) -> None:
+        self.emit(f"_cut_0 = 0 if max({', '.join(self.constant_bounds() + ['0.0'])}) > _threshold else -1"
+                  "  # level of the first cut")
+
+    def enter(self, index: int) -> None:
+        super().enter(index)
+        self.emit(f"_visits[{index}] += 1")
+        self.emit(f"_cut_{index + 1} = _cut_{index}")
+        self.emit(f"if _cut_{index + 1} >= 0:")
+        self.emit(f"    _skipped[{index}] += 1")
+
+    def test_bound(self, item: Item) -> None:
+        level = self.levels_entered
+        self.emit(f"if _cut_{level} < 0 and {item.name} > _threshold:")
+        self.emit(f"    _cut_{level} = {level - 1}")
+        self.emit(f"    _cuts[{level - 1}] += 1")
+
+    def leaf(self) -> None:
+        last = f"_cut_{len(self.plan.levels)}"
+        self.emit(f"if {last} >= 0:")
+        self.emit(f"    _removed[{last}] += 1")
+        self.emit("    continue")
+        super().leaf()
+
+
+class Rank(BoundedNest):
+    ENDS_LOOPS = True
+    SIGNATURE = "rank(_threshold, _bounds, _terms, _rows)"
+    DOC = ("The len(_bounds) valid configurations with the smallest bounds (at most _threshold),\n"
+           "    as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the\n"
+           "    largest bound kept. Returns how many were kept.")
+    RESULT = "_size"
+    PART_CALL = "_size, _limit = {call}"
+
+    def part_state(self, index: int) -> list[str]:
+        return ["_threshold", "_bounds", "_terms", "_rows", "_row", "_size", "_limit"]
+
+    def part_prologue(self) -> None:
+        self.top_return = "_size, _limit"
+
+    def prologue(self) -> None:
+        self.emit("_size = 0")
+        self.threshold_prologue()
+        self.emit(f"_row = np.empty({len(self.plan.levels)})")
+
+    def leaf(self) -> None:
+        terms = self.plan.specialized.bound_terms
+        self.emit(f"_bound = {terms[0]}")
+        self.emit("_term = 0")
+        for index, term in enumerate(terms[1:], 1):
+            self.emit(f"if {term} > _bound:")
+            self.emit(f"    _bound = {term}")
+            self.emit(f"    _term = {index}")
+        self.emit("if _bound > _limit:")
+        self.emit("    continue")
+        for column, level in enumerate(self.plan.levels):
+            self.emit(f"_row[{column}] = {value_name(level.iterator)}")
+        self.emit("_size = heap_offer(_bounds, _terms, _rows, _size, _bound, _term, _row)")
+        self.emit("if _size == _bounds.shape[0]:  # full: only better bounds can still enter")
+        self.emit("    _limit = min(_threshold, _bounds[0])")
+        self.finish(self.top_return)
+
+
+#: the functions every module has, in its order (then, with bound terms, :data:`BOUND_FUNCTIONS`)
+FUNCTIONS = (Count, SplitNodes, CountWithStats, Fill, Census)
+BOUND_FUNCTIONS = (CountPruned, CutAnalysis, Rank)

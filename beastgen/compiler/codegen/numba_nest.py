@@ -1,0 +1,334 @@
+"""The Numba target's builder: the plan walker's hooks (:mod:`.nest`) printed as a Numba function,
+with Python's semantics kept by guards (a zero divisor, a raising space function or an operation
+under a short-circuit rejects the configuration). Each generated function is a subclass
+(:mod:`.numba_functions`, :mod:`.estimator`).
+"""
+from __future__ import annotations
+
+from ...errors import SpaceError
+from ...quoting import comment_text
+from ..language import nodes as L
+from ..language.printer import PRECEDENCE, expr_source, wrap
+from ..specialize import Item, infer_type
+from .nest import NestWalker, constant_values, risky_nodes, split_level, stat_slots
+
+NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
+# Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
+NJIT_GENERATOR = "@numba.njit(error_model='python')"
+CASTS = {"int": int, "float": float}  # values iterators: bools among ints, ints among floats
+#: levels past this many loops go on in a function of their own where Python would not compile the
+#: nest whole (at most 20 nested blocks, loops and try, in one function)
+_LOOPS_PER_FUNCTION = 14
+
+
+def _compiles(lines: list[str]) -> bool:
+    """Whether Python compiles the function (it refuses more than 20 nested blocks)."""
+    try:
+        compile("\n".join(lines), "<nest>", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
+def value_name(it: Item) -> str:
+    """What a level's loop binds: a string iterator's index into its listed values, else the value."""
+    return f"{it.name}__index" if it.value_type == "str" else it.name
+
+
+class NumbaNest(NestWalker):
+    """A generated Numba function: ``SIGNATURE`` and ``DOC`` head it; a subclass states its
+    prologue, leaf and bookkeeping. ``PARTED``: its levels past :data:`_LOOPS_PER_FUNCTION` loops
+    may go on in functions of their own (:meth:`start_part`), taking ``part_state`` and answering
+    through ``PART_CALL`` (``{call}``: the part's call)."""
+
+    SIGNATURE = DOC = ""
+    PARTED = False
+    PART_CALL = "_n += {call}"
+    BOUNDS = False  # computes (and tests) the bound terms
+    RESULT = "_n"  # what a rejection outside every loop returns
+
+    def __init__(self, plan, symbolic, ending=None):
+        super().__init__(plan, symbolic, ending)
+        self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
+        self.temps = 0
+        self.split = split_level(plan)
+        self.loops_per_function: int | None = None
+        self.top_return = self.RESULT
+
+    # -- the function and its parts --------------------------------------------------------------
+    def write(self) -> list[str]:
+        """The function, then the parts its nest was split into (see :meth:`start_part`)."""
+        lines = self._write_parted(None)
+        if self.PARTED and not _compiles(lines):  # too many nested blocks: in parts
+            self.__init__(self.plan, self.symbolic, self.ending)
+            lines = self._write_parted(_LOOPS_PER_FUNCTION)
+        return lines
+
+    def _write_parted(self, loops_per_function: int | None) -> list[str]:
+        self.loops_per_function = loops_per_function
+        self.parts: list[list[str]] = []  # the outer functions, finished
+        self.top_return = self.RESULT
+        header = self.header()
+        self.lines = [NJIT, *header]
+        self.function_name = header[0][4:].split("(")[0]
+        self.write_body()
+        lines = self.lines
+        for part in self.parts:
+            lines += [""] + part
+        return lines
+
+    def header(self) -> list[str]:
+        return [f"def {self.SIGNATURE}:", f'    """{self.DOC}"""']
+
+    def write_body(self) -> None:
+        """The lines below the header (a subclass's prologue, walk and leaf)."""
+        raise NotImplementedError
+
+    def walk_level(self, level, index: int) -> None:
+        if self.loops_per_function and self.loops >= self.loops_per_function \
+                and index >= self.split and not level.solved:
+            self.start_part(index)
+        super().walk_level(level, index)
+
+    def part_state(self, index: int) -> list[str]:
+        """The function's state that a part starting at level ``index`` takes."""
+        return []
+
+    def start_part(self, index: int) -> None:
+        """Go on with levels ``index`` and below in a function of their own: Python allows 20
+        nested blocks in one function. It takes what the outer levels bound and the function's
+        state, and answers what it added (``fill``: the next row; ``rank``: the heap's size and limit)."""
+        computed = ("iterator", "derived") + (("bound",) if self.BOUNDS else ())
+        bound = [name for level in self.plan.levels[:index] for item in level.items
+                 if item.kind in computed for name in
+                 ([item.name, f"{item.name}__index"] if item.value_type == "str" and item.kind == "iterator"
+                  else [item.name])]
+        name = f"{self.function_name}__part{len(self.parts) + 1}"
+        call = f"{name}({', '.join(self.part_state(index) + bound)})"
+        self.emit(self.PART_CALL.format(call=call) + "  # the levels below, in a function of their own (nested blocks)")
+        self.parts.insert(0, [*self.lines, f"    return {self.top_return}"])
+        self.lines = [NJIT, f"def {call}:", f'    """Levels {index} and below of {self.function_name}."""']
+        self.depth, self.loops = 1, 0
+        self.part_prologue()
+
+    def part_prologue(self) -> None:
+        self.emit("_n = 0")
+
+    def finish(self, result: str) -> None:
+        """Close every block and return ``result``."""
+        self.depth = 1
+        self.emit(f"return {result}")
+
+    # -- rejection -------------------------------------------------------------------------------
+    def reject(self, item: Item) -> None:
+        # before the outermost loop, a rejection rejects everything
+        self.emit("continue" if self.loops else f"return {self.top_return}")
+
+    def if_header(self, test: str, why: str) -> str:
+        return f"if {test}:  # {why}"
+
+    def end_block(self) -> None:
+        pass
+
+    def guarded(self, item: Item, expr: L.Expr, use) -> None:
+        """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
+        operation is conditional (short-circuit or if-else)."""
+        self._check_integer_powers(item, expr)
+        expr = self.python_powers(expr)
+        risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
+        source = expr_source(expr)
+        if any(conditional for _, conditional in risky):
+            self.temps += 1
+            temp = f"{item.name}__t{self.temps}"
+            self._try(f"{temp} = {source}", item, "division by zero or similar: rejected")
+            use(temp)
+            return
+        seen = set()
+        for node, _ in risky:
+            divisor = expr_source(node.right)
+            if divisor in seen:
+                continue
+            seen.add(divisor)
+            self.emit(f"if {wrap(node.right, PRECEDENCE['cmp'], strict=True)} == 0:  # would divide by zero")
+            self.depth += 1
+            self.reject(item)
+            self.depth -= 1
+        use(source)
+
+    def _try(self, statement: str, item: Item, why: str) -> None:
+        """``statement`` in a try whose exception rejects ``item``'s configuration."""
+        self.emit("try:")
+        self.depth += 1
+        self.emit(statement)
+        self.depth -= 1
+        self.emit(f"except Exception:  # {why}")
+        self.depth += 1
+        self.reject(item)
+        self.depth -= 1
+
+    def _check_integer_powers(self, item: Item, expr: L.Expr) -> None:
+        """Python's int ** negative int is a float, Numba's is an int: refuse what may differ."""
+        for node in L.walk(expr):
+            if (isinstance(node, L.BinOp) and node.op == "**"
+                    and infer_type(node.left, self.items) in ("int", "bool")
+                    and infer_type(node.right, self.items) in ("int", "bool")
+                    and not self.symbolic.provably_nonnegative(node.right)):
+                raise SpaceError(f"{item.kind} '{item.name}': in {expr_source(node)} the integer "
+                                 "exponent may be negative, where Python gives a float and compiled "
+                                 "code an integer; write float(...) ** ... or keep the exponent >= 0",
+                                 item.origin)
+
+    def call(self, item: Item, target: str) -> None:
+        fn = item.function
+        call = f"{fn.name}({', '.join(fn.params)})"
+        if fn.form == "generator" and fn.may_raise:
+            call = f"list({call})"
+        if fn.may_raise:
+            self._try(f"{target} = {call}", item, f"{item.name} raised: rejected")
+        else:
+            self.emit(f"{target} = {call}")
+
+    # -- a loop ----------------------------------------------------------------------------------
+    def loop_comment(self, it: Item, index: int) -> None:
+        self.emit(f"# loop {index}: iterator {it.name} ({comment_text(it.origin)}): "
+                  f"{comment_text(it.source_text)}")
+
+    def function_loop(self, it: Item, index: int) -> None:
+        fn = it.function
+        if fn.form == "generator" and not fn.may_raise:
+            header = f"for {it.name} in {fn.name}({', '.join(fn.params)}):"
+        else:
+            self.call(it, f"{it.name}__seq")
+            header = f"for {it.name} in {it.name}__seq:"
+        self.open_loop(header, index)
+
+    def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        args = [lo, hi] if step == "1" else [lo, hi, step]
+        if args == ["0", hi]:
+            args = [hi]
+        self.open_loop(f"for {it.name} in range({', '.join(args)}):", index)
+
+    def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        """A range whose ``stop - start`` may pass 64 bits (where Numba's ``range`` counts nothing):
+        its trips counted and its values computed exactly (``nestlib``)."""
+        for name, source in (("lo", lo), ("step", step)):
+            if source != f"{it.name}__{name}":
+                self.emit(f"{it.name}__{name} = {source}")
+        self.open_loop(f"for {it.name}__k in range(range_length({it.name}__lo, {hi}, {it.name}__step)):"
+                       "  # stop - start may pass 64 bits", index)
+        self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__k, {it.name}__step)")
+
+    def range_parts(self, it: Item) -> list[str]:
+        """Source for start, stop and step, after the guards they need (a zero step rejects)."""
+        if it.function is not None:
+            names = [f"{it.name}__lo", f"{it.name}__hi", f"{it.name}__step"]
+            if it.unit_step:
+                self.call(it, f"{names[0]}, {names[1]}, _")
+                return names[:2] + ["1"]
+            self.call(it, ", ".join(names))
+            self.reject_if(f"{it.name}__step == 0", it, "range() step zero")
+            return names
+        args = []
+        for position, part in enumerate(it.domain[1:]):
+            if position == 2 and not self.symbolic.provably_nonzero(part):
+                self.guarded(it, part, lambda s: self.emit(f"{it.name}__step = {s}"))
+                self.reject_if(f"{it.name}__step == 0", it, "range() step zero")
+                args.append(f"{it.name}__step")
+            else:
+                self.guarded(it, part, args.append)
+        return args
+
+    def values_loop(self, it: Item, index: int) -> None:
+        kind, *parts = it.domain
+        if constant_values(it):
+            if it.value_type == "str":
+                self.open_loop(f"for {it.name}__index in range({len(parts)}):", index)
+                self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
+            else:
+                self.open_loop(f"for {it.name} in {it.name}__VALUES:", index)
+            return
+        cast = CASTS.get(it.value_type)
+        texts = []
+        for p in parts:
+            holder = []
+            self.guarded(it, p, holder.append)
+            texts.append(f"{cast.__name__}({holder[0]})" if cast else holder[0])
+        self.open_loop(f"for {it.name} in ({', '.join(texts)},):", index)
+
+    def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
+        """The loop replaced by the only value its equality filter lets through."""
+        it, solution = level.iterator, level.solved
+        item = solution.filter
+        numerator = wrap(solution.numerator, PRECEDENCE["*"])
+        denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
+        self.emit(f"# filter {item.name} ({comment_text(item.origin)}): rejects when "
+                  f"{comment_text(item.source_text)}; solved for "
+                  f"{it.name} instead of looping")
+        self.guarded(item, solution.numerator, lambda _: None)
+        self.guarded(item, solution.denominator, lambda _: None)
+        if denominator != "1":
+            self.reject_if(f"{numerator} % {denominator} != 0", item, "no integer solution")
+            self.emit(f"{it.name} = {numerator} // {denominator}")
+        else:
+            self.emit(f"{it.name} = {numerator}")
+        if step == "1":
+            inside = f"{lo} <= {it.name} < {hi}"
+        elif not self.plan.range_fits(it):  # stop - start may pass 64 bits
+            inside = f"range_contains({lo}, {hi}, {step}, {it.name})"
+        else:
+            inside = (f"(({step} > 0 and {lo} <= {it.name} < {hi}) or ({step} < 0 and {hi} < {it.name} <= {lo}))"
+                      f" and ({it.name} - {lo}) % {step} == 0")
+        self.reject_if(f"not ({inside})", item, f"outside the domain of {it.name}")
+        self.enter(index)
+
+    # -- a derived value, filter or bound --------------------------------------------------------
+    def place_derived(self, item: Item) -> None:
+        self.emit(f"# derived {item.name} ({comment_text(item.origin)}): "
+                  f"{comment_text(item.source_text)}")
+        if item.function is not None:
+            self.call(item, item.name)
+        else:
+            self.guarded(item, item.expr, lambda s: self.emit(f"{item.name} = {s}"))
+
+    def place_filter(self, item: Item) -> None:
+        self.emit(f"# filter {item.name} ({comment_text(item.origin)}): rejects when "
+                  f"{comment_text(item.source_text)}")
+        if item.function is not None:
+            self.call(item, f"{item.name}__rejects")
+            test = f"{item.name}__rejects"
+        else:
+            holder = []
+            self.guarded(item, item.expr, holder.append)
+            test = holder[0]
+        self.emit(f"if {test}:")
+        self.depth += 1
+        iterator = self.ends_loop(item)
+        if iterator:
+            self.emit(f"break  # every later {iterator} is rejected too: the test only turns true as it grows")
+        else:
+            self.reject(item)
+        self.depth -= 1
+
+    def place_bound(self, item: Item) -> None:
+        """A bound term: computed only by the functions that test bounds (:meth:`test_bound`)."""
+        if not self.BOUNDS:
+            return
+        self.emit(f"# bound {item.name} ({comment_text(item.origin)}): {comment_text(item.source_text)}")
+        if item.function is not None:
+            call = f"{item.function.name}({', '.join(item.function.params)})"
+            may_raise = item.function.may_raise
+        else:
+            expr = self.python_powers(item.expr)
+            call = expr_source(expr)
+            may_raise = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
+        if may_raise:
+            self.emit("try:")
+            self.emit(f"    {item.name} = {call}")
+            self.emit("except Exception:  # a bound term that raises bounds nothing")
+            self.emit(f"    {item.name} = 0.0")
+        else:
+            self.emit(f"{item.name} = {call}")
+        self.test_bound(item)
+
+    def test_bound(self, item: Item) -> None:
+        """What a function that tests bounds does with a bound term just computed."""
