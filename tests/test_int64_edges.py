@@ -297,11 +297,12 @@ def test_nests_of_20_and_more_iterators_count_like_the_reference(edge_dir, sourc
     assert check_or_refused(source, edge_dir) == "counted"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28, still open: int() of a float past 64 bits inside a "
-                   "space function compiled as a helper (a loop) is undefined behaviour in Numba: "
-                   "LLVM folds the whole count to 0 (the reference: 5)")
-def test_int_of_a_float_past_64_bits_in_a_looping_function(tmp_path):
-    space = load(tmp_path, """\
+def test_int_of_a_float_past_64_bits_in_a_looping_function(tmp_path, capsys):
+    """A space function compiled as a helper (a loop): int() of 1e19 has no 64-bit value, so the
+    count stops with one error naming the operation and its line in both targets (it was 0, where
+    the reference counts 5), and the filter's own errors still reject."""
+    path = tmp_path / "space.py"
+    load(tmp_path, """\
         x = beast.values(1.0, 2.5, 1e19, -1e19, 3.0, 7.0)
         @beast.filter
         def f():
@@ -310,8 +311,12 @@ def test_int_of_a_float_past_64_bits_in_a_looping_function(tmp_path):
                 t = t + int(x * (i + 1))
             return t == 9
     """)
-    try:
-        plan = compile_space(space, "h100", {}, str(tmp_path))
-        assert plan.count() == reference_count(space, "h100") == 5
-    except BeastError:
-        pass  # refused with one clear error: what the fix may do instead
+    assert reference_count(beastgen.load(str(path)), "h100") == 5
+    for native in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("BEASTGEN_NATIVE", native)
+            assert main(["count", str(path), "--generated-dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err == (f"beastgen: error: {path}:8: filter 'f': int(x * (i + 1)) gives an integer "
+                       "past the 64 bits compiled code holds, where Python's integers are exact; "
+                       "bound its operands (min, max) or compute it in floating point"), err

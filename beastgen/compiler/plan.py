@@ -10,6 +10,7 @@ import networkx as nx
 
 from .language import nodes as L
 from .language.mapper import Mapper
+from .analysis.checked_helpers import CheckedHelper, checked_helpers
 from .analysis.intervals import check_integer_ranges, range_fits
 from .specialize import Item, Specialized, infer_type
 from .analysis.symbolic import SymbolicContext
@@ -45,6 +46,7 @@ class Plan:
     graph: nx.DiGraph  # item dependency DAG (edges dep -> reader)
     levels: list[Level]
     intervals: dict = field(default_factory=dict)  # of int and bool items (analysis.intervals)
+    helpers: dict[str, CheckedHelper] = field(default_factory=dict)  # space functions' helpers, by item
 
     @property
     def order(self) -> list[str]:
@@ -64,8 +66,9 @@ class Plan:
         return self.of_kind("bound")
 
     def range_fits(self, item: Item) -> bool:
-        """Whether the range loop of ``item`` is proven inside 64 bits (see ``intervals.range_fits``)."""
-        return range_fits(self.specialized, self.intervals, item)
+        """Whether the range loop of ``item`` is proven inside 64 bits (see ``intervals.range_fits``;
+        a space function's ranges are not analysed)."""
+        return item.function is None and range_fits(self.specialized, self.intervals, item)
 
     def iteration_bound(self) -> int | None:
         """An upper bound on the nest's loop iterations: over the levels, the product of the domain
@@ -136,7 +139,7 @@ def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
             placed[max((position[i] for i in closure[name]), default=0)].append(item)
     for index, level in enumerate(levels):
         level.body = _order_within_level(placed[index], graph)
-    plan = Plan(spec, graph, levels, intervals)
+    plan = Plan(spec, graph, levels, intervals, checked_helpers(spec))
     solve_equality_filters(plan)
     return plan
 

@@ -515,22 +515,39 @@ class NestWriter:
                                  "code an integer; write float(...) ** ... or keep the exponent >= 0",
                                  item.origin)
 
-    def call(self, item: Item, target: str) -> None:
-        fn = item.function
+    def may_raise(self, item: Item) -> bool:
+        """Whether a space function's helper may raise: an error of its own, or a checked integer
+        operation (``analysis.checked_helpers``)."""
+        return item.function.may_raise or bool(self.plan.helpers[item.name].sites)
+
+    def call(self, item: Item, target: str, fallback: str | None = None) -> None:
+        """``target = `` the helper's result; where it raises, the configuration is rejected (or
+        ``target = fallback``), unless it left the 64-bit integers: that stops the count."""
+        fn, helper = item.function, self.plan.helpers[item.name]
         call = f"{fn.name}({', '.join(fn.params)})"
-        if fn.form == "generator" and fn.may_raise:
+        if fn.form == "generator" and self.may_raise(item):
             call = f"list({call})"
-        if fn.may_raise:
-            self.emit("try:")
-            self.depth += 1
+        if not self.may_raise(item):
             self.emit(f"{target} = {call}")
-            self.depth -= 1
-            self.emit(f"except Exception:  # {item.name} raised: rejected")
+            return
+        if helper.sites:
+            self.emit(f"{item.name}__left = 0")
+        self.emit("try:")
+        self.emit(f"    {target} = {call}")
+        self.emit(f"except Exception:  # {item.name} raised: {'rejected' if fallback is None else fallback}")
+        self.depth += 1
+        if helper.sites:  # raising in an except block is beyond Numba: the test is after it
+            self.emit(f"{item.name}__left = {helper.left}")
+            self.emit(f"if {item.name}__left == 0:  # an error of its own")
             self.depth += 1
+        if fallback is None:
             self.reject(item)
-            self.depth -= 1
         else:
-            self.emit(f"{target} = {call}")
+            self.emit(f"{target} = {fallback}")
+        self.depth -= 2 if helper.sites else 1
+        if helper.sites:
+            self.emit(f"if {item.name}__left:")
+            self.emit(f"    {helper.raising(f'{item.name}__left')}")
 
     # -- a loop ----------------------------------------------------------------------------------
     def _loop(self, level, index: int) -> None:
@@ -539,7 +556,7 @@ class NestWriter:
                   f"{comment_text(it.source_text)}")
         if it.function is not None and it.function.form != "range":
             fn = it.function
-            if fn.form == "generator" and not fn.may_raise:
+            if fn.form == "generator" and not self.may_raise(it):
                 header = f"for {it.name} in {fn.name}({', '.join(fn.params)}):"
             else:
                 self.call(it, f"{it.name}__seq")
@@ -553,7 +570,7 @@ class NestWriter:
         if level.solved:
             self._solved(level, index, lo, hi, step)
             return
-        if it.function is None and not self.plan.range_fits(it):
+        if not self.plan.range_fits(it):
             self._counted_range(it, index, lo, hi, step)
             return
         args = [lo, hi] if step == "1" else [lo, hi, step]
@@ -660,19 +677,16 @@ class NestWriter:
     def _bound(self, item: Item) -> None:
         self.emit(f"# bound {item.name} ({comment_text(item.origin)}): {comment_text(item.source_text)}")
         if item.function is not None:
-            call = f"{item.function.name}({', '.join(item.function.params)})"
-            may_raise = item.function.may_raise
+            self.call(item, item.name, fallback="0.0")  # a bound term that raises bounds nothing
         else:
             expr = self.python_powers(item.expr)
-            call = expr_source(expr)
-            may_raise = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
-        if may_raise:
-            self.emit("try:")
-            self.emit(f"    {item.name} = {call}")
-            self.emit("except Exception:  # a bound term that raises bounds nothing")
-            self.emit(f"    {item.name} = 0.0")
-        else:
-            self.emit(f"{item.name} = {call}")
+            if any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero)):
+                self.emit("try:")
+                self.emit(f"    {item.name} = {expr_source(expr)}")
+                self.emit("except Exception:  # a bound term that raises bounds nothing")
+                self.emit(f"    {item.name} = 0.0")
+            else:
+                self.emit(f"{item.name} = {expr_source(expr)}")
         level = self.levels_entered
         if self.mode in ("pruned", "rank"):
             self.emit(f"if {item.name} > _limit:  # cut: every completion is slower than the limit")

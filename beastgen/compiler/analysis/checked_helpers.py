@@ -1,0 +1,171 @@
+"""The 64-bit integers of space functions compiled as helpers: every integer a helper computes is
+Python's exact integer, or the count stops with an error naming the operation and its line.
+
+A space function that is not inlined as an expression (a loop, a generator: see
+``specialize._inline_as_expression``) becomes a Numba helper, called inside ``try/except`` in the
+nest, where anything it raises rejects the configuration. Numba's integers are 64 bits wide and wrap
+(or, converting a float past them, are undefined: LLVM may fold a whole count to 0), where Python's
+are exact. Proving a loop's values in range needs the loop's trip counts and a fixpoint over its
+locals; instead each integer operation (``+ - * // % ** << >>``, unary ``-``, ``abs``) and each
+float-to-int conversion (``int``, ``round``, ``math.floor/ceil/trunc``) is rewritten into a checked
+call (``nestlib.int_*``), so that no helper can go wrong silently, whatever its loops do. A checked
+call gives Python's result wherever 64 bits hold it (at the cost of a compare per operation) and
+otherwise raises; to tell that raise from the function's own errors (which reject, as in Python),
+the nest runs the helper again on the same arguments with a ``left`` array in which the checked
+call writes where it happened (``<helper>__left``), and when that is set it stops the count with
+the error (``<helper>__raise``). A range of ``range(a, b)`` whose length Numba would compute past
+64 bits is such an error too (``nestlib.int_span``); an integer constant past 64 bits (Numba would
+make it unsigned, or a float) is refused before compiling.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+from ...errors import SpaceError
+from ..specialize import Item, Specialized
+
+_BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
+           ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift"}
+_BUILTINS = {"int": "int_of", "round": "int_round", "abs": "int_abs"}
+_MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc"}
+#: the checked functions the generated module imports from nestlib
+NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), "int_neg", "int_span"})
+
+
+@dataclass
+class CheckedHelper:
+    """A space function's helper with its integer operations checked (see the module docstring)."""
+
+    item: Item
+    node: ast.FunctionDef  # the helper: the space function's, each integer operation a checked call
+    sites: list[tuple[str, str, str]]  # each checked call's function, source, file:line; from 1
+    left_name: str  # the helper's parameter for the array where it writes where it left 64 bits
+
+    @property
+    def left(self) -> str:
+        """The call giving where the helper left the 64-bit integers (0: it did not)."""
+        fn = self.item.function
+        return f"{fn.name}__left({', '.join(fn.params)})"
+
+    def raising(self, code: str) -> str:
+        """The call that stops the count for ``code``, a value of :attr:`left`."""
+        return f"{self.item.function.name}__raise({code})"
+
+    def lines(self, njit: str, njit_generator: str) -> list[str]:
+        """The helper's source, then its ``__left`` and ``__raise`` functions (``njit``,
+        ``njit_generator``: the decorator lines of functions and of generators)."""
+        generator = self.item.function.form == "generator"
+        lines = [njit_generator if generator else njit, *ast.unparse(self.node).splitlines(), "", ""]
+        if self.sites:
+            lines += _left_function(self, njit) + _raise_function(self, njit)
+        return lines
+
+
+def checked_helpers(spec: Specialized) -> dict[str, CheckedHelper]:
+    """Each helper's checked form, by item name."""
+    return {item.name: _checked(item) for item in spec.items.values() if item.function is not None}
+
+
+def _checked(item: Item) -> CheckedHelper:
+    fn = item.function
+    node = copy.deepcopy(fn.node)
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(fn.params)
+    left = next(name for name in ("_left", "_left64", "_left_64_bits") if name not in names)
+    rewriter = _Rewriter(item, left)
+    node = rewriter.visit(node)
+    node.args.args.append(ast.arg(left))
+    node.args.defaults = [ast.Constant(None)]
+    ast.fix_missing_locations(node)
+    return CheckedHelper(item, node, rewriter.sites, left)
+
+
+def _left_function(helper: CheckedHelper, decorator: str) -> list[str]:
+    fn, left = helper.item.function, helper.left_name
+    args = ", ".join([*fn.params, left])
+    run = ([f"for {left}_value in {fn.name}({args}):", "    pass"] if fn.form == "generator"
+           else [f"{fn.name}({args})"])
+    return [decorator, f"def {fn.name}__left({', '.join(fn.params)}):",
+            f'    """Where {fn.name} left the 64-bit integers, when it raised (0: an error of its own, '
+            'which rejects)."""',
+            f"    {left} = np.zeros(1, np.int64)", "    try:", *(f"        {line}" for line in run),
+            "    except Exception:", "        pass", f"    return {left}[0]", "", ""]
+
+
+def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
+    item = helper.item
+    lines = [decorator, f"def {item.function.name}__raise(left):",
+             f'    """Stop the count: {item.function.name} computed an integer that Python holds '
+             'exactly and 64 bits do not."""']
+    for index, (function, source, where) in enumerate(helper.sites, start=1):
+        cases = [(index, "gives an integer past the 64 bits compiled code holds, where Python's "
+                  "integers are exact; bound its operands (min, max) or compute it in floating point")]
+        if function == "int_pow":
+            cases.append((-index, "raises an integer to a negative power: a float in Python, an "
+                          "integer in compiled code; write float(...) ** ..."))
+        for code, what in cases:
+            message = f"{item.kind} '{item.name}': {source} {what}"
+            lines += [f"    if left == {code}:", f"        raise SpaceError({message!r}, {where!r})"]
+    return lines + ["", ""]
+
+
+class _Rewriter(ast.NodeTransformer):
+    """Integer operations into checked calls; ``sites``: (function, source, file:line) of each."""
+
+    def __init__(self, item: Item, left: str):
+        self.item, self.left = item, left
+        self.info = item.function.info
+        self.sites: list[tuple[str, str, str]] = []
+
+    def _call(self, function: str, args: list, original: ast.AST) -> ast.Call:
+        self.sites.append((function, ast.unparse(original),
+                           self.info.where(getattr(original, "lineno", None))))
+        where = ast.Constant(len(self.sites))
+        return ast.copy_location(ast.Call(ast.Name(function, ast.Load()),
+                                          [*args, ast.Name(self.left, ast.Load()), where], []), original)
+
+    def visit_Constant(self, node):
+        value = node.value
+        if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
+            raise SpaceError(f"space function '{self.info.node.name}': the integer {value} does not "
+                             "fit in the 64 bits of compiled code", self.info.where(node.lineno))
+        return node
+
+    def visit_BinOp(self, node):
+        original = copy.deepcopy(node)
+        self.generic_visit(node)
+        function = _BINARY.get(type(node.op))
+        return node if function is None else self._call(function, [node.left, node.right], original)
+
+    def visit_UnaryOp(self, node):
+        original = copy.deepcopy(node)
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.USub):
+            return node
+        return self._call("int_neg", [node.operand], original)
+
+    def visit_AugAssign(self, node):
+        target = copy.deepcopy(node.target)
+        for sub in ast.walk(target):
+            if hasattr(sub, "ctx"):
+                sub.ctx = ast.Load()
+        value = ast.copy_location(ast.BinOp(target, node.op, node.value), node)
+        return self.visit(ast.copy_location(ast.Assign([node.target], value), node))
+
+    def visit_Call(self, node):
+        original = copy.deepcopy(node)
+        self.generic_visit(node)
+        func, args = node.func, node.args
+        if node.keywords:
+            return node
+        if isinstance(func, ast.Name) and func.id in _BUILTINS and len(args) == 1:
+            return self._call(_BUILTINS[func.id], args, original)
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id == "math" and func.attr in _MATH and len(args) == 1):
+            return self._call(_MATH[func.attr], args, original)
+        if isinstance(func, ast.Name) and func.id == "range" and len(args) >= 2:
+            span = self._call("int_span", [*args, *([ast.Constant(1)] if len(args) == 2 else [])],
+                              original)
+            node.args = [ast.Starred(span, ast.Load())]
+        return node
