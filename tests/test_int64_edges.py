@@ -253,6 +253,18 @@ def test_a_long_t1_value_list_is_printed_once(tmp_path):
     assert plan.count() == reference_count(plan.specialized.space, "h100")
 
 
+def test_a_literal_t1_list_past_100k_characters_counts(tmp_path):
+    """A literal list of 40,000 values (270k characters, refused by the old 100k limit) counts like
+    the reference; the limit now leaves room for MAX_VALUES numbers."""
+    document = {"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "a", "Values": str(list(range(0, 120000, 3)))},
+                             {"Name": "b", "Values": "[1, 2, 3, 4]"}],
+        "Conditions": [{"Expression": "a % 7 != b"}]}}
+    assert len(document["ConfigurationSpace"]["TuningParameters"][0]["Values"]) > 250_000
+    plan = compile_space(t1_space(document, str(tmp_path / "literal.json")), "h100", {}, str(tmp_path))
+    assert plan.count() == reference_count(plan.specialized.space, "h100")
+
+
 # -- properties: C = Numba = reference at the edges, or one clear refusal ---------------------------
 EDGE_CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
