@@ -87,6 +87,8 @@ HELPER_INT_FORMS = ("t + x", "t - x", "t * x", "x * (i + 2)", "t // (x - i)", "t
 HELPER_FLOAT_FORMS = ("t + int(x * (i + 1))", "math.floor(x) + i", "math.ceil(x * 2.0)", "round(x)",
                       "math.trunc(x) - t", "int(x / 3.0)", "int(min(x, 1e6)) + t")
 HELPER_TESTS = ("t == 3", "t % 7 == 1", "t > 0", "t < -5")
+#: filters on a space function's value ``v``: its integers checked in the nest too
+HELPER_READERS = ("v == 1", "v * y * 2 < 5", "-v + y < 0", "v - y > 3")
 
 
 @st.composite
@@ -100,7 +102,8 @@ def edge_helper_spaces(draw) -> str:
     lines = [f"x = {values}", "y = beast.values(1, 2, 3)"]
     if form == "generator":
         lines += ["@beast.iterator", "def g():", "    t = y", f"    for i in range({trips}):",
-                  f"        t = {expr}", "        yield t", "f = beast.filter(g == 1)"]
+                  f"        t = {expr}", "        yield t",
+                  f"f = beast.filter({draw(st.sampled_from(HELPER_READERS)).replace('v', 'g')})"]
     elif form == "while":
         lines += ["@beast.filter", "def f():", "    t, i = y, 0", f"    while i < {trips}:",
                   f"        t = {expr}", "        i += 1", f"    return {draw(st.sampled_from(HELPER_TESTS))}"]
@@ -109,5 +112,5 @@ def edge_helper_spaces(draw) -> str:
                   f"    for i in range({trips}):", f"        t = {expr}",
                   "    return t" if form == "derived" else f"    return {draw(st.sampled_from(HELPER_TESTS))}"]
         if form == "derived":
-            lines.append("f = beast.filter(d == 3)")
+            lines.append(f"f = beast.filter({draw(st.sampled_from(HELPER_READERS)).replace('v', 'd')})")
     return HEADER + "\n".join(lines) + "\n"

@@ -123,6 +123,25 @@ def test_a_function_range_past_64_bits_counts_every_value(tmp_path):
     assert plan.count() == plan.stats().count == reference_count(space, "h100") == 8
 
 
+def test_an_expression_on_a_generators_values_is_checked_in_the_nest(tmp_path):
+    """``g * y * 2`` of a generator's 2**62 + ... passes 64 bits in the filter's expression (it
+    counted 3, wrapped; the reference 6): the count stops naming it; small values count."""
+    body = """\
+        y = beast.values(1, 2)
+        @beast.iterator
+        def g():
+            for i in range(3):
+                yield START + i * y
+        f = beast.filter(g * y * 2 < 5)
+    """
+    plan = compile_space(_space(tmp_path, body.replace("START", "2**62")), "h100", {}, str(tmp_path))
+    with pytest.raises(BeastError, match=r"space.py:8: filter 'f': g \* y \* 2 gives an integer past"):
+        plan.count()
+    space = _space(tmp_path, body.replace("START", "2**40"), "small")
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    assert plan.count() == plan.stats().count == reference_count(space, "h100") == 6
+
+
 def test_an_integer_constant_past_64_bits_in_a_helper_is_refused(tmp_path):
     space = _space(tmp_path, """\
         a = beast.values(1, 2)

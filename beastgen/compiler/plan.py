@@ -10,7 +10,7 @@ import networkx as nx
 
 from .language import nodes as L
 from .language.mapper import Mapper
-from .analysis.checked_helpers import CheckedHelper, checked_helpers
+from .analysis.checked_helpers import CheckedExpression, CheckedHelper, checked_expressions, checked_helpers
 from .analysis.intervals import check_integer_ranges, range_fits
 from .specialize import Item, Specialized, infer_type
 from .analysis.symbolic import SymbolicContext
@@ -47,6 +47,7 @@ class Plan:
     levels: list[Level]
     intervals: dict = field(default_factory=dict)  # of int and bool items (analysis.intervals)
     helpers: dict[str, CheckedHelper] = field(default_factory=dict)  # space functions' helpers, by item
+    checked: dict[str, CheckedExpression] = field(default_factory=dict)  # expressions on their values
 
     @property
     def order(self) -> list[str]:
@@ -69,6 +70,12 @@ class Plan:
         """Whether the range loop of ``item`` is proven inside 64 bits (see ``intervals.range_fits``;
         a space function's ranges are not analysed)."""
         return item.function is None and range_fits(self.specialized, self.intervals, item)
+
+    def item_expression(self, item: Item, expr):
+        """``expr``, an expression of ``item``: where it is the item's own and computes integers from
+        a space function's value, with those operations checked (``analysis.checked_helpers``)."""
+        checked = self.checked.get(item.name)
+        return checked.expr if checked is not None and expr is item.expr else expr
 
     def iteration_bound(self) -> int | None:
         """An upper bound on the nest's loop iterations: over the levels, the product of the domain
@@ -139,7 +146,7 @@ def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
             placed[max((position[i] for i in closure[name]), default=0)].append(item)
     for index, level in enumerate(levels):
         level.body = _order_within_level(placed[index], graph)
-    plan = Plan(spec, graph, levels, intervals, checked_helpers(spec))
+    plan = Plan(spec, graph, levels, intervals, checked_helpers(spec), checked_expressions(spec, intervals))
     solve_equality_filters(plan)
     return plan
 

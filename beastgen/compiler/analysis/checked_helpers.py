@@ -24,7 +24,12 @@ import copy
 from dataclasses import dataclass
 
 from ...errors import SpaceError
+from ...quoting import comment_text
+from ..language import nodes as L
+from ..language.identity import IdentityMapper
+from ..language.printer import expr_source
 from ..specialize import Item, Specialized
+from .intervals import unproven_integer_operations
 
 _BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
            ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift"}
@@ -108,6 +113,75 @@ def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
             message = f"{item.kind} '{item.name}': {source} {what}"
             lines += [f"    if left == {code}:", f"        raise SpaceError({message!r}, {where!r})"]
     return lines + ["", ""]
+
+
+@dataclass
+class CheckedExpression:
+    """An expression item that computes with a space function's value (its interval unknown): each
+    such integer operation is a call of a checked site function, ``<item>__int<k>``, which stops
+    the count with an error naming it where Python's integer leaves 64 bits."""
+
+    item: Item
+    expr: L.Expr  # the item's expression with those operations replaced by site calls
+    sites: list[tuple[str, str, str, int]]  # each site's function, operation, source, operand count
+
+    def lines(self, njit: str) -> list[str]:
+        """The site functions' source."""
+        lines = []
+        item = self.item
+        for name, operation, source, arity in self.sites:
+            operands = ", ".join("ab"[:arity])
+            message = (f"{item.kind} '{item.name}': {source} gives an integer past "
+                       "the 64 bits compiled code holds, where Python's integers are exact; bound "
+                       "its operands (min, max) or compute it in floating point")
+            lines += [f"# {comment_text(source)}", njit, f"def {name}({operands}):",
+                      f'    """An integer operation of {item.kind} {item.name}: Python\'s result, or the count '
+                      'stops."""',
+                      "    failed = False", "    try:", f"        value = {operation}({operands})",
+                      "    except Exception:", "        failed = True",
+                      "    if failed:  # raising in an except block is beyond Numba",
+                      f"        raise SpaceError({message!r}, {item.origin!r})", "    return value", "", ""]
+        return lines
+
+
+_SITE_OPERATIONS = {"+": "int_add", "-": "int_sub", "*": "int_mul", "**": "int_pow"}
+
+
+def checked_expressions(spec: Specialized, known: dict) -> dict[str, CheckedExpression]:
+    """The expression items that compute integers from a space function's value, checked."""
+    checked = {}
+    for item in spec.items.values():
+        if item.function is None and item.expr is not None and item.kind != "iterator":
+            unproven = unproven_integer_operations(spec, known, item)
+            if unproven:
+                rewriter = _Sites(item, {id(node) for node in unproven})
+                checked[item.name] = CheckedExpression(item, rewriter(item.expr), rewriter.sites)
+    return checked
+
+
+class _Sites(IdentityMapper):
+    """Each unproven integer operation into a call of its site function."""
+
+    def __init__(self, item: Item, unproven: set):
+        self.item, self.unproven = item, unproven
+        self.sites: list[tuple[str, str, str, int]] = []
+
+    def _site(self, original, operation: str, args: list) -> L.Call:
+        name = f"{self.item.name}__int{len(self.sites) + 1}"
+        self.sites.append((name, operation, expr_source(original), len(args)))
+        return L.Call(name, args)
+
+    def map_BinOp(self, node):
+        rebuilt = super().map_BinOp(node)
+        return self._site(node, _SITE_OPERATIONS[node.op], [rebuilt.left, rebuilt.right]) if id(node) in self.unproven else rebuilt
+
+    def map_UnaryOp(self, node):
+        rebuilt = super().map_UnaryOp(node)
+        return self._site(node, "int_neg", [rebuilt.operand]) if id(node) in self.unproven else rebuilt
+
+    def map_Call(self, node):
+        rebuilt = super().map_Call(node)
+        return self._site(node, "int_abs", list(rebuilt.args)) if id(node) in self.unproven else rebuilt
 
 
 class _Rewriter(ast.NodeTransformer):

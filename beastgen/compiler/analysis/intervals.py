@@ -65,6 +65,15 @@ def range_fits(spec: Specialized, known: dict, item) -> bool:
     return all(INT64_MIN <= value <= INT64_MAX for value in reach)
 
 
+def unproven_integer_operations(spec: Specialized, known: dict, item) -> list:
+    """The ``+ - *``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of an expression item
+    that may compute integers (not floats, by type) and whose interval is not known: what a space
+    function computes is not analysed, so an operation on its value may leave 64 bits unseen."""
+    analysis = _Unproven(spec, known, item)
+    analysis.interval(item.expr)
+    return analysis.unproven
+
+
 class _Analysis(Mapper):
     """Interval arithmetic over one item's expressions."""
 
@@ -260,3 +269,25 @@ def _power(base: int, exponent: int) -> int:
     if exponent * base.bit_length() > 90:
         return _HUGE
     return base ** exponent
+
+
+class _Unproven(_Analysis):
+    """The interval analysis, collecting the integer operations whose interval it does not know."""
+
+    def __init__(self, spec: Specialized, known: dict, item):
+        super().__init__(spec, known, item)
+        self.unproven: list = []
+
+    def interval(self, expr) -> Interval | None:
+        value = super().interval(expr)
+        if value is None and _checkable(expr) and infer_type(expr, self.spec.items) in ("int", "any"):
+            self.unproven.append(expr)
+        return value
+
+
+def _checkable(expr) -> bool:
+    if isinstance(expr, L.BinOp):
+        return expr.op in ("+", "-", "*") or (
+            expr.op == "**" and isinstance(expr.right, L.Const) and type(expr.right.value) is int
+            and expr.right.value >= 0)  # a power the nest keeps as it is (codegen's PythonPowers)
+    return (isinstance(expr, L.UnaryOp) and expr.op == "-") or (isinstance(expr, L.Call) and expr.func == "abs")

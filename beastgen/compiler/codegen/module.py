@@ -40,7 +40,7 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
            '"""',
            "import math", "", "import numba", "import numpy as np", "",
            f"from beastgen.nestlib import {', '.join(_nestlib_names(plan))}"]
-    if plan.helpers:  # their integers checked (analysis.checked_helpers)
+    if plan.helpers or plan.checked:  # their integers checked (analysis.checked_helpers)
         out += [f"from beastgen.nestlib import {', '.join(NESTLIB_NAMES)}",
                 "from beastgen.errors import SpaceError"]
     out += [""]
@@ -123,6 +123,9 @@ def _helpers_section(plan: Plan) -> list[str]:
         item = helper.item
         lines += [f"# {item.kind} {name} ({comment_text(item.origin)}), form: {item.function.form}"]
         lines += helper.lines(NJIT, NJIT_GENERATOR)
+    for name, checked in plan.checked.items():
+        lines += [f"# integer operations of {checked.item.kind} {name} on a space function's value, checked"]
+        lines += checked.lines(NJIT)
     return lines
 
 

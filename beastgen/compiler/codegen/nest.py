@@ -474,10 +474,16 @@ class NestWriter:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
-        expr = self.python_powers(expr)
+        checked = self.plan.item_expression(item, expr)
+        expr = self.python_powers(checked)
         risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
+            if checked is not expr:  # a checked site's error would be caught there and reject
+                raise SpaceError(f"{item.kind} '{item.name}': {expr_source(item.expr)} computes integers "
+                                 "from a space function's value next to a division that may raise: "
+                                 "compiled code cannot check them against 64 bits there; compute "
+                                 "them in the function", item.origin)
             self.temps += 1
             temp = f"{item.name}__t{self.temps}"
             self.emit("try:")
@@ -679,7 +685,7 @@ class NestWriter:
         if item.function is not None:
             self.call(item, item.name, fallback="0.0")  # a bound term that raises bounds nothing
         else:
-            expr = self.python_powers(item.expr)
+            expr = self.python_powers(self.plan.item_expression(item, item.expr))
             if any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero)):
                 self.emit("try:")
                 self.emit(f"    {item.name} = {expr_source(expr)}")
