@@ -15,7 +15,7 @@ from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..language.printer import expr_source
 from ...errors import SpaceError
-from ..specialize import Specialized, infer_type
+from ..specialize import Specialized, TypeInference, infer_type
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not worth computing
@@ -74,11 +74,26 @@ def unproven_integer_operations(spec: Specialized, known: dict, item) -> list:
     return analysis.unproven
 
 
+class NodeTypes(TypeInference):
+    """:func:`infer_type` that types each node once: asked of every node of a long chain, the walk
+    from each was quadratic (a 900-term condition took seconds)."""
+
+    def __init__(self, items: dict):
+        super().__init__(items)
+        self.known: dict = {}  # id -> (node, type): the node held so that its id stays its own
+
+    def __call__(self, node, *args):
+        if id(node) not in self.known:
+            self.known[id(node)] = node, super().__call__(node)
+        return self.known[id(node)][1]
+
+
 class _Analysis(Mapper):
     """Interval arithmetic over one item's expressions."""
 
     def __init__(self, spec: Specialized, known: dict, item):
         self.spec, self.known, self.item = spec, known, item
+        self.type_of = NodeTypes(spec.items)
 
     def domain(self, domain) -> Interval | None:
         kind, *parts = domain
@@ -96,11 +111,11 @@ class _Analysis(Mapper):
         value = self(expr, children)
         if value is not None and any(v != v for v in value):
             value = None  # NaN: nothing known
-        if isinstance(expr, L.Call) and expr.func in _TO_INT and infer_type(expr.args[0], self.spec.items) == "float":
+        if isinstance(expr, L.Call) and expr.func in _TO_INT and self.type_of(expr.args[0]) == "float":
             self._check_to_int(expr, value)
         if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
                                    or (isinstance(expr, L.Call) and expr.func == "abs"))
-                and infer_type(expr, self.spec.items) == "int"
+                and self.type_of(expr) == "int"
                 and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
             extreme = value[1] if value[1] > INT64_MAX else value[0]
             size = "far more than" if abs(extreme) >= _HUGE else f"{float(extreme):.3g}, past"
@@ -142,7 +157,7 @@ class _Analysis(Mapper):
     def map_BinOp(self, expr, children):
         if None in children:
             return None
-        types = infer_type(expr.left, self.spec.items), infer_type(expr.right, self.spec.items)
+        types = self.type_of(expr.left), self.type_of(expr.right)
         smallest = 1 if types[1] != "float" else self._smallest_magnitude(expr.right)
         return _binop(expr.op, *children, floats="float" in types, smallest=smallest)
 
@@ -280,7 +295,7 @@ class _Unproven(_Analysis):
 
     def interval(self, expr) -> Interval | None:
         value = super().interval(expr)
-        if value is None and _checkable(expr) and infer_type(expr, self.spec.items) in ("int", "any"):
+        if value is None and _checkable(expr) and self.type_of(expr) in ("int", "any"):
             self.unproven.append(expr)
         return value
 
