@@ -71,3 +71,19 @@ def test_what_intervals_prove_needs_no_sympy(tmp_path):
     assert context.interval(divisor) == (1, 6)
     assert context.provably_nonzero(divisor) and context.provably_nonnegative(spec.items["d"].expr)
     assert not context.provably_nonzero(spec.items["y"].domain[1])  # a constant 0 is never proven
+
+
+def test_the_64_bit_check_shares_the_proofs_modulo_bound(tmp_path):
+    """One interval arithmetic (analysis.intervals) for the 64-bit check and the proofs: ``x % 8``
+    lies in 0..7, so ``x % 8 + 2**63 - 8`` fits in 64 bits and counts (it was refused: 0..8)."""
+    from beastgen.compiler.runtime import compile_space
+    from beastgen.reference import reference_count
+
+    path = tmp_path / "space.py"
+    path.write_text("import beastgen as beast\nx = beast.range(0, 20)\n"
+                    "f = beast.filter(x % 8 + (2**63 - 8) == 2**63 - 1)\n")
+    space = beastgen.load(str(path))
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    assert plan.count() == reference_count(space, "h100") == 18
+    context = SymbolicContext(plan.specialized.items)
+    assert context.interval(plan.specialized.items["f"].expr.left) == (2 ** 63 - 8, 2 ** 63 - 1)

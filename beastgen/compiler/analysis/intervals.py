@@ -159,7 +159,7 @@ class _Analysis(Mapper):
             return None
         types = self.type_of(expr.left), self.type_of(expr.right)
         smallest = 1 if types[1] != "float" else self._smallest_magnitude(expr.right)
-        return _binop(expr.op, *children, floats="float" in types, smallest=smallest)
+        return binop_interval(expr.op, *children, floats="float" in types, smallest=smallest)
 
     def _smallest_magnitude(self, expr) -> float | None:
         """The smallest size a nonzero float divisor can have: a constant's, or the smallest of an
@@ -180,10 +180,7 @@ class _Analysis(Mapper):
         return min(sizes, default=math.inf)
 
     def map_UnaryOp(self, expr, children):
-        if None in children:
-            return None
-        (lo, hi), = children
-        return (-hi, -lo) if expr.op == "-" else (lo, hi)
+        return None if None in children else negated(*children)
 
     def map_BoolOp(self, expr, children):  # `a or b` is one of its operands
         if None in children:
@@ -198,12 +195,8 @@ class _Analysis(Mapper):
     def map_Call(self, expr, children):
         if None in children:
             return None
-        if expr.func in ("min", "max"):
-            pick = min if expr.func == "min" else max
-            return pick(c[0] for c in children), pick(c[1] for c in children)
-        if expr.func == "abs":
-            (lo, hi), = children
-            return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+        if expr.func in ("min", "max", "abs"):
+            return call_interval(expr.func, children)
         if expr.func in _TO_INT:  # the integers between the rounded extremes (checked by interval())
             (lo, hi), = children
             if not all(math.isfinite(v) for v in (lo, hi)):
@@ -226,11 +219,30 @@ def _constant(value) -> Interval | None:
     return None
 
 
-def _binop(op: str, left: Interval, right: Interval, floats: bool = False,
-           smallest: float | None = 1) -> Interval | None:
-    """The interval of ``left op right`` (``floats``: either operand is a float, Python's float
-    operation; its rounding is monotone, so the corners still bound it; ``smallest``: the smallest
-    size a nonzero divisor can have, None where unknown)."""
+# -- interval arithmetic: the one implementation, for the 64-bit checks here (which then raise where
+# an integer result leaves 64 bits) and for the proofs of analysis.symbolic (which never raise)
+def negated(interval: Interval) -> Interval:
+    """The interval of ``-x`` for ``x`` in ``interval``."""
+    low, high = interval
+    return -high, -low
+
+
+def call_interval(func: str, children: list) -> Interval | None:
+    """The interval of ``min``, ``max`` or ``abs`` of arguments in the ``children`` intervals."""
+    if func == "abs":
+        (low, high), = children
+        return (0 if low <= 0 <= high else min(abs(low), abs(high))), max(abs(low), abs(high))
+    if func in ("min", "max") and children:
+        pick = min if func == "min" else max
+        return pick(c[0] for c in children), pick(c[1] for c in children)
+    return None
+
+
+def binop_interval(op: str, left: Interval, right: Interval, floats: bool = False,
+                   smallest: float | None = 1) -> Interval | None:
+    """The interval of ``left op right``, exact Python arithmetic, or None (``floats``: either
+    operand is a float, Python's float operation; its rounding is monotone, so the corners still
+    bound it; ``smallest``: the smallest size a nonzero divisor can have, None where unknown)."""
     try:
         return _binop_corners(op, left, right, floats, smallest)
     except (OverflowError, ZeroDivisionError):
@@ -266,6 +278,10 @@ def _binop_corners(op: str, left: Interval, right: Interval, floats: bool,
             return -m, m
         corners = [a // b for a, b in product(left, right)]
         return min(corners), max(corners)
+    if op == "%" and not floats and (right[0] > 0 or right[1] < 0):  # the sign of the divisor
+        if right[0] > 0:
+            return 0, (min(left[1], right[1] - 1) if left[0] >= 0 else right[1] - 1)
+        return (max(left[0], right[0] + 1) if left[1] <= 0 else right[0] + 1), 0
     if op == "%":
         m = max(abs(right[0]), abs(right[1]))
         return (0 if right[0] > 0 else -m), (0 if right[1] < 0 else m)
