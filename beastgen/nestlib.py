@@ -197,6 +197,12 @@ def _abs(x):
 
 
 @numba.njit(nogil=True)
+def _gcd(x, y):
+    g = math.gcd(x, y)  # negative only as gcd(INT64_MIN, 0 or INT64_MIN) = 2**63, wrapped
+    return g, OK if g >= 0 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
 def _integral(x):
     """An integral float as a 64-bit integer (Python raises for NaN and the infinities)."""
     if x != x or x == math.inf or x == -math.inf:
@@ -290,6 +296,7 @@ int_neg, int_abs = _unary(_neg, operator.neg), _unary(_abs, abs)
 int_of, int_round = _unary(_trunc, int, converts=True), _unary(_round, round, converts=True)
 int_floor, int_ceil = _unary(_floor, math.floor, converts=True), _unary(_ceil, math.ceil, converts=True)
 int_trunc = _unary(_trunc, math.trunc, converts=True)
+int_gcd = _binary(_gcd, math.gcd)
 
 
 def int_span(start, stop, step, left=None, where=0):

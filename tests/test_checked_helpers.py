@@ -3,6 +3,7 @@ or the count stops with one error naming the operation (analysis.checked_helpers
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 import textwrap
 
@@ -22,7 +23,7 @@ EDGES = (0, 1, -1, 2, -2, 3, 7, 62, 63, 64, 65, 2 ** 31, -2 ** 32, 3037000499, 3
          -3037000500, 2 ** 62, -2 ** 62, 2 ** 63 - 2, 2 ** 63 - 1, -2 ** 63 + 1, -2 ** 63)
 BINARY = {"int_add": operator.add, "int_sub": operator.sub, "int_mul": operator.mul,
           "int_floordiv": operator.floordiv, "int_mod": operator.mod, "int_pow": operator.pow,
-          "int_lshift": operator.lshift, "int_rshift": operator.rshift}
+          "int_lshift": operator.lshift, "int_rshift": operator.rshift, "int_gcd": math.gcd}
 
 
 def _apply(function, a, b):

@@ -34,7 +34,7 @@ from .intervals import unproven_integer_operations
 _BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
            ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift"}
 _BUILTINS = {"int": "int_of", "round": "int_round", "abs": "int_abs"}
-_MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc"}
+_MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc", "gcd": "int_gcd"}
 #: the checked functions the generated module imports from nestlib
 NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), "int_neg", "int_span"})
 
@@ -236,7 +236,7 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(func, ast.Name) and func.id in _BUILTINS and len(args) == 1:
             return self._call(_BUILTINS[func.id], args, original)
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and func.value.id == "math" and func.attr in _MATH and len(args) == 1):
+                and func.value.id == "math" and func.attr in _MATH and len(args) == (2 if func.attr == "gcd" else 1)):
             return self._call(_MATH[func.attr], args, original)
         if isinstance(func, ast.Name) and func.id == "range" and len(args) >= 2:
             span = self._call("int_span", [*args, *([ast.Constant(1)] if len(args) == 2 else [])],

@@ -150,9 +150,21 @@ class _Analysis(Mapper):
         return self.known.get(expr.target)
 
     def map_Compare(self, expr, children):
+        """(0, 1); an integer past 2**53 compared with a float is refused: Python compares them
+        exactly, compiled code rounds the integer to a float first (2**53 + 1 == 2.0**53)."""
+        types = self.type_of(expr.left), self.type_of(expr.right)
+        if sorted(types) == ["float", "int"]:
+            span = children[types.index("int")]
+            if span is not None and max(abs(span[0]), abs(span[1])) > 2 ** 53:
+                raise SpaceError(
+                    f"{self.item.kind} '{self.item.name}': {expr_source(expr)} compares an integer "
+                    f"that can reach {float(max(abs(span[0]), abs(span[1]))):.3g} with a float: Python "
+                    "compares them exactly, compiled code rounds a 64-bit integer past 2**53 to a "
+                    "float first; compare float(...) or keep the integer within 2**53", self.item.origin)
         return (0, 1)
 
-    map_Not = map_Compare
+    def map_Not(self, expr, children):
+        return (0, 1)
 
     def map_BinOp(self, expr, children):
         if None in children:

@@ -475,11 +475,11 @@ class NestWriter:
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
         checked = self.plan.item_expression(item, expr)
-        expr = self.python_powers(checked)
+        has_checks, expr = checked is not expr, self.python_powers(checked)
         risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
-            if checked is not expr:  # a checked site's error would be caught there and reject
+            if has_checks:  # a checked site's error would be caught there and reject
                 raise SpaceError(f"{item.kind} '{item.name}': {expr_source(item.expr)} computes integers "
                                  "from a space function's value next to a division that may raise: "
                                  "compiled code cannot check them against 64 bits there; compute "
