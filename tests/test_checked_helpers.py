@@ -143,6 +143,25 @@ def test_an_expression_on_a_generators_values_is_checked_in_the_nest(tmp_path):
     assert plan.count() == plan.stats().count == reference_count(space, "h100") == 6
 
 
+def test_a_range_on_a_derived_helpers_value_is_checked(tmp_path):
+    """``range(d * 4, d * 4 + 3)`` of a looping derived value d = 2**61 * y: the bounds pass 64 bits
+    (they wrapped to small values: 0 where the reference counts 6)."""
+    space = _space(tmp_path, """\
+        y = beast.values(1, 2)
+        @beast.derived
+        def d():
+            t = 0
+            for i in range(2):
+                t = t + 2**60 * y
+            return t
+        x = beast.range(d * 4, d * 4 + 3)
+        f = beast.filter(x < 5)
+    """)
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    with pytest.raises(BeastError, match=r"space.py:10: iterator 'x': d \* 4 gives an integer past"):
+        plan.count()
+
+
 def test_an_integer_constant_past_64_bits_in_a_helper_is_refused(tmp_path):
     space = _space(tmp_path, """\
         a = beast.values(1, 2)

@@ -72,10 +72,10 @@ class Plan:
         return item.function is None and range_fits(self.specialized, self.intervals, item)
 
     def item_expression(self, item: Item, expr):
-        """``expr``, an expression of ``item``: where it is the item's own and computes integers from
-        a space function's value, with those operations checked (``analysis.checked_helpers``)."""
+        """``expr``, an expression of ``item`` (its own or a domain part): where it computes integers
+        from a space function's value, with those operations checked (``analysis.checked_helpers``)."""
         checked = self.checked.get(item.name)
-        return checked.expr if checked is not None and expr is item.expr else expr
+        return expr if checked is None else checked.expression(expr)
 
     def iteration_bound(self) -> int | None:
         """An upper bound on the nest's loop iterations: over the levels, the product of the domain

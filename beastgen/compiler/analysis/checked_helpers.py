@@ -117,13 +117,18 @@ def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
 
 @dataclass
 class CheckedExpression:
-    """An expression item that computes with a space function's value (its interval unknown): each
-    such integer operation is a call of a checked site function, ``<item>__int<k>``, which stops
-    the count with an error naming it where Python's integer leaves 64 bits."""
+    """An item whose expression (or an iterator's domain) computes with a space function's value
+    (its interval unknown): each such integer operation is a call of a checked site function,
+    ``<item>__int<k>``, which stops the count with an error naming it where Python's integer leaves
+    64 bits."""
 
     item: Item
-    expr: L.Expr  # the item's expression with those operations replaced by site calls
+    rewritten: dict  # id of the expression (or domain part) -> (it, it with its sites called)
     sites: list[tuple[str, str, str, int]]  # each site's function, operation, source, operand count
+
+    def expression(self, expr: L.Expr) -> L.Expr:
+        """``expr``, with its sites called where it is the item's expression or a domain part."""
+        return self.rewritten.get(id(expr), (expr, expr))[1]
 
     def lines(self, njit: str) -> list[str]:
         """The site functions' source."""
@@ -148,22 +153,28 @@ _SITE_OPERATIONS = {"+": "int_add", "-": "int_sub", "*": "int_mul", "**": "int_p
 
 
 def checked_expressions(spec: Specialized, known: dict) -> dict[str, CheckedExpression]:
-    """The expression items that compute integers from a space function's value, checked."""
+    """The items whose expressions compute integers from a space function's value, checked."""
     checked = {}
     for item in spec.items.values():
-        if item.function is None and item.expr is not None and item.kind != "iterator":
-            unproven = unproven_integer_operations(spec, known, item)
+        if item.function is not None:
+            continue
+        parts = item.domain[1:] if item.kind == "iterator" else [item.expr]
+        rewriter, rewritten = _Sites(item), {}
+        for part in (p for p in parts if p is not None):
+            unproven = unproven_integer_operations(spec, known, item, part)
             if unproven:
-                rewriter = _Sites(item, {id(node) for node in unproven})
-                checked[item.name] = CheckedExpression(item, rewriter(item.expr), rewriter.sites)
+                rewriter.unproven = {id(node) for node in unproven}
+                rewritten[id(part)] = part, rewriter(part)
+        if rewritten:
+            checked[item.name] = CheckedExpression(item, rewritten, rewriter.sites)
     return checked
 
 
 class _Sites(IdentityMapper):
     """Each unproven integer operation into a call of its site function."""
 
-    def __init__(self, item: Item, unproven: set):
-        self.item, self.unproven = item, unproven
+    def __init__(self, item: Item):
+        self.item, self.unproven = item, set()  # the ids of the nodes to replace
         self.sites: list[tuple[str, str, str, int]] = []
 
     def _site(self, original, operation: str, args: list) -> L.Call:

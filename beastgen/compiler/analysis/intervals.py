@@ -65,12 +65,13 @@ def range_fits(spec: Specialized, known: dict, item) -> bool:
     return all(INT64_MIN <= value <= INT64_MAX for value in reach)
 
 
-def unproven_integer_operations(spec: Specialized, known: dict, item) -> list:
-    """The ``+ - *``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of an expression item
-    that may compute integers (not floats, by type) and whose interval is not known: what a space
-    function computes is not analysed, so an operation on its value may leave 64 bits unseen."""
+def unproven_integer_operations(spec: Specialized, known: dict, item, expr) -> list:
+    """The ``+ - *``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of ``expr`` (an item's
+    expression or a part of an iterator's domain) that may compute integers (not floats, by type)
+    and whose interval is not known: what a space function computes is not analysed, so an
+    operation on its value may leave 64 bits unseen."""
     analysis = _Unproven(spec, known, item)
-    analysis.interval(item.expr)
+    analysis.interval(expr)
     return analysis.unproven
 
 
