@@ -123,6 +123,7 @@ class CheckedExpression:
     64 bits."""
 
     item: Item
+    items: dict  # the specialized items (the names a diagnosis takes as parameters)
     rewritten: dict  # id of the expression (or domain part) -> (it, it with its sites called)
     sites: list[tuple[str, str, str, int]]  # each site's function, operation, source, operand count
 
@@ -130,23 +131,65 @@ class CheckedExpression:
         """``expr``, with its sites called where it is the item's expression or a domain part."""
         return self.rewritten.get(id(expr), (expr, expr))[1]
 
-    def lines(self, njit: str) -> list[str]:
-        """The site functions' source."""
-        lines = []
-        item = self.item
-        for name, operation, source, arity in self.sites:
+    def left(self, expr: L.Expr) -> str:
+        """The call that evaluates ``expr`` again, after it raised inside ``try`` (a division there
+        is conditional), giving which site left the 64-bit integers (0: none, its own error)."""
+        return f"{self.item.name}__left{self._part(expr)}({', '.join(self._params(expr))})"
+
+    def raising(self, code: str) -> str:
+        """The call that stops the count for ``code``, a value of :meth:`left`."""
+        return f"{self.item.name}__raise({code})"
+
+    def _part(self, expr: L.Expr) -> int:
+        return list(self.rewritten).index(id(expr)) + 1
+
+    def _params(self, expr: L.Expr) -> list[str]:
+        return sorted({n.target for n in L.walk(expr) if isinstance(n, L.Ref)} & set(self.items))
+
+    def lines(self, njit: str, printed) -> list[str]:
+        """The site functions, then for each checked part its ``__left`` function (``printed``: the
+        nest's source of an expression), then the ``__raise`` function."""
+        lines, item = [], self.item
+        for index, (name, operation, source, arity) in enumerate(self.sites, start=1):
             operands = ", ".join("ab"[:arity])
-            message = (f"{item.kind} '{item.name}': {source} gives an integer past "
-                       "the 64 bits compiled code holds, where Python's integers are exact; bound "
-                       "its operands (min, max) or compute it in floating point")
             lines += [f"# {comment_text(source)}", njit, f"def {name}({operands}):",
                       f'    """An integer operation of {item.kind} {item.name}: Python\'s result, or the count '
                       'stops."""',
                       "    failed = False", "    try:", f"        value = {operation}({operands})",
                       "    except Exception:", "        failed = True",
                       "    if failed:  # raising in an except block is beyond Numba",
-                      f"        raise SpaceError({message!r}, {item.origin!r})", "    return value", "", ""]
-        return lines
+                      f"        {self.raising(str(index))}", "    return value", "", ""]
+        for original, rewritten in self.rewritten.values():
+            recording = _Recording({site[0]: (index, site[1]) for index, site in enumerate(self.sites, 1)})
+            lines += [njit, f"def {self.left(original)}:", *_left_body(printed(recording(rewritten)))]
+        lines += [njit, f"def {self.raising('left')}:",
+                  f'    """Stop the count: an integer operation of {item.kind} {item.name} left 64 bits."""']
+        for index, (name, operation, source, arity) in enumerate(self.sites, start=1):
+            message = (f"{item.kind} '{item.name}': {source} gives an integer past the 64 bits "
+                       "compiled code holds, where Python's integers are exact; bound its operands "
+                       "(min, max) or compute it in floating point")
+            lines += [f"    if left == {index}:", f"        raise SpaceError({message!r}, {item.origin!r})"]
+        return lines + ["", ""]
+
+
+def _left_body(source: str) -> list[str]:
+    return ['    """Which checked operation left the 64-bit integers (0: none)."""',
+            "    _left = np.zeros(1, np.int64)", "    try:", f"        {source}",
+            "    except Exception:", "        pass", "    return _left[0]", "", ""]
+
+
+class _Recording(IdentityMapper):
+    """Each site call into its checked operation recording where it left 64 bits in ``_left``."""
+
+    def __init__(self, sites: dict):
+        self.sites = sites  # site function -> (its number, its operation)
+
+    def map_Call(self, node):
+        rebuilt = super().map_Call(node)
+        if node.func not in self.sites:
+            return rebuilt
+        index, operation = self.sites[node.func]
+        return L.Call(operation, [*rebuilt.args, L.Ref("_left"), L.Const(index)])
 
 
 _SITE_OPERATIONS = {"+": "int_add", "-": "int_sub", "*": "int_mul", "**": "int_pow"}
@@ -166,7 +209,7 @@ def checked_expressions(spec: Specialized, known: dict) -> dict[str, CheckedExpr
                 rewriter.unproven = {id(node) for node in unproven}
                 rewritten[id(part)] = part, rewriter(part)
         if rewritten:
-            checked[item.name] = CheckedExpression(item, rewritten, rewriter.sites)
+            checked[item.name] = CheckedExpression(item, spec.items, rewritten, rewriter.sites)
     return checked
 
 

@@ -6,10 +6,10 @@ from ...quoting import comment_text, docstring_text, shell_command
 from ...version import __version__
 from ..analysis.checked_helpers import NESTLIB_NAMES
 from ..analysis.symbolic import SymbolicContext
-from ..language.printer import literal
+from ..language.printer import expr_source, literal
 from ..plan import Plan
 from .estimator import ChenWriter
-from .nest import CASTS, NJIT, NJIT_GENERATOR, NestWriter, constant_values, split_level, stat_slots
+from .nest import CASTS, NJIT, NJIT_GENERATOR, NestWriter, PythonPowers, constant_values, split_level, stat_slots
 
 
 def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
@@ -45,9 +45,9 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
                 "from beastgen.errors import SpaceError"]
     out += [""]
     out += _constants_section(plan)
-    out += _helpers_section(plan)
-    out += _stat_labels(plan)
     symbolic = symbolic or SymbolicContext(spec.items)
+    out += _helpers_section(plan, symbolic)
+    out += _stat_labels(plan)
     out += [f"SPLIT_LEVEL = {split_level(plan)}  # chunks of the work split the nest below this many "
             "outer levels", ""]
     modes = ["count", "nodes", "stats", "fill", "census"]
@@ -117,15 +117,16 @@ def _is_literal_tuple(value) -> bool:
     return isinstance(value, tuple) and all(isinstance(v, (int, float, str, bool)) for v in value)
 
 
-def _helpers_section(plan: Plan) -> list[str]:
+def _helpers_section(plan: Plan, symbolic: SymbolicContext) -> list[str]:
     lines = []
     for name, helper in plan.helpers.items():
         item = helper.item
         lines += [f"# {item.kind} {name} ({comment_text(item.origin)}), form: {item.function.form}"]
         lines += helper.lines(NJIT, NJIT_GENERATOR)
+    powers = PythonPowers(plan.specialized.items, symbolic)
     for name, checked in plan.checked.items():
         lines += [f"# integer operations of {checked.item.kind} {name} on a space function's value, checked"]
-        lines += checked.lines(NJIT)
+        lines += checked.lines(NJIT, lambda expr: expr_source(powers(expr)))
     return lines
 
 

@@ -474,26 +474,29 @@ class NestWriter:
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
-        checked = self.plan.item_expression(item, expr)
+        original, checked = expr, self.plan.item_expression(item, expr)
         has_checks, expr = checked is not expr, self.python_powers(checked)
         risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
-            if has_checks:  # a checked site's error would be caught there and reject
-                raise SpaceError(f"{item.kind} '{item.name}': {expr_source(item.expr)} computes integers "
-                                 "from a space function's value next to a division that may raise: "
-                                 "compiled code cannot check them against 64 bits there; compute "
-                                 "them in the function", item.origin)
             self.temps += 1
             temp = f"{item.name}__t{self.temps}"
+            checked = self.plan.checked.get(item.name) if has_checks else None
+            if checked:  # a checked site raises in the try too: evaluated again, it says which
+                self.emit(f"{item.name}__left = 0")
             self.emit("try:")
-            self.depth += 1
-            self.emit(f"{temp} = {source}")
-            self.depth -= 1
+            self.emit(f"    {temp} = {source}")
             self.emit("except Exception:  # division by zero or similar: rejected")
             self.depth += 1
+            if checked:
+                self.emit(f"{item.name}__left = {checked.left(original)}")
+                self.emit(f"if {item.name}__left == 0:")
+                self.depth += 1
             self.reject(item)
-            self.depth -= 1
+            self.depth -= 2 if checked else 1
+            if checked:
+                self.emit(f"if {item.name}__left:")
+                self.emit(f"    {checked.raising(f'{item.name}__left')}")
             use(temp)
             return
         seen = set()
