@@ -6,8 +6,9 @@ A space function that is not inlined as an expression (a loop, a generator: see
 nest, where anything it raises rejects the configuration. Numba's integers are 64 bits wide and wrap
 (or, converting a float past them, are undefined: LLVM may fold a whole count to 0), where Python's
 are exact. Proving a loop's values in range needs the loop's trip counts and a fixpoint over its
-locals; instead each integer operation (``+ - * // % ** << >>``, unary ``-``, ``abs``) and each
-float-to-int conversion (``int``, ``round``, ``math.floor/ceil/trunc``) is rewritten into a checked
+locals; instead each integer operation (``+ - * // % ** << >>``, unary ``-``, ``abs``,
+``math.gcd``) and each float-to-int conversion (``int``, ``round``, ``math.floor/ceil/trunc``) is
+rewritten into a checked
 call (``nestlib.int_*``), so that no helper can go wrong silently, whatever its loops do. A checked
 call gives Python's result wherever 64 bits hold it (at the cost of a compare per operation) and
 otherwise raises; to tell that raise from the function's own errors (which reject, as in Python),
@@ -16,6 +17,11 @@ call writes where it happened (``<helper>__left``), and when that is set it stop
 the error (``<helper>__raise``). A range of ``range(a, b)`` whose length Numba would compute past
 64 bits is such an error too (``nestlib.int_span``); an integer constant past 64 bits (Numba would
 make it unsigned, or a float) is refused before compiling.
+
+What such a function returns or yields is not analysed either, so the integer ``+ - * **``, unary
+``-`` and ``abs`` of an expression on it (a filter ``g * y * 2 < 5`` on a generator's values, an
+iterator's ``range(d * 4, ...)``), whose interval ``analysis.intervals`` cannot know, become calls
+of checked site functions (:class:`CheckedExpression`), which stop the count the same way.
 """
 from __future__ import annotations
 
