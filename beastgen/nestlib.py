@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import numba
+import numpy as np
+from numba.extending import overload
 
 
 @numba.njit(cache=True, nogil=True)
@@ -92,3 +95,222 @@ def range_contains(start, stop, step, value):
     if step < 0 and stop < value <= start:
         return (numba.uint64(start) - numba.uint64(value)) % (numba.uint64(0) - numba.uint64(step)) == 0
     return False
+
+
+# -- the integers a space function computes, checked against the 64-bit range ---------------------
+# A space function compiled as a helper (a loop, a generator: see analysis.checked_helpers) has each
+# integer operation and float-to-int conversion replaced by one of the ``int_*`` functions below.
+# On integers (and booleans) each gives Python's exact result where it fits in 64 bits; where
+# Python's result does not fit, or is not an integer (an integer to a negative power is a float),
+# it raises after writing where that happened into ``left``, when the caller passes an array
+# (``left[0] = where``; ``-where`` for a negative power): so the nest tells such a raise from the function's own errors
+# (which reject a configuration) and stops the count with an error naming the operation. Python's
+# own errors (a zero divisor, a negative shift count, int() of NaN or infinity) raise as in Python.
+# On anything else (floats, tuples, lists) each is the plain operation.
+INT64_MIN = -2 ** 63
+OK, PAST_64_BITS, NOT_AN_INTEGER, ZERO_DIVISOR, NEGATIVE_SHIFT, NO_INTEGER = -1, 0, 1, 2, 3, 4
+_TWO_63 = 9223372036854775808.0
+
+
+@numba.njit(nogil=True)
+def _add(x, y):
+    s = numba.int64(numba.uint64(x) + numba.uint64(y))  # wraps modulo 2**64
+    return s, OK if ((x ^ s) & (y ^ s)) >= 0 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _sub(x, y):
+    d = numba.int64(numba.uint64(x) - numba.uint64(y))
+    return d, OK if ((x ^ y) & (x ^ d)) >= 0 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _mul(x, y):
+    p = numba.int64(numba.uint64(x) * numba.uint64(y))
+    if y == 0 or y == -1:
+        return p, OK if x != INT64_MIN or y == 0 else PAST_64_BITS
+    # without overflow p is x * y exactly; with it p is off by a multiple of 2**64 > |y|
+    return p, OK if p // y == x and p % y == 0 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _floordiv(x, y):
+    if y == 0:
+        return numba.int64(0), ZERO_DIVISOR
+    if y == -1:
+        return _neg(x)
+    return x // y, OK
+
+
+@numba.njit(nogil=True)
+def _mod(x, y):
+    if y == 0:
+        return numba.int64(0), ZERO_DIVISOR
+    return (numba.int64(0), OK) if y == -1 else (x % y, OK)  # INT64_MIN % -1 traps in hardware
+
+
+@numba.njit(nogil=True)
+def _pow(x, y):
+    if y < 0:  # Python's result is a float (or 0 ** -1 raises)
+        return numba.int64(0), NOT_AN_INTEGER if x != 0 else ZERO_DIVISOR
+    result, base = numba.int64(1), x
+    while y > 0:  # square and multiply, each step checked
+        if y & 1:
+            result, reason = _mul(result, base)
+            if reason != OK:
+                return result, reason
+        y >>= 1
+        if y > 0:
+            base, reason = _mul(base, base)
+            if reason != OK:
+                return base, reason
+    return result, OK
+
+
+@numba.njit(nogil=True)
+def _lshift(x, y):
+    if y < 0:
+        return numba.int64(0), NEGATIVE_SHIFT
+    if x == 0:
+        return x, OK
+    if y >= 64:
+        return numba.int64(0), PAST_64_BITS
+    r = numba.int64(numba.uint64(x) << numba.uint64(y))
+    return r, OK if r >> y == x else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _rshift(x, y):
+    if y < 0:
+        return numba.int64(0), NEGATIVE_SHIFT
+    return x >> min(y, 63), OK  # past 63 bits Python's result is all sign bits too
+
+
+@numba.njit(nogil=True)
+def _neg(x):
+    return numba.int64(numba.uint64(0) - numba.uint64(x)), OK if x != INT64_MIN else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _abs(x):
+    return _neg(x) if x < 0 else (x, OK)
+
+
+@numba.njit(nogil=True)
+def _gcd(x, y):
+    g = math.gcd(x, y)  # negative only as gcd(INT64_MIN, 0 or INT64_MIN) = 2**63, wrapped
+    return g, OK if g >= 0 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _integral(x):
+    """An integral float as a 64-bit integer (Python raises for NaN and the infinities)."""
+    if x != x or x == math.inf or x == -math.inf:
+        return numba.int64(0), NO_INTEGER
+    if not -_TWO_63 <= x < _TWO_63:
+        return numba.int64(0), PAST_64_BITS
+    return numba.int64(x), OK
+
+
+@numba.njit(nogil=True)
+def _trunc(x):
+    return _integral(np.trunc(x))  # np.: math.trunc of a float is already a (wrapped) integer
+
+
+@numba.njit(nogil=True)
+def _floor(x):
+    return _integral(np.floor(x))
+
+
+@numba.njit(nogil=True)
+def _ceil(x):
+    return _integral(np.ceil(x))
+
+
+@numba.njit(nogil=True)
+def _round(x):
+    if abs(x) < 4503599627370496.0:  # below 2**52: round half to even, as Python
+        return numba.int64(round(x)), OK
+    return _integral(x)  # every float this large is an integer already (or NaN, an infinity)
+
+
+@numba.njit(nogil=True)
+def _settled(result, left, where):
+    """The value of ``result`` (value, reason), or raise as Python would or for ``reason``."""
+    value, reason = result
+    if reason == OK:
+        return value
+    if reason == ZERO_DIVISOR:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    if reason == NEGATIVE_SHIFT:
+        raise ValueError("negative shift count")
+    if reason == NO_INTEGER:
+        raise ValueError("cannot convert NaN or an infinity to an integer")
+    if left is not None:
+        left[0] = where if reason == PAST_64_BITS else -where
+    raise OverflowError("no 64-bit integer holds Python's result")
+
+
+def _integers(*types_) -> bool:
+    return all(isinstance(t, numba.types.Boolean) or isinstance(t, numba.types.Integer) and t.signed
+               for t in types_)
+
+
+def _binary(exact, plain):
+    """``op(a, b, left=None, where=0)`` for the generated code: ``exact`` on integers (njit,
+    giving (value, reason)), ``plain`` (an ``operator`` function) on anything else."""
+    def op(a, b, left=None, where=0):
+        return plain(a, b)
+
+    @overload(op, jit_options={"nogil": True})
+    def compiled(a, b, left=None, where=0):
+        if not _integers(a, b):
+            return lambda a, b, left=None, where=0: plain(a, b)
+        return lambda a, b, left=None, where=0: _settled(exact(numba.int64(a), numba.int64(b)), left, where)
+    return op
+
+
+def _unary(exact, plain, converts: bool = False):
+    """``op(a, left=None, where=0)``: as :func:`_binary`; one that ``converts`` a float to an
+    integer applies ``exact`` to floats and is the identity on integers."""
+    def op(a, left=None, where=0):
+        return plain(a)
+
+    @overload(op, jit_options={"nogil": True})
+    def compiled(a, left=None, where=0):
+        if _integers(a):
+            if converts:
+                return lambda a, left=None, where=0: numba.int64(a)
+            return lambda a, left=None, where=0: _settled(exact(numba.int64(a)), left, where)
+        if converts and isinstance(a, numba.types.Float):
+            return lambda a, left=None, where=0: _settled(exact(a), left, where)
+        return lambda a, left=None, where=0: plain(a)
+    return op
+
+
+int_add, int_sub, int_mul = _binary(_add, operator.add), _binary(_sub, operator.sub), _binary(_mul, operator.mul)
+int_floordiv, int_mod = _binary(_floordiv, operator.floordiv), _binary(_mod, operator.mod)
+int_pow = _binary(_pow, operator.pow)
+int_lshift, int_rshift = _binary(_lshift, operator.lshift), _binary(_rshift, operator.rshift)
+int_neg, int_abs = _unary(_neg, operator.neg), _unary(_abs, abs)
+int_of, int_round = _unary(_trunc, int, converts=True), _unary(_round, round, converts=True)
+int_floor, int_ceil = _unary(_floor, math.floor, converts=True), _unary(_ceil, math.ceil, converts=True)
+int_trunc = _unary(_trunc, math.trunc, converts=True)
+int_gcd = _binary(_gcd, math.gcd)
+
+
+def int_span(start, stop, step, left=None, where=0):
+    """``range(*int_span(start, stop, step))`` in the generated code: the range's arguments, which
+    must leave ``stop - start`` inside 64 bits (Numba's range computes it, then counts nothing)."""
+    return start, stop, step
+
+
+@overload(int_span, jit_options={"nogil": True})
+def _compiled_span(start, stop, step, left=None, where=0):
+    if not _integers(start, stop, step):
+        return lambda start, stop, step, left=None, where=0: (start, stop, step)
+
+    def span(start, stop, step, left=None, where=0):
+        _settled(_sub(numba.int64(stop), numba.int64(start)), left, where)
+        return numba.int64(start), numba.int64(stop), numba.int64(step)
+    return span

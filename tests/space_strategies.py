@@ -79,3 +79,38 @@ def many_iterator_spaces(draw) -> str:
     total = " + ".join(f"i{k}" for k in range(count))
     lines.append(f"f = beast.filter(({total}) % {draw(st.integers(2, 5))} == {draw(st.integers(0, 1))})")
     return HEADER + "\n".join(lines) + "\n"
+
+
+HELPER_INT_FORMS = ("t + x", "t - x", "t * x", "x * (i + 2)", "t // (x - i)", "t % (x + 1)",
+                    "-x - t", "abs(x) + i", "x ** 2", "2 ** (i * 31)", "x << i", "x >> (i * 31)",
+                    "t * 3 + y", "x // -1", "x % -1 + t")
+HELPER_FLOAT_FORMS = ("t + int(x * (i + 1))", "math.floor(x) + i", "math.ceil(x * 2.0)", "round(x)",
+                      "math.trunc(x) - t", "int(x / 3.0)", "int(min(x, 1e6)) + t")
+HELPER_TESTS = ("t == 3", "t % 7 == 1", "t > 0", "t < -5")
+#: filters on a space function's value ``v``: its integers checked in the nest too
+HELPER_READERS = ("v == 1", "v * y * 2 < 5", "-v + y < 0", "v - y > 3")
+
+
+@st.composite
+def edge_helper_spaces(draw) -> str:
+    """A space whose space function is compiled as a helper (a for or while loop, a generator)
+    computing with an edge iterator ``x`` (ints at the 64-bit limits, or floats past them, NaN)."""
+    values, kind = draw(edge_values())
+    expr = draw(st.sampled_from(HELPER_FLOAT_FORMS if kind == "float" else HELPER_INT_FORMS))
+    trips = draw(st.integers(1, 3))
+    form = draw(st.sampled_from(("filter", "derived", "while", "generator")))
+    lines = [f"x = {values}", "y = beast.values(1, 2, 3)"]
+    if form == "generator":
+        lines += ["@beast.iterator", "def g():", "    t = y", f"    for i in range({trips}):",
+                  f"        t = {expr}", "        yield t",
+                  f"f = beast.filter({draw(st.sampled_from(HELPER_READERS)).replace('v', 'g')})"]
+    elif form == "while":
+        lines += ["@beast.filter", "def f():", "    t, i = y, 0", f"    while i < {trips}:",
+                  f"        t = {expr}", "        i += 1", f"    return {draw(st.sampled_from(HELPER_TESTS))}"]
+    else:
+        lines += [f"@beast.{form}", "def d():" if form == "derived" else "def f():", "    t = y",
+                  f"    for i in range({trips}):", f"        t = {expr}",
+                  "    return t" if form == "derived" else f"    return {draw(st.sampled_from(HELPER_TESTS))}"]
+        if form == "derived":
+            lines.append(f"f = beast.filter({draw(st.sampled_from(HELPER_READERS)).replace('v', 'd')})")
+    return HEADER + "\n".join(lines) + "\n"

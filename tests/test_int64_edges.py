@@ -160,6 +160,17 @@ def test_a_float_made_an_integer_past_64_bits_is_refused(tmp_path, conversion, b
         compile_space(space, "h100", {}, str(tmp_path))
 
 
+def test_an_integer_past_2_53_compared_with_a_float_is_refused(tmp_path):
+    """Python compares 2**53 + 1 with 2.0**53 exactly (unequal); C and Numba round the integer
+    first (equal): it counted 1 where the reference counts 2. Within 2**53 both agree."""
+    space = load(tmp_path, "x = beast.values(2**53 + 1, 3)\nf = beast.filter(x == 9007199254740992.0)\n")
+    with pytest.raises(SpaceError, match=r"space.py:4: filter 'f': x == 9007199254740992.0 compares "
+                       "an integer that can reach 9.01e\\+15 with a float"):
+        compile_space(space, "h100", {}, str(tmp_path))
+    space = load(tmp_path, "x = beast.values(2**53, 3)\nf = beast.filter(x == 9007199254740992.0)\n", "fits")
+    assert both_counts(space, tmp_path) == (1, 1) == (reference_count(space, "h100"),) * 2
+
+
 def test_float_to_int_proven_inside_64_bits_counts_like_python(tmp_path):
     space = load(tmp_path, """\
         x = beast.range(1, 60)
@@ -262,6 +273,18 @@ def test_a_long_t1_value_list_is_printed_once(tmp_path):
     assert plan.count() == reference_count(plan.specialized.space, "h100")
 
 
+def test_a_literal_t1_list_past_100k_characters_counts(tmp_path):
+    """A literal list of 40,000 values (270k characters, refused by the old 100k limit) counts like
+    the reference; the limit now leaves room for MAX_VALUES numbers."""
+    document = {"ConfigurationSpace": {
+        "TuningParameters": [{"Name": "a", "Values": str(list(range(0, 120000, 3)))},
+                             {"Name": "b", "Values": "[1, 2, 3, 4]"}],
+        "Conditions": [{"Expression": "a % 7 != b"}]}}
+    assert len(document["ConfigurationSpace"]["TuningParameters"][0]["Values"]) > 250_000
+    plan = compile_space(t1_space(document, str(tmp_path / "literal.json")), "h100", {}, str(tmp_path))
+    assert plan.count() == reference_count(plan.specialized.space, "h100")
+
+
 # -- properties: C = Numba = reference at the edges, or one clear refusal ---------------------------
 EDGE_CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -306,11 +329,12 @@ def test_nests_of_20_and_more_iterators_count_like_the_reference(edge_dir, sourc
     assert check_or_refused(source, edge_dir) == "counted"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28, still open: int() of a float past 64 bits inside a "
-                   "space function compiled as a helper (a loop) is undefined behaviour in Numba: "
-                   "LLVM folds the whole count to 0 (the reference: 5)")
-def test_int_of_a_float_past_64_bits_in_a_looping_function(tmp_path):
-    space = load(tmp_path, """\
+def test_int_of_a_float_past_64_bits_in_a_looping_function(tmp_path, capsys):
+    """A space function compiled as a helper (a loop): int() of 1e19 has no 64-bit value, so the
+    count stops with one error naming the operation and its line in both targets (it was 0, where
+    the reference counts 5), and the filter's own errors still reject."""
+    path = tmp_path / "space.py"
+    load(tmp_path, """\
         x = beast.values(1.0, 2.5, 1e19, -1e19, 3.0, 7.0)
         @beast.filter
         def f():
@@ -319,8 +343,12 @@ def test_int_of_a_float_past_64_bits_in_a_looping_function(tmp_path):
                 t = t + int(x * (i + 1))
             return t == 9
     """)
-    try:
-        plan = compile_space(space, "h100", {}, str(tmp_path))
-        assert plan.count() == reference_count(space, "h100") == 5
-    except BeastError:
-        pass  # refused with one clear error: what the fix may do instead
+    assert reference_count(beastgen.load(str(path)), "h100") == 5
+    for native in ("1", "0"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("BEASTGEN_NATIVE", native)
+            assert main(["count", str(path), "--generated-dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err == (f"beastgen: error: {path}:8: filter 'f': int(x * (i + 1)) gives an integer "
+                       "past the 64 bits compiled code holds, where Python's integers are exact; "
+                       "bound its operands (min, max) or compute it in floating point"), err

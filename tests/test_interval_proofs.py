@@ -128,3 +128,19 @@ def test_the_flagship_count_imports_no_sympy():
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=REPO), check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_64_bit_check_shares_the_proofs_modulo_bound(tmp_path):
+    """One interval arithmetic (analysis.intervals) for the 64-bit check and the proofs: ``x % 8``
+    lies in 0..7, so ``x % 8 + 2**63 - 8`` fits in 64 bits and counts (it was refused: 0..8)."""
+    from beastgen.compiler.runtime import compile_space
+    from beastgen.reference import reference_count
+
+    path = tmp_path / "space.py"
+    path.write_text("import beastgen as beast\nx = beast.range(0, 20)\n"
+                    "f = beast.filter(x % 8 + (2**63 - 8) == 2**63 - 1)\n")
+    space = beastgen.load(str(path))
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    assert plan.count() == reference_count(space, "h100") == 18
+    context = SymbolicContext(plan.specialized.items)
+    assert context.interval(plan.specialized.items["f"].expr.left) == (2 ** 63 - 8, 2 ** 63 - 1)

@@ -10,6 +10,7 @@ from .. import digraph
 
 from .language import nodes as L
 from .language.mapper import Mapper
+from .analysis.checked_helpers import CheckedExpression, CheckedHelper, checked_expressions, checked_helpers
 from .analysis.intervals import check_integer_ranges, range_fits
 from .specialize.ir import Item, Specialized
 from .specialize.value_types import infer_type
@@ -46,6 +47,8 @@ class Plan:
     graph: digraph.DiGraph  # item dependency DAG (edges dep -> reader)
     levels: list[Level]
     intervals: dict = field(default_factory=dict)  # of int and bool items (analysis.intervals)
+    helpers: dict[str, CheckedHelper] = field(default_factory=dict)  # space functions' helpers, by item
+    checked: dict[str, CheckedExpression] = field(default_factory=dict)  # expressions on their values
 
     @property
     def order(self) -> list[str]:
@@ -65,8 +68,15 @@ class Plan:
         return self.of_kind("bound")
 
     def range_fits(self, item: Item) -> bool:
-        """Whether the range loop of ``item`` is proven inside 64 bits (see ``intervals.range_fits``)."""
-        return range_fits(self.specialized, self.intervals, item)
+        """Whether the range loop of ``item`` is proven inside 64 bits (see ``intervals.range_fits``;
+        a space function's ranges are not analysed)."""
+        return item.function is None and range_fits(self.specialized, self.intervals, item)
+
+    def item_expression(self, item: Item, expr):
+        """``expr``, an expression of ``item`` (its own or a domain part): where it computes integers
+        from a space function's value, with those operations checked (``analysis.checked_helpers``)."""
+        checked = self.checked.get(item.name)
+        return expr if checked is None else checked.expression(expr)
 
     def iteration_bound(self) -> int | None:
         """An upper bound on the nest's loop iterations: over the levels, the product of the domain
@@ -137,7 +147,7 @@ def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
             placed[max((position[i] for i in closure[name]), default=0)].append(item)
     for index, level in enumerate(levels):
         level.body = _order_within_level(placed[index], graph)
-    plan = Plan(spec, graph, levels, intervals)
+    plan = Plan(spec, graph, levels, intervals, checked_helpers(spec), checked_expressions(spec, intervals))
     solve_equality_filters(plan)
     return plan
 

@@ -40,8 +40,10 @@ MAX_VALUES = 1 << 20
 MAX_ITERATIONS = 1 << 22
 #: the largest integer (in bits) a constant computation may produce
 MAX_INT_BITS = 4096
-#: the longest expression text accepted
-MAX_TEXT = 100_000
+#: the longest expression text accepted: room for a literal list of MAX_VALUES numbers of up to 15
+#: digits (a 10**6-value list counts in about a minute cold and 1.1 GB), past that parsing alone
+#: would take more memory than the values
+MAX_TEXT = 16 * MAX_VALUES
 
 _NODE_WORDS = {
     ast.Attribute: "attribute access", ast.Lambda: "a lambda", ast.ListComp: "a list comprehension",
@@ -99,7 +101,9 @@ def parse(text, context: str, where: str | None) -> ast.expr:
         raise SpaceError(f"{_prefix(context)}expected an expression string, got {type(text).__name__} "
                          f"{text!r}", where)
     if len(text) > MAX_TEXT:
-        raise SpaceError(f"{_prefix(context)}the expression is longer than {MAX_TEXT:,} characters", where)
+        raise SpaceError(f"{_prefix(context)}the expression is longer than {MAX_TEXT:,} characters (room "
+                         f"for a list of {MAX_VALUES:,} numbers; write a longer one as a range or a "
+                         "comprehension)", where)
     try:
         return ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:

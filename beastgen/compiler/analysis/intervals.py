@@ -16,7 +16,7 @@ from ..language.mapper import Mapper
 from ..language.printer import expr_source
 from ...errors import SpaceError
 from ..specialize.ir import Specialized
-from ..specialize.value_types import infer_type
+from ..specialize.value_types import TypeInference, infer_type
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not worth computing
@@ -66,11 +66,36 @@ def range_fits(spec: Specialized, known: dict, item) -> bool:
     return all(INT64_MIN <= value <= INT64_MAX for value in reach)
 
 
+def unproven_integer_operations(spec: Specialized, known: dict, item, expr) -> list:
+    """The ``+ - *``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of ``expr`` (an item's
+    expression or a part of an iterator's domain) that may compute integers (not floats, by type)
+    and whose interval is not known: what a space function computes is not analysed, so an
+    operation on its value may leave 64 bits unseen."""
+    analysis = _Unproven(spec, known, item)
+    analysis.interval(expr)
+    return analysis.unproven
+
+
+class NodeTypes(TypeInference):
+    """:func:`infer_type` that types each node once: asked of every node of a long chain, the walk
+    from each was quadratic (a 900-term condition took seconds)."""
+
+    def __init__(self, items: dict):
+        super().__init__(items)
+        self.known: dict = {}  # id -> (node, type): the node held so that its id stays its own
+
+    def __call__(self, node, *args):
+        if id(node) not in self.known:
+            self.known[id(node)] = node, super().__call__(node)
+        return self.known[id(node)][1]
+
+
 class _Analysis(Mapper):
     """Interval arithmetic over one item's expressions."""
 
     def __init__(self, spec: Specialized, known: dict, item):
         self.spec, self.known, self.item = spec, known, item
+        self.type_of = NodeTypes(spec.items)
 
     def domain(self, domain) -> Interval | None:
         kind, *parts = domain
@@ -88,11 +113,11 @@ class _Analysis(Mapper):
         value = self(expr, children)
         if value is not None and any(v != v for v in value):
             value = None  # NaN: nothing known
-        if isinstance(expr, L.Call) and expr.func in _TO_INT and infer_type(expr.args[0], self.spec.items) == "float":
+        if isinstance(expr, L.Call) and expr.func in _TO_INT and self.type_of(expr.args[0]) == "float":
             self._check_to_int(expr, value)
         if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
                                    or (isinstance(expr, L.Call) and expr.func == "abs"))
-                and infer_type(expr, self.spec.items) == "int"
+                and self.type_of(expr) == "int"
                 and (value[0] < INT64_MIN or value[1] > INT64_MAX)):
             extreme = value[1] if value[1] > INT64_MAX else value[0]
             size = "far more than" if abs(extreme) >= _HUGE else f"{float(extreme):.3g}, past"
@@ -127,16 +152,28 @@ class _Analysis(Mapper):
         return self.known.get(expr.target)
 
     def map_Compare(self, expr, children):
+        """(0, 1); an integer past 2**53 compared with a float is refused: Python compares them
+        exactly, compiled code rounds the integer to a float first (2**53 + 1 == 2.0**53)."""
+        types = self.type_of(expr.left), self.type_of(expr.right)
+        if sorted(types) == ["float", "int"]:
+            span = children[types.index("int")]
+            if span is not None and max(abs(span[0]), abs(span[1])) > 2 ** 53:
+                raise SpaceError(
+                    f"{self.item.kind} '{self.item.name}': {expr_source(expr)} compares an integer "
+                    f"that can reach {float(max(abs(span[0]), abs(span[1]))):.3g} with a float: Python "
+                    "compares them exactly, compiled code rounds a 64-bit integer past 2**53 to a "
+                    "float first; compare float(...) or keep the integer within 2**53", self.item.origin)
         return (0, 1)
 
-    map_Not = map_Compare
+    def map_Not(self, expr, children):
+        return (0, 1)
 
     def map_BinOp(self, expr, children):
         if None in children:
             return None
-        types = infer_type(expr.left, self.spec.items), infer_type(expr.right, self.spec.items)
+        types = self.type_of(expr.left), self.type_of(expr.right)
         smallest = 1 if types[1] != "float" else self._smallest_magnitude(expr.right)
-        return _binop(expr.op, *children, floats="float" in types, smallest=smallest)
+        return binop_interval(expr.op, *children, floats="float" in types, smallest=smallest)
 
     def _smallest_magnitude(self, expr) -> float | None:
         """The smallest size a nonzero float divisor can have: a constant's, or the smallest of an
@@ -157,10 +194,7 @@ class _Analysis(Mapper):
         return min(sizes, default=math.inf)
 
     def map_UnaryOp(self, expr, children):
-        if None in children:
-            return None
-        (lo, hi), = children
-        return (-hi, -lo) if expr.op == "-" else (lo, hi)
+        return None if None in children else negated(*children)
 
     def map_BoolOp(self, expr, children):  # `a or b` is one of its operands
         if None in children:
@@ -175,12 +209,8 @@ class _Analysis(Mapper):
     def map_Call(self, expr, children):
         if None in children:
             return None
-        if expr.func in ("min", "max"):
-            pick = min if expr.func == "min" else max
-            return pick(c[0] for c in children), pick(c[1] for c in children)
-        if expr.func == "abs":
-            (lo, hi), = children
-            return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+        if expr.func in ("min", "max", "abs"):
+            return call_interval(expr.func, children)
         if expr.func in _TO_INT:  # the integers between the rounded extremes (checked by interval())
             (lo, hi), = children
             if not all(math.isfinite(v) for v in (lo, hi)):
@@ -241,11 +271,30 @@ def _constant(value) -> Interval | None:
     return None
 
 
-def _binop(op: str, left: Interval, right: Interval, floats: bool = False,
-           smallest: float | None = 1) -> Interval | None:
-    """The interval of ``left op right`` (``floats``: either operand is a float, Python's float
-    operation; its rounding is monotone, so the corners still bound it; ``smallest``: the smallest
-    size a nonzero divisor can have, None where unknown)."""
+# -- interval arithmetic: the one implementation, for the 64-bit checks here (which then raise where
+# an integer result leaves 64 bits) and for the proofs of analysis.symbolic (which never raise)
+def negated(interval: Interval) -> Interval:
+    """The interval of ``-x`` for ``x`` in ``interval``."""
+    low, high = interval
+    return -high, -low
+
+
+def call_interval(func: str, children: list) -> Interval | None:
+    """The interval of ``min``, ``max`` or ``abs`` of arguments in the ``children`` intervals."""
+    if func == "abs":
+        (low, high), = children
+        return (0 if low <= 0 <= high else min(abs(low), abs(high))), max(abs(low), abs(high))
+    if func in ("min", "max") and children:
+        pick = min if func == "min" else max
+        return pick(c[0] for c in children), pick(c[1] for c in children)
+    return None
+
+
+def binop_interval(op: str, left: Interval, right: Interval, floats: bool = False,
+                   smallest: float | None = 1) -> Interval | None:
+    """The interval of ``left op right``, exact Python arithmetic, or None (``floats``: either
+    operand is a float, Python's float operation; its rounding is monotone, so the corners still
+    bound it; ``smallest``: the smallest size a nonzero divisor can have, None where unknown)."""
     try:
         return _binop_corners(op, left, right, floats, smallest)
     except (OverflowError, ZeroDivisionError):
@@ -281,6 +330,10 @@ def _binop_corners(op: str, left: Interval, right: Interval, floats: bool,
             return -m, m
         corners = [a // b for a, b in product(left, right)]
         return min(corners), max(corners)
+    if op == "%" and not floats and (right[0] > 0 or right[1] < 0):  # the sign of the divisor
+        if right[0] > 0:
+            return 0, (min(left[1], right[1] - 1) if left[0] >= 0 else right[1] - 1)
+        return (max(left[0], right[0] + 1) if left[1] <= 0 else right[0] + 1), 0
     if op == "%":
         m = max(abs(right[0]), abs(right[1]))
         return (0 if right[0] > 0 else -m), (0 if right[1] < 0 else m)
@@ -299,3 +352,25 @@ def _power(base: int, exponent: int) -> int:
     if exponent * base.bit_length() > 90:
         return _HUGE
     return base ** exponent
+
+
+class _Unproven(_Analysis):
+    """The interval analysis, collecting the integer operations whose interval it does not know."""
+
+    def __init__(self, spec: Specialized, known: dict, item):
+        super().__init__(spec, known, item)
+        self.unproven: list = []
+
+    def interval(self, expr) -> Interval | None:
+        value = super().interval(expr)
+        if value is None and _checkable(expr) and self.type_of(expr) in ("int", "any"):
+            self.unproven.append(expr)
+        return value
+
+
+def _checkable(expr) -> bool:
+    if isinstance(expr, L.BinOp):
+        return expr.op in ("+", "-", "*") or (
+            expr.op == "**" and isinstance(expr.right, L.Const) and type(expr.right.value) is int
+            and expr.right.value >= 0)  # a power the nest keeps as it is (codegen's PythonPowers)
+    return (isinstance(expr, L.UnaryOp) and expr.op == "-") or (isinstance(expr, L.Call) and expr.func == "abs")

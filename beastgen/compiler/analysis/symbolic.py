@@ -4,13 +4,11 @@ arithmetic answers first; sympy (half a second to import) only what intervals ca
 """
 from __future__ import annotations
 
-from itertools import product
-
 from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..language.printer import expr_source
 from ..specialize.value_types import infer_type
-from .intervals import shifted_quotient
+from .intervals import binop_interval, call_interval, negated, shifted_quotient
 
 
 class SymbolicContext:
@@ -258,7 +256,8 @@ class _Translatable(_OverContext):
 
 
 class _Intervals(_OverContext):
-    """One ``map_`` method per node type: the (low, high) of an integer expression, or None."""
+    """One ``map_`` method per node type: the (low, high) of an integer expression, or None; the
+    arithmetic is :mod:`.intervals`' (which raises past 64 bits in its own checks, never here)."""
 
     def map_Const(self, node):
         value = node.value
@@ -274,9 +273,7 @@ class _Intervals(_OverContext):
 
     def map_UnaryOp(self, node):
         span = self(node.operand)
-        if span is None or node.op not in ("-", "+"):
-            return None
-        return (-span[1], -span[0]) if node.op == "-" else span
+        return None if span is None else negated(span)
 
     def map_BoolOp(self, node):  # `a or b` is one of its operands
         return _union([self(o) for o in node.operands])
@@ -286,30 +283,17 @@ class _Intervals(_OverContext):
 
     def map_Call(self, node):
         spans = [self(a) for a in node.args]
-        if None in spans or not spans or node.func not in ("min", "max", "abs"):
-            return None
-        if node.func == "abs":
-            (low, high), = spans
-            return (0 if low <= 0 <= high else min(abs(low), abs(high))), max(abs(low), abs(high))
-        pick = min if node.func == "min" else max
-        return pick(s[0] for s in spans), pick(s[1] for s in spans)
+        return None if None in spans else call_interval(node.func, spans)
 
     def map_BinOp(self, node):
         left, right = self(node.left), self(node.right)
-        if left is None or right is None:
-            return None
-        if node.op in ("+", "-", "*"):
-            corners = [a + b if node.op == "+" else a - b if node.op == "-" else a * b
-                       for a, b in product(left, right)]
-            return min(corners), max(corners)
-        if node.op == "//" and (right[0] > 0 or right[1] < 0):  # monotone in each operand
-            corners = [a // b for a, b in product(left, right)]
-            shifted = shifted_quotient(node, self)  # (r + d) // d: r // d + 1 (speed3, issue 26)
-            return (min(corners), max(corners)) if shifted is None else (
-                max(min(corners), shifted[0]), min(max(corners), shifted[1]))
-        if node.op == "%" and right[0] > 0:
-            return 0, (min(left[1], right[1] - 1) if left[0] >= 0 else right[1] - 1)
-        return None
+        if left is None or right is None or node.op in ("/", "**"):
+            return None  # a float; a power's far end stands for "past 64 bits", not a bound
+        span = binop_interval(node.op, left, right)
+        shifted = shifted_quotient(node, self) if node.op == "//" and span is not None else None
+        if shifted is not None:  # (r + d) // d: r // d + 1, tighter than the corners
+            span = (max(span[0], shifted[0]), min(span[1], shifted[1]))
+        return span
 
 
 def _union(spans: list) -> tuple[int, int] | None:

@@ -3,16 +3,15 @@ its class (:mod:`.numba_functions`, Chen's estimator in :mod:`.estimator`) throu
 target's builder (:mod:`.numba_nest`)."""
 from __future__ import annotations
 
-import ast
-
 from ...quoting import comment_text, docstring_text, shell_command
 from ...version import __version__
+from ..analysis.checked_helpers import NESTLIB_NAMES
 from ..analysis.symbolic import SymbolicContext
-from ..language.printer import literal
+from ..language.printer import expr_source, literal
 from ..plan import Plan
 from .estimator import ChenWriter
 from .monotone import loop_ending_filters
-from .nest import constant_values, split_level, stat_slots
+from .nest import PythonPowers, constant_values, split_level, stat_slots
 from .numba_functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
 from .numba_nest import CASTS, NJIT, NJIT_GENERATOR
 
@@ -44,11 +43,15 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
            "at its level already exceeds the threshold; a term that raises bounds nothing (0).",
            '"""',
            "import math", "", "import numba", "import numpy as np", "",
-           f"from beastgen.nestlib import {', '.join(_nestlib_names(plan))}", ""]
+           f"from beastgen.nestlib import {', '.join(_nestlib_names(plan))}"]
+    if plan.helpers or plan.checked:  # their integers checked (analysis.checked_helpers)
+        out += [f"from beastgen.nestlib import {', '.join(NESTLIB_NAMES)}",
+                "from beastgen.errors import SpaceError"]
+    out += [""]
     out += _constants_section(plan)
-    out += _helpers_section(plan)
-    out += _stat_labels(plan)
     symbolic = symbolic or SymbolicContext(spec.items)
+    out += _helpers_section(plan, symbolic)
+    out += _stat_labels(plan)
     out += [f"SPLIT_LEVEL = {split_level(plan)}  # chunks of the work split the nest below this many "
             "outer levels", ""]
     functions = list(FUNCTIONS)
@@ -64,8 +67,9 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
 
 def _nestlib_names(plan: Plan) -> list[str]:
     """The helpers the module imports: the trip-counted ranges' only where a loop needs them."""
-    ranges = [level for level in plan.levels if level.iterator.function is None
-              and level.iterator.domain[0] == "range" and not plan.range_fits(level.iterator)]
+    ranges = [level for level in plan.levels if (
+        level.iterator.function.form == "range" if level.iterator.function
+        else level.iterator.domain[0] == "range") and not plan.range_fits(level.iterator)]
     return (["float_power", "heap_offer"]
             + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
             + (["range_contains"] if any(level.solved for level in ranges) else []))
@@ -117,15 +121,16 @@ def _is_literal_tuple(value) -> bool:
     return isinstance(value, tuple) and all(isinstance(v, (int, float, str, bool)) for v in value)
 
 
-def _helpers_section(plan: Plan) -> list[str]:
+def _helpers_section(plan: Plan, symbolic: SymbolicContext) -> list[str]:
     lines = []
-    for item in plan.specialized.items.values():
-        fn = item.function
-        if fn is None:
-            continue
-        lines += [f"# {item.kind} {item.name} ({comment_text(item.origin)}), form: {fn.form}",
-                  NJIT_GENERATOR if fn.form == "generator" else NJIT]
-        lines += ast.unparse(fn.node).splitlines() + ["", ""]
+    for name, helper in plan.helpers.items():
+        item = helper.item
+        lines += [f"# {item.kind} {name} ({comment_text(item.origin)}), form: {item.function.form}"]
+        lines += helper.lines(NJIT, NJIT_GENERATOR)
+    powers = PythonPowers(plan.specialized.items, symbolic)
+    for name, checked in plan.checked.items():
+        lines += [f"# integer operations of {checked.item.kind} {name} on a space function's value, checked"]
+        lines += checked.lines(NJIT, lambda expr: expr_source(powers(expr)))
     return lines
 
 

@@ -215,7 +215,7 @@ class NestWalker:
             lo, hi, step = self.range_parts(it)
             if level.solved:
                 self.solved_level(level, index, lo, hi, step)
-            elif it.function is None and not self.plan.range_fits(it):
+            elif not self.plan.range_fits(it):
                 self.counted_range(it, index, lo, hi, step)
             else:
                 self.range_loop(it, index, lo, hi, step)

@@ -134,13 +134,18 @@ class NumbaNest(NestWalker):
         """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
         operation is conditional (short-circuit or if-else)."""
         self._check_integer_powers(item, expr)
-        expr = self.python_powers(expr)
+        original, checked = expr, self.plan.item_expression(item, expr)
+        has_checks, expr = checked is not expr, self.python_powers(checked)
         risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
         source = expr_source(expr)
         if any(conditional for _, conditional in risky):
             self.temps += 1
             temp = f"{item.name}__t{self.temps}"
-            self._try(f"{temp} = {source}", item, "division by zero or similar: rejected")
+            checked = self.plan.checked.get(item.name) if has_checks else None
+            if checked:  # a checked site raises in the try too: evaluated again, it says which
+                self._checked_try(f"{temp} = {source}", item, checked, original)
+            else:
+                self._try(f"{temp} = {source}", item, "division by zero or similar: rejected")
             use(temp)
             return
         seen = set()
@@ -166,6 +171,24 @@ class NumbaNest(NestWalker):
         self.reject(item)
         self.depth -= 1
 
+    def _checked_try(self, statement: str, item: Item, checked, original: L.Expr) -> None:
+        """``statement`` in a try whose exception rejects ``item``'s configuration unless one of its
+        checked integer operations left 64 bits: evaluated again recording which
+        (``<item>__left``), that one stops the count (``checked.raising``)."""
+        left = f"{item.name}__left"
+        self.emit(f"{left} = 0")
+        self.emit("try:")
+        self.emit(f"    {statement}")
+        self.emit("except Exception:  # division by zero or similar: rejected")
+        self.depth += 1
+        self.emit(f"{left} = {checked.left(original)}")
+        self.emit(f"if {left} == 0:")
+        self.depth += 1
+        self.reject(item)
+        self.depth -= 2
+        self.emit(f"if {left}:")
+        self.emit(f"    {checked.raising(left)}")
+
     def _check_integer_powers(self, item: Item, expr: L.Expr) -> None:
         """Python's int ** negative int is a float, Numba's is an int: refuse what may differ."""
         for node in L.walk(expr):
@@ -178,15 +201,39 @@ class NumbaNest(NestWalker):
                                  "code an integer; write float(...) ** ... or keep the exponent >= 0",
                                  item.origin)
 
-    def call(self, item: Item, target: str) -> None:
-        fn = item.function
+    def may_raise(self, item: Item) -> bool:
+        """Whether a space function's helper may raise: an error of its own, or a checked integer
+        operation (``analysis.checked_helpers``)."""
+        return item.function.may_raise or bool(self.plan.helpers[item.name].sites)
+
+    def call(self, item: Item, target: str, fallback: str | None = None) -> None:
+        """``target = `` the helper's result; where it raises, the configuration is rejected (or
+        ``target = fallback``), unless it left the 64-bit integers: that stops the count."""
+        fn, helper = item.function, self.plan.helpers[item.name]
         call = f"{fn.name}({', '.join(fn.params)})"
-        if fn.form == "generator" and fn.may_raise:
+        if fn.form == "generator" and self.may_raise(item):
             call = f"list({call})"
-        if fn.may_raise:
-            self._try(f"{target} = {call}", item, f"{item.name} raised: rejected")
-        else:
+        if not self.may_raise(item):
             self.emit(f"{target} = {call}")
+            return
+        if helper.sites:
+            self.emit(f"{item.name}__left = 0")
+        self.emit("try:")
+        self.emit(f"    {target} = {call}")
+        self.emit(f"except Exception:  # {item.name} raised: {'rejected' if fallback is None else fallback}")
+        self.depth += 1
+        if helper.sites:  # raising in an except block is beyond Numba: the test is after it
+            self.emit(f"{item.name}__left = {helper.left}")
+            self.emit(f"if {item.name}__left == 0:  # an error of its own")
+            self.depth += 1
+        if fallback is None:
+            self.reject(item)
+        else:
+            self.emit(f"{target} = {fallback}")
+        self.depth -= 2 if helper.sites else 1
+        if helper.sites:
+            self.emit(f"if {item.name}__left:")
+            self.emit(f"    {helper.raising(f'{item.name}__left')}")
 
     # -- a loop ----------------------------------------------------------------------------------
     def loop_comment(self, it: Item, index: int) -> None:
@@ -195,7 +242,7 @@ class NumbaNest(NestWalker):
 
     def function_loop(self, it: Item, index: int) -> None:
         fn = it.function
-        if fn.form == "generator" and not fn.may_raise:
+        if fn.form == "generator" and not self.may_raise(it):
             header = f"for {it.name} in {fn.name}({', '.join(fn.params)}):"
         else:
             self.call(it, f"{it.name}__seq")
@@ -315,19 +362,16 @@ class NumbaNest(NestWalker):
             return
         self.emit(f"# bound {item.name} ({comment_text(item.origin)}): {comment_text(item.source_text)}")
         if item.function is not None:
-            call = f"{item.function.name}({', '.join(item.function.params)})"
-            may_raise = item.function.may_raise
+            self.call(item, item.name, fallback="0.0")  # a bound term that raises bounds nothing
         else:
-            expr = self.python_powers(item.expr)
-            call = expr_source(expr)
-            may_raise = any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero))
-        if may_raise:
-            self.emit("try:")
-            self.emit(f"    {item.name} = {call}")
-            self.emit("except Exception:  # a bound term that raises bounds nothing")
-            self.emit(f"    {item.name} = 0.0")
-        else:
-            self.emit(f"{item.name} = {call}")
+            expr = self.python_powers(self.plan.item_expression(item, item.expr))
+            if any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero)):
+                self.emit("try:")
+                self.emit(f"    {item.name} = {expr_source(expr)}")
+                self.emit("except Exception:  # a bound term that raises bounds nothing")
+                self.emit(f"    {item.name} = 0.0")
+            else:
+                self.emit(f"{item.name} = {expr_source(expr)}")
         self.test_bound(item)
 
     def test_bound(self, item: Item) -> None:

@@ -1,0 +1,210 @@
+"""Space functions compiled as helpers (loops, generators): every integer they compute is Python's,
+or the count stops with one error naming the operation (analysis.checked_helpers, nestlib.int_*)."""
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+import textwrap
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, event, given, note, settings
+
+import beastgen
+from beastgen import nestlib
+from beastgen.compiler.runtime import compile_space
+from beastgen.errors import BeastError
+from beastgen.reference import reference_count
+from space_strategies import edge_helper_spaces
+
+EDGES = (0, 1, -1, 2, -2, 3, 7, 62, 63, 64, 65, 2 ** 31, -2 ** 32, 3037000499, 3037000500,
+         -3037000500, 2 ** 62, -2 ** 62, 2 ** 63 - 2, 2 ** 63 - 1, -2 ** 63 + 1, -2 ** 63)
+BINARY = {"int_add": operator.add, "int_sub": operator.sub, "int_mul": operator.mul,
+          "int_floordiv": operator.floordiv, "int_mod": operator.mod, "int_pow": operator.pow,
+          "int_lshift": operator.lshift, "int_rshift": operator.rshift, "int_gcd": math.gcd}
+
+
+def _apply(function, a, b):
+    left = np.zeros(1, np.int64)
+    try:
+        return function(a, b, left, 1), left[0]
+    except Exception:  # noqa: BLE001 - which error it was is what left says
+        return "raised", left[0]
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_checked_integer_operations_are_pythons_or_say_where_they_left_64_bits(name):
+    """On every pair of edge integers: Python's result where it fits in 64 bits; 'left' (the
+    ``left`` array set) where it does not or is a float; Python's own error raised, unrecorded."""
+    checked = getattr(nestlib, name)
+    run = numba.njit(lambda a, b, left, where: checked(a, b, left, where))
+    for a, b in itertools.product(EDGES, EDGES):
+        if name in ("int_pow", "int_lshift") and b > 100:
+            continue  # Python would compute a huge integer: 'left' is checked below
+        try:
+            expected = BINARY[name](a, b)
+            expected = expected if type(expected) is int and -2 ** 63 <= expected < 2 ** 63 else "left"
+        except (ZeroDivisionError, ValueError):
+            expected = "raised"
+        got, left = _apply(run, a, b)
+        assert (got if left == 0 else "left" if got == "raised" and abs(left) == 1 else got) == expected, (a, b)
+    if name in ("int_pow", "int_lshift"):  # huge exponents and shifts: Python's results are huge
+        assert _apply(run, 3, 2 ** 62) == ("raised", 1)
+        assert _apply(run, 0, 2 ** 62) == (0, 0)
+        assert _apply(run, -1, 2 ** 62) == ((1, 0) if name == "int_pow" else ("raised", 1))
+
+
+def test_checked_conversions_follow_python():
+    run = numba.njit(lambda x, left: (nestlib.int_of(x, left, 1), nestlib.int_round(x, left, 2),
+                                      nestlib.int_floor(x, left, 3), nestlib.int_ceil(x, left, 4),
+                                      nestlib.int_trunc(x, left, 5)))
+    for x in (2.5, -2.5, 3.5, 0.49999999999999994, -0.0, 9.2e18, -9.223372036854775808e18, 1e15 + 0.5):
+        assert run(x, np.zeros(1, np.int64)) == (int(x), round(x), int(np.floor(x)), int(np.ceil(x)), int(x))
+    for x, where in ((1e19, 1), (-1e19, 1), (9.223372036854775807e18, 1), (float("nan"), 0), (float("inf"), 0)):
+        left = np.zeros(1, np.int64)
+        with pytest.raises(Exception):  # noqa: B017 - Numba raises Python's own error or OverflowError
+            run(x, left)
+        assert left[0] == where, x
+    assert run(7, np.zeros(1, np.int64)) == (7,) * 5 and run(True, np.zeros(1, np.int64)) == (1,) * 5
+
+
+def _space(tmp_path, body: str, name: str = "space"):
+    path = tmp_path / f"{name}.py"
+    path.write_text("import math\nimport beastgen as beast\n" + textwrap.dedent(body))
+    return beastgen.load(str(path))
+
+
+def test_a_helpers_own_error_rejects_and_leaving_64_bits_stops_the_count(tmp_path):
+    """``// b`` by zero is the function's error (rejected, as Python raises); ``a * 2**62`` of a = 2
+    leaves 64 bits (an error naming it), in the count and the stats; of a = -2 it just fits."""
+    space = _space(tmp_path, """\
+        a = beast.values(1, 2, 3)
+        b = beast.values(0, 1)
+        @beast.filter
+        def f():
+            t = 0
+            for i in range(1):
+                t = 10 // b + a * 2 ** 62
+            return t < 0
+    """)
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    for count in (plan.count, lambda: plan.stats().count):
+        with pytest.raises(BeastError, match=r"space.py:9: filter 'f': a \* 4611686018427387904 gives an "
+                           "integer past the 64 bits"):
+            count()
+    space = _space(tmp_path, """\
+        a = beast.values(1, -1, -2)
+        b = beast.values(0, 1)
+        @beast.filter
+        def f():
+            t = 0
+            for i in range(1):
+                t = 10 // b + a * 2 ** 62
+            return t < 0
+    """, "fits")
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    assert plan.count() == plan.stats().count == reference_count(space, "h100") == 1
+
+
+def test_a_function_range_past_64_bits_counts_every_value(tmp_path):
+    """A space function's ``range`` whose ``stop - start`` passes 64 bits is looped by counting
+    its trips (Numba's range counted nothing: 3 where the reference counts 8)."""
+    space = _space(tmp_path, """\
+        y = beast.values(1, 2)
+        @beast.iterator
+        def x():
+            if y == 1:
+                return range(-2**62, 2**62 + 5, 2**61)
+            return range(0, 3)
+        f = beast.filter(x + 0 * y == 7)
+    """)
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    assert plan.count() == plan.stats().count == reference_count(space, "h100") == 8
+
+
+def test_an_expression_on_a_generators_values_is_checked_in_the_nest(tmp_path):
+    """``g * y * 2`` of a generator's 2**62 + ... passes 64 bits in the filter's expression (it
+    counted 3, wrapped; the reference 6): the count stops naming it; small values count."""
+    body = """\
+        y = beast.values(1, 2)
+        @beast.iterator
+        def g():
+            for i in range(3):
+                yield START + i * y
+        f = beast.filter(g * y * 2 < 5)
+    """
+    plan = compile_space(_space(tmp_path, body.replace("START", "2**62")), "h100", {}, str(tmp_path))
+    with pytest.raises(BeastError, match=r"space.py:8: filter 'f': g \* y \* 2 gives an integer past"):
+        plan.count()
+    space = _space(tmp_path, body.replace("START", "2**40"), "small")
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    assert plan.count() == plan.stats().count == reference_count(space, "h100") == 6
+
+
+def test_a_range_on_a_derived_helpers_value_is_checked(tmp_path):
+    """``range(d * 4, d * 4 + 3)`` of a looping derived value d = 2**61 * y: the bounds pass 64 bits
+    (they wrapped to small values: 0 where the reference counts 6)."""
+    space = _space(tmp_path, """\
+        y = beast.values(1, 2)
+        @beast.derived
+        def d():
+            t = 0
+            for i in range(2):
+                t = t + 2**60 * y
+            return t
+        x = beast.range(d * 4, d * 4 + 3)
+        f = beast.filter(x < 5)
+    """)
+    plan = compile_space(space, "h100", {}, str(tmp_path))
+    with pytest.raises(BeastError, match=r"space.py:10: iterator 'x': d \* 4 gives an integer past"):
+        plan.count()
+
+
+def test_an_integer_constant_past_64_bits_in_a_helper_is_refused(tmp_path):
+    space = _space(tmp_path, """\
+        a = beast.values(1, 2)
+        @beast.filter
+        def f():
+            t = 0
+            for i in range(2):
+                t = t + a * 2 ** 64
+            return t == 0
+    """)
+    with pytest.raises(BeastError, match=r"space.py:8: space function 'f': the integer "
+                       "18446744073709551616 does not fit in the 64 bits of compiled code"):
+        compile_space(space, "h100", {}, str(tmp_path))
+
+
+HELPERS_CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+_spaces = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def helper_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("helpers")
+
+
+@settings(HELPERS_CI, max_examples=10)
+@given(source=edge_helper_spaces())
+def test_looping_helpers_at_the_64_bit_edge_count_like_the_reference_or_stop_clearly(helper_dir, source):
+    """Both targets (the C target falls back to Numba for helpers) and the stats count what the
+    reference counts, or stop with one line naming an operation past the 64 bits."""
+    note(source)
+    folder = helper_dir / f"s{next(_spaces)}"
+    folder.mkdir()
+    (folder / "space.py").write_text(source)
+    space = beastgen.load(str(folder / "space.py"))
+    try:
+        plan = compile_space(space, "h100", {}, str(folder))
+        counts = [plan.count()]
+        plan._native = False
+        counts += [plan.count(), plan.stats().count]
+    except BeastError as error:
+        assert "\n" not in str(error) and ("64 bits" in str(error) or "negative power" in str(error)), error
+        event("stopped")
+        return
+    assert counts == [reference_count(space, "h100")] * 3
+    event("counted")
