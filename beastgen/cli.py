@@ -110,21 +110,7 @@ def _command(sub, name: str, help: str) -> argparse.ArgumentParser:
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="beastgen",
-        description="Compile declarative GPU tuning spaces into fast exact enumerators. "
-                    "A filter REJECTS a configuration when it is true.")
-    parser.add_argument("--version", action="version", version=f"beastgen {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = _command(sub, "show", help="variables, dependency DAG and the loop nest with each filter placed")
-    _add_space_args(p)
-
-    p = _command(sub, "generate", help="write the generated enumerator")
-    _add_space_args(p)
-
-    p = _command(sub, "count", help="count the valid configurations")
+def _count_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--stats", action="store_true", help="iterations per loop level, rejections per filter")
     p.add_argument("--threshold", "-t", default=None,
@@ -135,9 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_jobs_arg(p)
     _add_scheduler_arg(p, "count in chunks")
 
-    p = _command(sub, "estimate", help="estimate the number of valid configurations (Knuth's "
-                                        "estimator or Chen's heuristic sampling, 95%% confidence "
-                                        "interval) without counting")
+
+def _estimate_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--method", choices=["chen", "knuth"], default="chen",
                    help="chen: heuristic sampling, stratified runs (default); knuth: random descents")
@@ -151,20 +136,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_progress_arg(p)
     _add_scheduler_arg(p, "estimate in tasks of independent random streams (seed, seed+1, ...)")
 
-    p = _command(sub, "rank", help="the configurations with the smallest lower bounds")
+
+def _rank_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--top", "-k", type=int, default=10, help="how many (default 10)")
     p.add_argument("--threshold", "-t", default=None, help="only bounds at most this (time or factor)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
-    p = _command(sub, "compare", help="exhaustive versus bound-pruned counts, and where the cuts happen")
+
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--threshold", "-t", required=True,
                    help="a time (1.5ms, 250us, 0.002) or a factor of the best bound (2x)")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the per-level picture")
 
-    p = _command(sub, "enumerate", help="write every valid configuration to a file")
+
+def _enumerate_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("-o", "--output", required=True,
                    help="output file: .csv, .parquet or .npy (with --scheduler: a directory, which "
@@ -173,16 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_jobs_arg(p)
     _add_scheduler_arg(p, "enumerate in chunks")
 
-    p = _command(sub, "check-bounds",
-                       help="check the bound model against real measurements (a Kernel Tuner cache file)")
+
+def _check_bounds_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--replay", required=True, metavar="FILE.json[.gz]", help="Kernel Tuner cache file")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw measured time against each bound term")
 
-    p = _command(sub, "tune", help="benchmark configurations on a device and search for the fastest "
-                                    "(a learnt search, proven by branch and bound where the space has "
-                                    "bound terms, or a baseline strategy)")
+
+def _tune_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p, device=False)
     p.add_argument("--device", "-d", default=None,
                    help="opencl: opencl:N (default opencl:0, its profile read from the device) or a profile "
@@ -224,8 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--inputs: configurations drawn per input (default 4)")
     _add_scheduler_arg(p, "run each candidate on a worker holding a GPU (--resources GPU=1)")
 
-    p = _command(sub, "export", help="write the space for another tool: its valid configurations "
-                                      "for Kernel Tuner, or the space as T1 JSON")
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--format", "-f", required=True, choices=["kernel_tuner", "t1"],
                    help="kernel_tuner: tune_params and every valid configuration (JSON, loadable with "
@@ -233,8 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="output JSON file")
     _add_progress_arg(p)
 
-    p = _command(sub, "export-results", help="write a tune run's results for another tool: a Kernel "
-                                              "Tuner cache file or T4 results JSON (times in ms)")
+
+def _export_results_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", help="the results store tune wrote (--results)")
     p.add_argument("--format", "-f", required=True, choices=["kernel_tuner", "t4"],
                    help="kernel_tuner: a cache file (Kernel Tuner's simulation mode, beastgen's "
@@ -246,17 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device-name", default=None,
                    help="device_name of the cache file (default: the run's device profile)")
 
-    p = _command(sub, "nvcc-check", help="compile a sample of configurations of the space's CUDA kernel "
-                                          "with nvcc (nothing runs) and compare ptxas's registers "
-                                          "with the space's estimate `regs`")
+
+def _nvcc_check_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--samples", "-n", type=int, default=20, help="configurations to compile (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random sample")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
-    p = _command(sub, "calibrate", help="measure a device with microbenchmarks (clock, FMA rate, DRAM and "
-                                         "L2 bandwidth, local-memory wavefronts, launch overhead) and "
-                                         "write a device profile for --device FILE.toml")
+
+def _calibrate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", "-d", required=True, help="opencl:N or cuda:N")
     p.add_argument("-o", "--output", default=None, metavar="FILE.toml",
                    help="where the profile goes (default: calibrated-opencl0.toml for opencl:0)")
@@ -264,9 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runs of each microbenchmark, the fastest kept (default 10)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    p = _command(sub, "predict", help="the best configurations of an input by the model across "
-                                       "inputs (fitted on a tune --inputs store, or a model file), "
-                                       "optionally timed; --table: one per input of a CSV, as JSON")
+
+def _predict_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p, device=False)
     p.add_argument("--results", default=None, metavar="DB",
                    help="the results store of `tune --inputs` to fit the model on")
@@ -292,13 +276,73 @@ def build_parser() -> argparse.ArgumentParser:
                    help="predict more than an octave outside the settings the model was trained on")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
-    p = _command(sub, "convert", help="write a Kernel Tuner script's tune_params and restrictions (or "
-                                       "a T1 JSON space) as a readable beastgen space file")
+
+def _convert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="a Kernel Tuner script (.py, run until it calls tune_kernel: it is "
                                  "a program, read it first) or a T1 space (.json)")
     p.add_argument("-o", "--output", required=True, metavar="SPACE.py", help="the space file to write")
 
-    _command(sub, "devices", help="list the built-in device profiles")
+
+#: each subcommand, in --help's order: its help, and the function adding its arguments
+SUBCOMMANDS = {
+    "show": ("variables, dependency DAG and the loop nest with each filter placed", _add_space_args),
+    "generate": ("write the generated enumerator", _add_space_args),
+    "count": ("count the valid configurations", _count_arguments),
+    "estimate": (
+        "estimate the number of valid configurations (Knuth's estimator or Chen's heuristic "
+        "sampling, 95%% confidence interval) without counting",
+        _estimate_arguments),
+    "rank": ("the configurations with the smallest lower bounds", _rank_arguments),
+    "compare": ("exhaustive versus bound-pruned counts, and where the cuts happen", _compare_arguments),
+    "enumerate": ("write every valid configuration to a file", _enumerate_arguments),
+    "check-bounds": (
+        "check the bound model against real measurements (a Kernel Tuner cache file)",
+        _check_bounds_arguments),
+    "tune": (
+        "benchmark configurations on a device and search for the fastest (a learnt search, proven "
+        "by branch and bound where the space has bound terms, or a baseline strategy)",
+        _tune_arguments),
+    "export": (
+        "write the space for another tool: its valid configurations for Kernel Tuner, or the "
+        "space as T1 JSON",
+        _export_arguments),
+    "export-results": (
+        "write a tune run's results for another tool: a Kernel Tuner cache file or T4 results "
+        "JSON (times in ms)",
+        _export_results_arguments),
+    "nvcc-check": (
+        "compile a sample of configurations of the space's CUDA kernel with nvcc (nothing runs) "
+        "and compare ptxas's registers with the space's estimate `regs`",
+        _nvcc_check_arguments),
+    "calibrate": (
+        "measure a device with microbenchmarks (clock, FMA rate, DRAM and L2 bandwidth, "
+        "local-memory wavefronts, launch overhead) and write a device profile for --device "
+        "FILE.toml",
+        _calibrate_arguments),
+    "predict": (
+        "the best configurations of an input by the model across inputs (fitted on a tune "
+        "--inputs store, or a model file), optionally timed; --table: one per input of a CSV, as "
+        "JSON",
+        _predict_arguments),
+    "convert": (
+        "write a Kernel Tuner script's tune_params and restrictions (or a T1 JSON space) as a "
+        "readable beastgen space file",
+        _convert_arguments),
+    "devices": ("list the built-in device profiles", None),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="beastgen",
+        description="Compile declarative GPU tuning spaces into fast exact enumerators. "
+                    "A filter REJECTS a configuration when it is true.")
+    parser.add_argument("--version", action="version", version=f"beastgen {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (help, add_arguments) in SUBCOMMANDS.items():
+        p = _command(sub, name, help=help)
+        if add_arguments is not None:
+            add_arguments(p)
     return parser
 
 
