@@ -74,6 +74,27 @@ def _cpu_max_clock_mhz(reported: float) -> float:
     return best
 
 
+def _execution_limits(device, is_cpu: bool) -> tuple:
+    """(max clock in MHz, warp size, FP32 and FP64 FMA lanes per compute unit, DRAM bandwidth) of
+    an OpenCL device, each at least the truth (see :func:`opencl_profile`)."""
+    clock = float(device.max_clock_frequency)
+    vec32 = max(int(device.native_vector_width_float), int(device.preferred_vector_width_float), 1)
+    vec64 = max(int(device.native_vector_width_double), int(device.preferred_vector_width_double), 1)
+    if is_cpu:
+        return (_cpu_max_clock_mhz(clock), 2 * vec32, vec32 * CPU_FMA_PIPES, vec64 * CPU_FMA_PIPES,
+                CPU_DRAM_BANDWIDTH_LIMIT)
+    warp = 1
+    for attr in ("warp_size_nv", "wavefront_width_amd"):
+        try:
+            warp = int(getattr(device, attr))
+            break
+        except Exception:  # noqa: BLE001 - vendor extension absent
+            continue
+    # a GPU whose FMA lanes per compute unit OpenCL does not report: 128 FP32 lanes per unit is
+    # the most of any GPU (NVIDIA SM since Ampere, AMD CU dual-issue), 2 x 1.6 TB/s HBM the most
+    return clock, warp, 128, 128, 8.0e12
+
+
 def opencl_profile(device, index: int) -> DeviceProfile:
     """beastgen's device properties from an OpenCL device.
 
@@ -92,35 +113,13 @@ def opencl_profile(device, index: int) -> DeviceProfile:
     ``dram_bandwidth`` is CPU_DRAM_BANDWIDTH_LIMIT (OpenCL does not report it), ``l2_size`` the
     global memory cache (the last level a previous run can leave data in).
     """
-    cl = _import_cl()
-    is_cpu = bool(device.type & cl.device_type.CPU)
+    is_cpu = bool(device.type & _import_cl().device_type.CPU)
     sizes = list(device.max_work_item_sizes) + [1, 1, 1]
     max_wg = int(device.max_work_group_size)
     local = int(device.local_mem_size)
     units = int(device.max_compute_units)
-    clock = float(device.max_clock_frequency)
-    vec32 = max(int(device.native_vector_width_float), int(device.preferred_vector_width_float), 1)
-    vec64 = max(int(device.native_vector_width_double), int(device.preferred_vector_width_double), 1)
-    if is_cpu:
-        clock = _cpu_max_clock_mhz(clock)
-        warp = 2 * vec32
-        pipes = CPU_FMA_PIPES
-        lanes32, lanes64 = vec32 * pipes, vec64 * pipes
-        max_blocks = 32
-        bandwidth = CPU_DRAM_BANDWIDTH_LIMIT
-    else:
-        warp = 1
-        for attr in ("warp_size_nv", "wavefront_width_amd"):
-            try:
-                warp = int(getattr(device, attr))
-                break
-            except Exception:  # noqa: BLE001 - vendor extension absent
-                continue
-        # a GPU whose FMA lanes per compute unit OpenCL does not report: 128 FP32 lanes per unit is
-        # the most of any GPU (NVIDIA SM since Ampere, AMD CU dual-issue), 2 x 1.6 TB/s HBM the most
-        lanes32 = lanes64 = 128
-        max_blocks = 32
-        bandwidth = 8.0e12
+    max_blocks = 32
+    clock, warp, lanes32, lanes64, bandwidth = _execution_limits(device, is_cpu)
     peak32 = units * clock * 1e6 * lanes32 * 2
     peak64 = units * clock * 1e6 * lanes64 * 2
     regs_per_thread = 65536 if is_cpu else 255  # a CPU spills to cache: no hard register limit
