@@ -360,6 +360,28 @@ def test_branch_and_bound_on_gpu_workers_proves_the_best_as_locally(cluster, tmp
     assert {json.loads(k)["work"] for k, *_ in _rows(tmp_path / "chain.db")} == {1}
 
 
+@pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (apt-get install pocl-opencl-icd)")
+def test_daemonic_gpu_workers_replay_and_say_how_to_run_kernels(tmp_path):
+    """Workers started as Dask starts them by default (daemonic processes): a replay, whose runner
+    starts no process, tunes; a live backend, whose runner runs the kernels in a child process,
+    stops in one error saying how to start the workers, before anything is stored."""
+    from beastgen.distributed import tune_on_cluster
+
+    options = dict(generated_dir=str(tmp_path / "generated"), progress=False, log=lambda m: None)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, resources={"GPU": 1},
+                                  dashboard_address=":0", silence_logs=50) as local:
+        replayed = tune_on_cluster(GEMM_CLBLAST, local.scheduler_address, backend="replay", replay=REPLAY,
+                                   device="titanrtx", budget=3, strategy="bound_order",
+                                   results=str(tmp_path / "replay.db"), **options)
+        assert replayed.ran_now == 3
+        with pytest.raises(BeastError, match=r"is daemonic, so it cannot start the worker process that "
+                                             r"runs the kernels.*DASK_DISTRIBUTED__WORKER__DAEMON=False"):
+            tune_on_cluster(os.path.join(REPO, "tests", "harness_spaces", "chain.py"),
+                            local.scheduler_address, device="opencl:0", results=str(tmp_path / "live.db"),
+                            **options)
+    assert not os.path.exists(tmp_path / "live.db") or not _rows(tmp_path / "live.db")
+
+
 def test_an_unreachable_scheduler_is_one_line(monkeypatch, capsys):
     from beastgen.cli import main
     from beastgen.distributed import cluster

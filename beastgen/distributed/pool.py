@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-import multiprocessing
 import os
 import time
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from dataclasses import dataclass
 from ..devices import load_profile
 from ..errors import BeastError
 from ..harness.backends.base import Runner
+from ..harness.isolate import DaemonicProcess
 from ..harness.kernel import find_kernel
 from ..harness.store import config_key
 from ..harness.strategies import ALIASES, STRATEGIES
@@ -89,10 +89,6 @@ class _Context:
         with importable_beside(path):
             space = load(path)
         self.kernel = find_kernel(space)
-        if recipe.backend != "replay" and multiprocessing.current_process().daemon:
-            raise BeastError(f"Dask worker {host} runs in a daemonic process, which "
-                             "cannot start the watchdog process that runs the kernels: start the GPU "
-                             "workers with DASK_DISTRIBUTED__WORKER__DAEMON=False in their environment")
         replay = None
         if recipe.replay is not None:
             digest = hashlib.sha256(recipe.replay).hexdigest()[:16]
@@ -100,7 +96,7 @@ class _Context:
             if not os.path.exists(replay):
                 with AtomicOutput(replay) as temporary, open(temporary, "wb") as f:
                     f.write(recipe.replay)
-        _, self.runner, self.language = setup_backend(recipe.backend, recipe.device, replay, space)
+        _, self.runner, self.language = _setup_on_worker(recipe.backend, recipe.device, replay, space)
         self.settings = dict(recipe.settings)
         self.source = self.kernel.source_text(self.language) if self.language else ""
         if self.language and hashlib.sha256(self.source.encode()).hexdigest() != recipe.kernel_hash:
@@ -186,9 +182,19 @@ def _measure_batch(recipe: MeasureRecipe, batch: list, best: float, violated: tu
     return outcomes, time.perf_counter() - start
 
 
+def _setup_on_worker(backend: str, device, replay, space=None):
+    """:func:`~beastgen.harness.tuning.setup_backend` on a Dask worker, whose process must not be
+    daemonic where the backend's runner starts a process (:class:`DaemonicProcess`)."""
+    try:
+        return setup_backend(backend, device, replay, space)
+    except DaemonicProcess as e:
+        raise BeastError(f"{e.message}: start the Dask GPU workers with "
+                         "DASK_DISTRIBUTED__WORKER__DAEMON=False in their environment") from None
+
+
 def _profile_task(backend: str, device: str | None):
     """The device profile a GPU worker's backend reads from its device (opencl:N, cuda auto)."""
-    profile, runner, _ = setup_backend(backend, device, None)
+    profile, runner, _ = _setup_on_worker(backend, device, None)
     runner.close()
     return profile
 

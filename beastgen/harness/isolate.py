@@ -49,6 +49,11 @@ class DeviceLost(KernelFailure):
     so that the next configuration gets a fresh one."""
 
 
+class DaemonicProcess(BeastError):
+    """An :class:`Isolated` runner made in a daemonic process, which may not start the worker
+    process (``multiprocessing`` forbids a daemon children)."""
+
+
 def _worker(conn, factory, parent_pid: int) -> None:
     """Serve ``measure`` / ``check`` / ``args`` / ``stop`` messages with one backend. The worker
     leads its own process group (nvcc and its children join it, and Ctrl-C at the terminal reaches
@@ -119,9 +124,14 @@ def _serve(conn, backend) -> None:
 
 class Isolated(Runner):
     """A live backend's :class:`~.backends.base.Runner`: ``measure(launch, ...)`` compiles and runs
-    in a worker process whose backend ``factory`` (picklable) builds, under the watchdog."""
+    in a worker process whose backend ``factory`` (picklable) builds, under the watchdog; made in a
+    daemonic process, which could not start that worker, it raises :class:`DaemonicProcess`."""
 
     def __init__(self, factory, compile_timeout: float = COMPILE_TIMEOUT):
+        if multiprocessing.current_process().daemon:
+            raise DaemonicProcess(f"process {os.getpid()} on {os.uname().nodename} is daemonic, so it "
+                                  "cannot start the worker process that runs the kernels under the "
+                                  "watchdog")
         self.factory = factory
         self.compile_timeout = compile_timeout
         self.context = multiprocessing.get_context("spawn")
