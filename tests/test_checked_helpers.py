@@ -208,3 +208,68 @@ def test_looping_helpers_at_the_64_bit_edge_count_like_the_reference_or_stop_cle
         return
     assert counts == [reference_count(space, "h100")] * 3
     event("counted")
+
+
+def _both_paths(space, folder) -> list[int]:
+    """The default path's count, then Numba's (``BEASTGEN_NATIVE=0 BEASTGEN_VECTORISED=0``) count
+    and stats count."""
+    counts = [compile_space(space, "h100", {}, str(folder)).count()]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BEASTGEN_NATIVE", "0")
+        patch.setenv("BEASTGEN_VECTORISED", "0")
+        plan = compile_space(space, "h100", {}, str(folder))
+        return counts + [plan.count(), plan.stats().count]
+
+
+def test_checked_float_powers_are_pythons():
+    """``int_pow`` of floats is Python's float power: ZeroDivisionError for ``0.0 ** -1`` and
+    OverflowError past the floats (compiled code gives inf), a complex number (compiled nan) said
+    in ``left``; NaN and the infinities as in Python. ``float_power`` (the nest's) raises alike."""
+    run = numba.njit(lambda a, b, left: nestlib.int_pow(a, b, left, 3))
+    values = (0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 1 / 3, -8.0, 10.0, 1e200, -1e200, 1e-200,
+              400.0, -400.0, 3.0, -3.0, math.inf, -math.inf, math.nan, 2.5, 10, -3, 0, True)
+    for a, b in itertools.product(values, values):
+        if type(a) in (int, bool) and type(b) in (int, bool):
+            continue  # the integer power: checked above
+        try:
+            expected = a ** b
+            expected = "complex" if isinstance(expected, complex) else repr(float(expected))
+        except (ZeroDivisionError, OverflowError) as error:
+            expected = type(error).__name__
+        left = np.zeros(1, np.int64)
+        try:
+            got = repr(run(a, b, left))
+        except (ZeroDivisionError, OverflowError) as error:
+            got = "complex" if left[0] == -3 else type(error).__name__
+        try:
+            nest = repr(nestlib.float_power(float(a), float(b)))
+        except ValueError:
+            nest = "complex"
+        except (ZeroDivisionError, OverflowError) as error:
+            nest = type(error).__name__
+        if (a, b) == (-1e200, 2.5):  # Python's complex power overflows: an error either way
+            assert expected == "OverflowError" and got == nest == "complex"
+            continue
+        assert got == nest == expected, (a, b)
+
+
+def test_a_float_power_in_a_helper_counts_like_python(tmp_path):
+    """``0.0 ** -1.0`` and ``10.0 ** 400.0`` raise in Python (rejected), gave inf compiled (it
+    counted 4 where the reference counts 2); a negative base to a fractional power, a complex number
+    in Python, stops the count naming it."""
+    body = """\
+        a = beast.values(0.0, 10.0, 2.0, BASE)
+        b = beast.values(-1.0, 400.0, 0.5)
+        @beast.filter
+        def f():
+            t = 0.0
+            for i in range(1):
+                t = a ** b
+            return t < 1.5
+    """
+    space = _space(tmp_path, body.replace("BASE", "3.0"))
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [4] * 3
+    space = _space(tmp_path, body.replace("BASE", "-8.0"), "complex")
+    with pytest.raises(BeastError, match=r"complex.py:9: filter 'f': a \*\* b raises .* a negative "
+                       "number to a fractional power"):
+        compile_space(space, "h100", {}, str(tmp_path)).count()

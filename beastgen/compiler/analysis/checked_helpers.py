@@ -113,8 +113,9 @@ def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
         cases = [(index, "gives an integer past the 64 bits compiled code holds, where Python's "
                   "integers are exact; bound its operands (min, max) or compute it in floating point")]
         if function == "int_pow":
-            cases.append((-index, "raises an integer to a negative power: a float in Python, an "
-                          "integer in compiled code; write float(...) ** ..."))
+            cases.append((-index, "raises an integer to a negative power (a float in Python, an "
+                          "integer in compiled code; write float(...) ** ...) or a negative number to "
+                          "a fractional power (a complex number in Python, none in compiled code)"))
         for code, what in cases:
             message = f"{item.kind} '{item.name}': {source} {what}"
             lines += [f"    if left == {code}:", f"        raise SpaceError({message!r}, {where!r})"]
