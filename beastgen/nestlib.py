@@ -205,6 +205,17 @@ def _gcd(x, y):
 
 
 @numba.njit(nogil=True)
+def _truediv(x, y):
+    """Python's int / int, correctly rounded, where compiled code rounds each operand to a float
+    first: the same where both are floats exactly (IEEE division rounds once), else no value."""
+    if y == 0:
+        return 0.0, ZERO_DIVISOR
+    fx, fy = numba.float64(x), numba.float64(y)
+    exact = fx < _TWO_63 and fy < _TWO_63 and numba.int64(fx) == x and numba.int64(fy) == y
+    return fx / fy, OK if exact else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
 def _integral(x):
     """An integral float as a 64-bit integer (Python raises for NaN and the infinities)."""
     if x != x or x == math.inf or x == -math.inf:
@@ -316,6 +327,7 @@ def _unary(exact, plain, converts: bool = False):
 
 int_add, int_sub, int_mul = _binary(_add, operator.add), _binary(_sub, operator.sub), _binary(_mul, operator.mul)
 int_floordiv, int_mod = _binary(_floordiv, operator.floordiv), _binary(_mod, operator.mod)
+int_truediv = _binary(_truediv, operator.truediv)
 int_pow = _binary(_pow, operator.pow, _float_pow)
 int_lshift, int_rshift = _binary(_lshift, operator.lshift), _binary(_rshift, operator.rshift)
 int_neg, int_abs = _unary(_neg, operator.neg), _unary(_abs, abs)
@@ -340,3 +352,51 @@ def _compiled_span(start, stop, step, left=None, where=0):
         _settled(_sub(numba.int64(stop), numba.int64(start)), left, where)
         return numba.int64(start), numba.int64(stop), numba.int64(step)
     return span
+
+
+# -- comparisons of an integer with a float, exact as in Python -----------------------------------
+# Python compares an int with a float exactly; compiled code rounds the int to a float first
+# (``2**53 + 1 == 2.0**53`` is False in Python, True compiled). The ``cmp_*`` functions a helper's
+# comparisons become (analysis.checked_helpers) compare such a pair exactly; anything else plainly.
+@numba.njit(nogil=True)
+def _order(i, f):
+    """-1, 0 or 1 as the integer ``i`` is below, equal to or above the float ``f``; 2: ``f`` is NaN."""
+    if f != f:
+        return 2
+    if f >= _TWO_63:
+        return -1
+    if f < -_TWO_63:
+        return 1
+    whole = np.trunc(f)
+    t = numba.int64(whole)  # exact: inside the 64-bit range
+    if i != t:
+        return -1 if i < t else 1
+    return 0 if f == whole else (-1 if f > whole else 1)
+
+
+def _comparison(plain, holds):
+    """``cmp(a, b)``: ``plain`` (an ``operator`` comparison), exact between an integer and a float,
+    where ``holds(order)`` tells from :func:`_order` of the integer and the float whether it holds
+    with the integer on the left."""
+    def cmp(a, b):
+        return plain(a, b)
+
+    held = numba.njit(nogil=True)(holds)
+
+    @overload(cmp, jit_options={"nogil": True})
+    def compiled(a, b):
+        integer, floating = numba.types.Integer, numba.types.Float
+        if isinstance(a, integer) and isinstance(b, floating):
+            return lambda a, b: held(_order(numba.int64(a), b))
+        if isinstance(a, floating) and isinstance(b, integer):
+            return lambda a, b: held(-_order(numba.int64(b), a))  # NaN: -2, unordered too
+        return lambda a, b: plain(a, b)
+    return cmp
+
+
+cmp_lt = _comparison(operator.lt, lambda order: order == -1)
+cmp_le = _comparison(operator.le, lambda order: order == -1 or order == 0)
+cmp_gt = _comparison(operator.gt, lambda order: order == 1)
+cmp_ge = _comparison(operator.ge, lambda order: order == 1 or order == 0)
+cmp_eq = _comparison(operator.eq, lambda order: order == 0)
+cmp_ne = _comparison(operator.ne, lambda order: order != 0)

@@ -273,3 +273,52 @@ def test_a_float_power_in_a_helper_counts_like_python(tmp_path):
     with pytest.raises(BeastError, match=r"complex.py:9: filter 'f': a \*\* b raises .* a negative "
                        "number to a fractional power"):
         compile_space(space, "h100", {}, str(tmp_path)).count()
+
+
+def test_checked_comparisons_of_an_int_with_a_float_are_exact():
+    """Python compares an int with a float exactly; compiled code rounded the int first."""
+    ints = (0, 1, -1, 3, 2 ** 53, 2 ** 53 + 1, -2 ** 53 - 1, 2 ** 62 + 1, 2 ** 63 - 1, -2 ** 63, -2 ** 63 + 1)
+    floats = (0.0, -0.0, 0.5, -0.5, 3.5, -3.5, 2.0 ** 53, -2.0 ** 53, 2.0 ** 62, 2.0 ** 63, -2.0 ** 63,
+              1e19, -1e19, math.inf, -math.inf, math.nan)
+    for name, plain in (("cmp_lt", operator.lt), ("cmp_le", operator.le), ("cmp_gt", operator.gt),
+                        ("cmp_ge", operator.ge), ("cmp_eq", operator.eq), ("cmp_ne", operator.ne)):
+        compare = getattr(nestlib, name)
+        run = numba.njit(lambda a, b: compare(a, b))
+        for a, b in [*itertools.product(ints, floats), *itertools.product(floats, ints)]:
+            assert run(a, b) == plain(a, b), (name, a, b)
+        assert run(3, 4) == plain(3, 4) and run("a", "b") == plain("a", "b")
+
+
+def test_checked_true_division_is_pythons_or_says_where():
+    """int / int: Python's correctly rounded quotient where both operands are floats exactly,
+    else ``left`` is set (compiled code rounds each operand first: 1 / (2**53 + 1) differs)."""
+    run = numba.njit(lambda a, b, left: nestlib.int_truediv(a, b, left, 1))
+    for a, b in itertools.product(EDGES + (2 ** 53 + 1, 10), EDGES + (2 ** 53 + 1, 10)):
+        left = np.zeros(1, np.int64)
+        try:
+            got = run(a, b, left)
+        except (ZeroDivisionError, OverflowError):
+            got = "left" if left[0] == 1 else "raised"
+        expected = a / b if b else "raised"
+        assert got == expected or (got == "left" and not (float(a) == a and float(b) == b)), (a, b)
+    assert run(1.5, 2, np.zeros(1, np.int64)) == 0.75
+
+
+def test_a_helpers_comparison_and_division_past_2_53_count_like_python(tmp_path):
+    """``n == 2.0**53`` of n = 2**53 + 1 is False in Python, was True compiled (it counted 2 where
+    the reference counts 1); ``n / 3`` of that n cannot round as Python does: the count stops."""
+    body = """\
+        y = beast.values(1, 2)
+        @beast.filter
+        def f():
+            n = 0
+            for i in range(y):
+                n = 2 ** 53 + i
+            return EXPR
+    """
+    space = _space(tmp_path, body.replace("EXPR", "n == 2.0 ** 53 or 2.0 ** 53 < n < 2.0 ** 53"))
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [1] * 3
+    space = _space(tmp_path, body.replace("EXPR", "n / 3 > 0"), "division")
+    with pytest.raises(BeastError, match=r"division.py:9: filter 'f': n / 3 divides an integer that "
+                       "no float holds exactly"):
+        compile_space(space, "h100", {}, str(tmp_path)).count()

@@ -38,11 +38,15 @@ from ..specialize import Item, Specialized
 from .intervals import unproven_integer_operations
 
 _BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
-           ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift"}
+           ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift",
+           ast.Div: "int_truediv"}
+_COMPARE = {ast.Lt: "cmp_lt", ast.LtE: "cmp_le", ast.Gt: "cmp_gt", ast.GtE: "cmp_ge", ast.Eq: "cmp_eq",
+            ast.NotEq: "cmp_ne"}
 _BUILTINS = {"int": "int_of", "round": "int_round", "abs": "int_abs"}
 _MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc", "gcd": "int_gcd"}
 #: the checked functions the generated module imports from nestlib
-NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), "int_neg", "int_span"})
+NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), *_COMPARE.values(),
+                        "int_neg", "int_span"})
 
 
 @dataclass
@@ -112,6 +116,10 @@ def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
     for index, (function, source, where) in enumerate(helper.sites, start=1):
         cases = [(index, "gives an integer past the 64 bits compiled code holds, where Python's "
                   "integers are exact; bound its operands (min, max) or compute it in floating point")]
+        if function == "int_truediv":
+            cases = [(index, "divides an integer that no float holds exactly (past 2**53): Python "
+                      "rounds the exact quotient once, compiled code each operand first; write "
+                      "float(...) / ... to round as compiled code does")]
         if function == "int_pow":
             cases.append((-index, "raises an integer to a negative power (a float in Python, an "
                           "integer in compiled code; write float(...) ** ...) or a negative number to "
@@ -245,6 +253,14 @@ class _Sites(IdentityMapper):
         return self._site(node, "int_abs", list(rebuilt.args)) if id(node) in self.unproven else rebuilt
 
 
+def _pure_call(node) -> bool:
+    """Whether ``node``, a call inside a helper, is a checked operation or a builtin's or math's:
+    evaluating it twice does what once does."""
+    func = getattr(node, "func", None)
+    return isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                          and func.value.id == "math")
+
+
 class _Rewriter(ast.NodeTransformer):
     """Integer operations into checked calls; ``sites``: (function, source, file:line) of each."""
 
@@ -279,6 +295,23 @@ class _Rewriter(ast.NodeTransformer):
         if not isinstance(node.op, ast.USub):
             return node
         return self._call("int_neg", [node.operand], original)
+
+    def visit_Compare(self, node):
+        """Each ``<, <=, >, >=, ==, !=`` into ``cmp_*`` (nestlib), exact between an int and a float;
+        a chain ``a < b < c`` into ``a < b and b < c``, its middle operands evaluated twice at most."""
+        self.generic_visit(node)
+        if not all(type(op) in _COMPARE for op in node.ops):
+            return node
+        operands = [node.left, *node.comparators]
+        for middle in operands[1:-1]:
+            if any(isinstance(sub, (ast.Call, ast.NamedExpr)) and not _pure_call(sub) for sub in ast.walk(middle)):
+                raise SpaceError(f"space function '{self.info.node.name}': the chained comparison "
+                                 f"{ast.unparse(node)} calls a method between its comparisons; "
+                                 "write it as separate comparisons joined by 'and'",
+                                 self.info.where(node.lineno))
+        pairs = [ast.Call(ast.Name(_COMPARE[type(op)], ast.Load()), [a, b], [])
+                 for op, a, b in zip(node.ops, operands, operands[1:])]
+        return ast.copy_location(pairs[0] if len(pairs) == 1 else ast.BoolOp(ast.And(), pairs), node)
 
     def visit_AugAssign(self, node):
         target = copy.deepcopy(node.target)
