@@ -145,6 +145,18 @@ def _floordiv(x, y):
 
 
 @numba.njit(nogil=True)
+def _dividend(x, y):
+    """``x``, where ``x // y`` fits in 64 bits (only ``INT64_MIN // -1`` does not, and compiled
+    code gives 0 for it); a zero ``y`` is left to the division."""
+    return x, OK if x != INT64_MIN or y != -1 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _first(x, y):
+    return x
+
+
+@numba.njit(nogil=True)
 def _mod(x, y):
     if y == 0:
         return numba.int64(0), ZERO_DIVISOR
@@ -328,6 +340,7 @@ def _unary(exact, plain, converts: bool = False):
 int_add, int_sub, int_mul = _binary(_add, operator.add), _binary(_sub, operator.sub), _binary(_mul, operator.mul)
 int_floordiv, int_mod = _binary(_floordiv, operator.floordiv), _binary(_mod, operator.mod)
 int_truediv = _binary(_truediv, operator.truediv)
+int_dividend = _binary(_dividend, _first)  # the nest's a // b on a space function's value
 int_pow = _binary(_pow, operator.pow, _float_pow)
 int_lshift, int_rshift = _binary(_lshift, operator.lshift), _binary(_rshift, operator.rshift)
 int_neg, int_abs = _unary(_neg, operator.neg), _unary(_abs, abs)

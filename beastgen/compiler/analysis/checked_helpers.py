@@ -18,8 +18,9 @@ the error (``<helper>__raise``). A range of ``range(a, b)`` whose length Numba w
 64 bits is such an error too (``nestlib.int_span``); an integer constant past 64 bits (Numba would
 make it unsigned, or a float) is refused before compiling.
 
-What such a function returns or yields is not analysed either, so the integer ``+ - * **``, unary
-``-`` and ``abs`` of an expression on it (a filter ``g * y * 2 < 5`` on a generator's values, an
+What such a function returns or yields is not analysed either, so the integer ``+ - * ** //``,
+unary ``-`` and ``abs`` of an expression on it (``%`` needs no check: compiled code gives Python's 0
+for ``-2**63 % -1``) (a filter ``g * y * 2 < 5`` on a generator's values, an
 iterator's ``range(d * 4, ...)``), whose interval ``analysis.intervals`` cannot know, become calls
 of checked site functions (:class:`CheckedExpression`), which stop the count the same way.
 """
@@ -46,7 +47,7 @@ _BUILTINS = {"int": "int_of", "round": "int_round", "abs": "int_abs"}
 _MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc", "gcd": "int_gcd"}
 #: the checked functions the generated module imports from nestlib
 NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), *_COMPARE.values(),
-                        "int_neg", "int_span"})
+                        "int_neg", "int_span", "int_dividend"})
 
 
 @dataclass
@@ -242,7 +243,12 @@ class _Sites(IdentityMapper):
 
     def map_BinOp(self, node):
         rebuilt = super().map_BinOp(node)
-        return self._site(node, _SITE_OPERATIONS[node.op], [rebuilt.left, rebuilt.right]) if id(node) in self.unproven else rebuilt
+        if id(node) not in self.unproven:
+            return rebuilt
+        if node.op == "//":  # the dividend checked, the division kept (its zero divisor guarded)
+            dividend = self._site(node, "int_dividend", [rebuilt.left, rebuilt.right])
+            return L.BinOp("//", dividend, rebuilt.right)
+        return self._site(node, _SITE_OPERATIONS[node.op], [rebuilt.left, rebuilt.right])
 
     def map_UnaryOp(self, node):
         rebuilt = super().map_UnaryOp(node)

@@ -67,7 +67,7 @@ def range_fits(spec: Specialized, known: dict, item) -> bool:
 
 
 def unproven_integer_operations(spec: Specialized, known: dict, item, expr) -> list:
-    """The ``+ - *``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of ``expr`` (an item's
+    """The ``+ - * //``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of ``expr`` (an item's
     expression or a part of an iterator's domain) that may compute integers (not floats, by type)
     and whose interval is not known: what a space function computes is not analysed, so an
     operation on its value may leave 64 bits unseen."""
@@ -370,7 +370,7 @@ class _Unproven(_Analysis):
 
 def _checkable(expr) -> bool:
     if isinstance(expr, L.BinOp):
-        return expr.op in ("+", "-", "*") or (
+        return expr.op in ("+", "-", "*", "//") or (
             expr.op == "**" and isinstance(expr.right, L.Const) and type(expr.right.value) is int
             and expr.right.value >= 0)  # a power the nest keeps as it is (codegen's PythonPowers)
     return (isinstance(expr, L.UnaryOp) and expr.op == "-") or (isinstance(expr, L.Call) and expr.func == "abs")
