@@ -110,7 +110,8 @@ def range_contains(start, stop, step, value):
 # power past the floats) raise as in Python. ``int_pow`` of floats is Python's float power
 # (:func:`_float_pow`); on anything else (floats, tuples, lists) each is the plain operation.
 INT64_MIN = -2 ** 63
-OK, PAST_64_BITS, NOT_AN_INTEGER, ZERO_DIVISOR, NEGATIVE_SHIFT, NO_INTEGER, COMPLEX, FLOAT_OVERFLOW = range(-1, 7)
+OK, PAST_64_BITS, NOT_AN_INTEGER, ZERO_DIVISOR, NEGATIVE_SHIFT, NO_INTEGER = -1, 0, 1, 2, 3, 4
+COMPLEX, FLOAT_OVERFLOW = 5, 6
 _TWO_63 = 9223372036854775808.0
 
 

@@ -259,14 +259,6 @@ class _Sites(IdentityMapper):
         return self._site(node, "int_abs", list(rebuilt.args)) if id(node) in self.unproven else rebuilt
 
 
-def _pure_call(node) -> bool:
-    """Whether ``node``, a call inside a helper, is a checked operation or a builtin's or math's:
-    evaluating it twice does what once does."""
-    func = getattr(node, "func", None)
-    return isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                                          and func.value.id == "math")
-
-
 class _Rewriter(ast.NodeTransformer):
     """Integer operations into checked calls; ``sites``: (function, source, file:line) of each."""
 
@@ -304,17 +296,12 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Compare(self, node):
         """Each ``<, <=, >, >=, ==, !=`` into ``cmp_*`` (nestlib), exact between an int and a float;
-        a chain ``a < b < c`` into ``a < b and b < c``, its middle operands evaluated twice at most."""
+        a chain ``a < b < c`` into ``a < b and b < c``, its middle operands evaluated twice at most
+        (alike: a space function calls only builtins and ``math``, see ``check_compilable``)."""
         self.generic_visit(node)
         if not all(type(op) in _COMPARE for op in node.ops):
             return node
         operands = [node.left, *node.comparators]
-        for middle in operands[1:-1]:
-            if any(isinstance(sub, (ast.Call, ast.NamedExpr)) and not _pure_call(sub) for sub in ast.walk(middle)):
-                raise SpaceError(f"space function '{self.info.node.name}': the chained comparison "
-                                 f"{ast.unparse(node)} calls a method between its comparisons; "
-                                 "write it as separate comparisons joined by 'and'",
-                                 self.info.where(node.lineno))
         pairs = [ast.Call(ast.Name(_COMPARE[type(op)], ast.Load()), [a, b], [])
                  for op, a, b in zip(node.ops, operands, operands[1:])]
         return ast.copy_location(pairs[0] if len(pairs) == 1 else ast.BoolOp(ast.And(), pairs), node)
