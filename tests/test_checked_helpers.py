@@ -370,3 +370,17 @@ def test_a_solved_filter_whose_solution_is_2_63_rejects(tmp_path, values):
               "x = beast.range(0, 10)\nf = beast.filter(x * c != g)\n")
     space = _space(tmp_path, source)
     assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [1] * 3
+
+
+def test_a_generators_value_compared_with_a_float_is_exact(tmp_path):
+    """``g == 2.0 ** 53`` of g = 2**53 + 1 is False in Python, was True compiled (it counted 1
+    where the reference counts 2): the nest compares it exactly (nestlib.cmp_eq)."""
+    space = _space(tmp_path, """\
+        z = beast.values(1)
+        @beast.iterator
+        def g():
+            for i in range(3):
+                yield 2**53 + i * z
+        f = beast.filter(g == 2.0 ** 53)
+    """)
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [2] * 3

@@ -19,10 +19,11 @@ the error (``<helper>__raise``). A range of ``range(a, b)`` whose length Numba w
 make it unsigned, or a float) is refused before compiling.
 
 What such a function returns or yields is not analysed either, so the integer ``+ - * ** //``,
-unary ``-`` and ``abs`` of an expression on it (``%`` needs no check: compiled code gives Python's 0
-for ``-2**63 % -1``) (a filter ``g * y * 2 < 5`` on a generator's values, an
-iterator's ``range(d * 4, ...)``), whose interval ``analysis.intervals`` cannot know, become calls
-of checked site functions (:class:`CheckedExpression`), which stop the count the same way.
+unary ``-`` and ``abs`` of an expression on it (a filter ``g * y * 2 < 5`` on a generator's values,
+an iterator's ``range(d * 4, ...)``; ``%`` needs no check: compiled code gives Python's 0 for
+``-2**63 % -1``), whose interval ``analysis.intervals`` cannot know, become calls
+of checked site functions (:class:`CheckedExpression`), which stop the count the same way; and its
+comparisons with a float become ``nestlib.cmp_*``, exact as Python's.
 """
 from __future__ import annotations
 
@@ -209,6 +210,7 @@ class _Recording(IdentityMapper):
 
 
 _SITE_OPERATIONS = {"+": "int_add", "-": "int_sub", "*": "int_mul", "**": "int_pow"}
+_COMPARE_FUNCTIONS = {"<": "cmp_lt", "<=": "cmp_le", ">": "cmp_gt", ">=": "cmp_ge", "==": "cmp_eq", "!=": "cmp_ne"}
 
 
 def checked_expressions(spec: Specialized, known: dict) -> dict[str, CheckedExpression]:
@@ -253,6 +255,12 @@ class _Sites(IdentityMapper):
     def map_UnaryOp(self, node):
         rebuilt = super().map_UnaryOp(node)
         return self._site(node, "int_neg", [rebuilt.operand]) if id(node) in self.unproven else rebuilt
+
+    def map_Compare(self, node):  # no site: an exact comparison (nestlib.cmp_*) never raises
+        rebuilt = super().map_Compare(node)
+        if id(node) not in self.unproven:
+            return rebuilt
+        return L.Call(_COMPARE_FUNCTIONS[node.op], [rebuilt.left, rebuilt.right])
 
     def map_Call(self, node):
         rebuilt = super().map_Call(node)
