@@ -384,3 +384,14 @@ def test_a_generators_value_compared_with_a_float_is_exact(tmp_path):
         f = beast.filter(g == 2.0 ** 53)
     """)
     assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [2] * 3
+
+
+def test_a_float_power_past_the_floats_in_the_nest_rejects_as_in_python(tmp_path):
+    """``a ** 2`` of a = 1e200 and ``x ** y`` of y = 2000.0 raise OverflowError in Python (rejected),
+    gave inf in Numba's nest (it counted 2 where C and the reference count 1; 2 for 0): each
+    such power is nestlib.float_power, unless an integer base to a small constant exponent."""
+    space = _space(tmp_path, "a = beast.values(1e200, 2.0, 3.0)\nf = beast.filter(a ** 2 < 5)\n")
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [1] * 3
+    space = _space(tmp_path, "x = beast.range(1, 4)\ny = beast.values(2000.0, 1.0)\n"
+                             "f = beast.filter(x ** y < 5)\n", "exponent")
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [0] * 3
