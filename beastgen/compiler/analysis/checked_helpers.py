@@ -21,9 +21,9 @@ make it unsigned, or a float) is refused before compiling.
 What such a function returns or yields is not analysed either, so the integer ``+ - * ** //``,
 unary ``-`` and ``abs`` of an expression on it (a filter ``g * y * 2 < 5`` on a generator's values,
 an iterator's ``range(d * 4, ...)``; ``%`` needs no check: compiled code gives Python's 0 for
-``-2**63 % -1``), whose interval ``analysis.intervals`` cannot know, become calls
-of checked site functions (:class:`CheckedExpression`), which stop the count the same way; and its
-comparisons with a float become ``nestlib.cmp_*``, exact as Python's.
+``-2**63 % -1``), whose interval ``analysis.intervals`` cannot know, become calls of checked site
+functions (:class:`CheckedExpression`), which stop the count the same way; and its comparisons with
+a float become ``nestlib.cmp_*``, exact as Python's.
 """
 from __future__ import annotations
 
@@ -210,7 +210,8 @@ class _Recording(IdentityMapper):
 
 
 _SITE_OPERATIONS = {"+": "int_add", "-": "int_sub", "*": "int_mul", "**": "int_pow"}
-_COMPARE_FUNCTIONS = {"<": "cmp_lt", "<=": "cmp_le", ">": "cmp_gt", ">=": "cmp_ge", "==": "cmp_eq", "!=": "cmp_ne"}
+_COMPARE_FUNCTIONS = {"<": "cmp_lt", "<=": "cmp_le", ">": "cmp_gt", ">=": "cmp_ge", "==": "cmp_eq",
+                      "!=": "cmp_ne"}
 
 
 def checked_expressions(spec: Specialized, known: dict) -> dict[str, CheckedExpression]:
