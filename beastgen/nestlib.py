@@ -55,13 +55,13 @@ def heap_offer(bounds, terms, rows, size, bound, term, row):
 @numba.njit(cache=True, nogil=True)
 def float_power(base, exponent):
     """``base ** exponent`` as Python computes a float power, raising where Python gives no float:
-    ``0.0 ** negative`` raises ZeroDivisionError (compiled code gives inf), and a negative base with
-    a fractional exponent raises ValueError (Python gives a complex number, compiled code nan)."""
-    if base == 0 and exponent < 0:
-        raise ZeroDivisionError("0.0 cannot be raised to a negative power")
-    if base < 0 and exponent != math.floor(exponent):
+    ``0.0 ** negative`` raises ZeroDivisionError (compiled code gives inf), a finite power past the
+    floats OverflowError (compiled code inf), and a negative base with a fractional exponent
+    ValueError (Python gives a complex number, compiled code nan)."""
+    value, reason = _float_pow(base, exponent)
+    if reason == COMPLEX:
         raise ValueError("a negative number to a fractional power is complex")
-    return base ** exponent
+    return _settled((value, reason), None, 0)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -101,14 +101,17 @@ def range_contains(start, stop, step, value):
 # A space function compiled as a helper (a loop, a generator: see analysis.checked_helpers) has each
 # integer operation and float-to-int conversion replaced by one of the ``int_*`` functions below.
 # On integers (and booleans) each gives Python's exact result where it fits in 64 bits; where
-# Python's result does not fit, or is not an integer (an integer to a negative power is a float),
-# it raises after writing where that happened into ``left``, when the caller passes an array
-# (``left[0] = where``; ``-where`` for a negative power): so the nest tells such a raise from the function's own errors
-# (which reject a configuration) and stops the count with an error naming the operation. Python's
-# own errors (a zero divisor, a negative shift count, int() of NaN or infinity) raise as in Python.
-# On anything else (floats, tuples, lists) each is the plain operation.
+# Python's result does not fit, or is not a value compiled code has (an integer to a negative power
+# is a float, a negative float to a fractional power a complex number), it raises after writing
+# where that happened into ``left``, when the caller passes an array (``left[0] = where``;
+# ``-where`` for a power without such a value): so the nest tells such a raise from the function's
+# own errors (which reject a configuration) and stops the count with an error naming the operation.
+# Python's own errors (a zero divisor, a negative shift count, int() of NaN or infinity, a float
+# power past the floats) raise as in Python. ``int_pow`` of floats is Python's float power
+# (:func:`_float_pow`); on anything else (floats, tuples, lists) each is the plain operation.
 INT64_MIN = -2 ** 63
 OK, PAST_64_BITS, NOT_AN_INTEGER, ZERO_DIVISOR, NEGATIVE_SHIFT, NO_INTEGER = -1, 0, 1, 2, 3, 4
+COMPLEX, FLOAT_OVERFLOW = 5, 6
 _TWO_63 = 9223372036854775808.0
 
 
@@ -140,6 +143,18 @@ def _floordiv(x, y):
     if y == -1:
         return _neg(x)
     return x // y, OK
+
+
+@numba.njit(nogil=True)
+def _dividend(x, y):
+    """``x``, where ``x // y`` fits in 64 bits (only ``INT64_MIN // -1`` does not, and compiled
+    code gives 0 for it); a zero ``y`` is left to the division."""
+    return x, OK if x != INT64_MIN or y != -1 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
+def _first(x, y):
+    return x
 
 
 @numba.njit(nogil=True)
@@ -203,6 +218,17 @@ def _gcd(x, y):
 
 
 @numba.njit(nogil=True)
+def _truediv(x, y):
+    """Python's int / int, correctly rounded, where compiled code rounds each operand to a float
+    first: the same where both are floats exactly (IEEE division rounds once), else no value."""
+    if y == 0:
+        return 0.0, ZERO_DIVISOR
+    fx, fy = numba.float64(x), numba.float64(y)
+    exact = fx < _TWO_63 and fy < _TWO_63 and numba.int64(fx) == x and numba.int64(fy) == y
+    return fx / fy, OK if exact else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
 def _integral(x):
     """An integral float as a 64-bit integer (Python raises for NaN and the infinities)."""
     if x != x or x == math.inf or x == -math.inf:
@@ -235,6 +261,24 @@ def _round(x):
 
 
 @numba.njit(nogil=True)
+def _float_pow(x, y):
+    """Python's ``float(x) ** float(y)`` (CPython's float_pow): ZERO_DIVISOR for ``0.0 ** negative``,
+    COMPLEX for a negative base and a finite fractional exponent, FLOAT_OVERFLOW for a finite power
+    past the floats; C's ``pow`` agrees with Python on NaN, the infinities and every other case."""
+    x, y = numba.float64(x), numba.float64(y)
+    finite = not (math.isinf(x) or math.isnan(x) or math.isinf(y) or math.isnan(y))
+    if finite and y != 0:
+        if x == 0 and y < 0:
+            return 0.0, ZERO_DIVISOR
+        if x < 0 and y != math.floor(y):
+            return 0.0, COMPLEX
+    value = x ** y
+    if finite and math.isinf(value):
+        return value, FLOAT_OVERFLOW
+    return value, OK
+
+
+@numba.njit(nogil=True)
 def _settled(result, left, where):
     """The value of ``result`` (value, reason), or raise as Python would or for ``reason``."""
     value, reason = result
@@ -246,7 +290,9 @@ def _settled(result, left, where):
         raise ValueError("negative shift count")
     if reason == NO_INTEGER:
         raise ValueError("cannot convert NaN or an infinity to an integer")
-    if left is not None:
+    if reason == FLOAT_OVERFLOW:
+        raise OverflowError("numerical result out of range")
+    if left is not None:  # past 64 bits; or no integer, or complex: no value compiled code gives
         left[0] = where if reason == PAST_64_BITS else -where
     raise OverflowError("no 64-bit integer holds Python's result")
 
@@ -256,14 +302,18 @@ def _integers(*types_) -> bool:
                for t in types_)
 
 
-def _binary(exact, plain):
+def _binary(exact, plain, floats=None):
     """``op(a, b, left=None, where=0)`` for the generated code: ``exact`` on integers (njit,
-    giving (value, reason)), ``plain`` (an ``operator`` function) on anything else."""
+    giving (value, reason)), ``floats`` (the same) on other numbers when given, ``plain`` (an
+    ``operator`` function) on anything else."""
     def op(a, b, left=None, where=0):
         return plain(a, b)
 
     @overload(op, jit_options={"nogil": True})
     def compiled(a, b, left=None, where=0):
+        numbers = all(isinstance(t, (numba.types.Number, numba.types.Boolean)) for t in (a, b))
+        if floats is not None and numbers and not _integers(a, b):
+            return lambda a, b, left=None, where=0: _settled(floats(a, b), left, where)
         if not _integers(a, b):
             return lambda a, b, left=None, where=0: plain(a, b)
         return lambda a, b, left=None, where=0: _settled(exact(numba.int64(a), numba.int64(b)), left, where)
@@ -290,7 +340,9 @@ def _unary(exact, plain, converts: bool = False):
 
 int_add, int_sub, int_mul = _binary(_add, operator.add), _binary(_sub, operator.sub), _binary(_mul, operator.mul)
 int_floordiv, int_mod = _binary(_floordiv, operator.floordiv), _binary(_mod, operator.mod)
-int_pow = _binary(_pow, operator.pow)
+int_truediv = _binary(_truediv, operator.truediv)
+int_dividend = _binary(_dividend, _first)  # the nest's a // b on a space function's value
+int_pow = _binary(_pow, operator.pow, _float_pow)
 int_lshift, int_rshift = _binary(_lshift, operator.lshift), _binary(_rshift, operator.rshift)
 int_neg, int_abs = _unary(_neg, operator.neg), _unary(_abs, abs)
 int_of, int_round = _unary(_trunc, int, converts=True), _unary(_round, round, converts=True)
@@ -314,3 +366,51 @@ def _compiled_span(start, stop, step, left=None, where=0):
         _settled(_sub(numba.int64(stop), numba.int64(start)), left, where)
         return numba.int64(start), numba.int64(stop), numba.int64(step)
     return span
+
+
+# -- comparisons of an integer with a float, exact as in Python -----------------------------------
+# Python compares an int with a float exactly; compiled code rounds the int to a float first
+# (``2**53 + 1 == 2.0**53`` is False in Python, True compiled). The ``cmp_*`` functions a helper's
+# comparisons become (analysis.checked_helpers) compare such a pair exactly; anything else plainly.
+@numba.njit(nogil=True)
+def _order(i, f):
+    """-1, 0 or 1 as the integer ``i`` is below, equal to or above the float ``f``; 2: ``f`` is NaN."""
+    if f != f:
+        return 2
+    if f >= _TWO_63:
+        return -1
+    if f < -_TWO_63:
+        return 1
+    whole = np.trunc(f)
+    t = numba.int64(whole)  # exact: inside the 64-bit range
+    if i != t:
+        return -1 if i < t else 1
+    return 0 if f == whole else (-1 if f > whole else 1)
+
+
+def _comparison(plain, holds):
+    """``cmp(a, b)``: ``plain`` (an ``operator`` comparison), exact between an integer and a float,
+    where ``holds(order)`` tells from :func:`_order` of the integer and the float whether it holds
+    with the integer on the left."""
+    def cmp(a, b):
+        return plain(a, b)
+
+    held = numba.njit(nogil=True)(holds)
+
+    @overload(cmp, jit_options={"nogil": True})
+    def compiled(a, b):
+        integer, floating = numba.types.Integer, numba.types.Float
+        if isinstance(a, integer) and isinstance(b, floating):
+            return lambda a, b: held(_order(numba.int64(a), b))
+        if isinstance(a, floating) and isinstance(b, integer):
+            return lambda a, b: held(-_order(numba.int64(b), a))  # NaN: -2, unordered too
+        return lambda a, b: plain(a, b)
+    return cmp
+
+
+cmp_lt = _comparison(operator.lt, lambda order: order == -1)
+cmp_le = _comparison(operator.le, lambda order: order == -1 or order == 0)
+cmp_gt = _comparison(operator.gt, lambda order: order == 1)
+cmp_ge = _comparison(operator.ge, lambda order: order == 1 or order == 0)
+cmp_eq = _comparison(operator.eq, lambda order: order == 0)
+cmp_ne = _comparison(operator.ne, lambda order: order != 0)

@@ -208,3 +208,190 @@ def test_looping_helpers_at_the_64_bit_edge_count_like_the_reference_or_stop_cle
         return
     assert counts == [reference_count(space, "h100")] * 3
     event("counted")
+
+
+def _both_paths(space, folder) -> list[int]:
+    """The default path's count, then Numba's (``BEASTGEN_NATIVE=0 BEASTGEN_VECTORISED=0``) count
+    and stats count."""
+    counts = [compile_space(space, "h100", {}, str(folder)).count()]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BEASTGEN_NATIVE", "0")
+        patch.setenv("BEASTGEN_VECTORISED", "0")
+        plan = compile_space(space, "h100", {}, str(folder))
+        return counts + [plan.count(), plan.stats().count]
+
+
+def test_checked_float_powers_are_pythons():
+    """``int_pow`` of floats is Python's float power: ZeroDivisionError for ``0.0 ** -1`` and
+    OverflowError past the floats (compiled code gives inf), a complex number (compiled nan) said
+    in ``left``; NaN and the infinities as in Python. ``float_power`` (the nest's) raises alike."""
+    run = numba.njit(lambda a, b, left: nestlib.int_pow(a, b, left, 3))
+    values = (0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 1 / 3, -8.0, 10.0, 1e200, -1e200, 1e-200,
+              400.0, -400.0, 3.0, -3.0, math.inf, -math.inf, math.nan, 2.5, 10, -3, 0, True)
+    for a, b in itertools.product(values, values):
+        if type(a) in (int, bool) and type(b) in (int, bool):
+            continue  # the integer power: checked above
+        try:
+            expected = a ** b
+            expected = "complex" if isinstance(expected, complex) else repr(float(expected))
+        except (ZeroDivisionError, OverflowError) as error:
+            expected = type(error).__name__
+        left = np.zeros(1, np.int64)
+        try:
+            got = repr(run(a, b, left))
+        except (ZeroDivisionError, OverflowError) as error:
+            got = "complex" if left[0] == -3 else type(error).__name__
+        try:
+            nest = repr(nestlib.float_power(float(a), float(b)))
+        except ValueError:
+            nest = "complex"
+        except (ZeroDivisionError, OverflowError) as error:
+            nest = type(error).__name__
+        if (a, b) == (-1e200, 2.5):  # Python's complex power overflows: an error either way
+            assert expected == "OverflowError" and got == nest == "complex"
+            continue
+        assert got == nest == expected, (a, b)
+
+
+def test_a_float_power_in_a_helper_counts_like_python(tmp_path):
+    """``0.0 ** -1.0`` and ``10.0 ** 400.0`` raise in Python (rejected), gave inf compiled (it
+    counted 4 where the reference counts 2); a negative base to a fractional power, a complex number
+    in Python, stops the count naming it."""
+    body = """\
+        a = beast.values(0.0, 10.0, 2.0, BASE)
+        b = beast.values(-1.0, 400.0, 0.5)
+        @beast.filter
+        def f():
+            t = 0.0
+            for i in range(1):
+                t = a ** b
+            return t < 1.5
+    """
+    space = _space(tmp_path, body.replace("BASE", "3.0"))
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [4] * 3
+    space = _space(tmp_path, body.replace("BASE", "-8.0"), "complex")
+    with pytest.raises(BeastError, match=r"complex.py:9: filter 'f': a \*\* b raises .* a negative "
+                       "number to a fractional power"):
+        compile_space(space, "h100", {}, str(tmp_path)).count()
+
+
+def test_checked_comparisons_of_an_int_with_a_float_are_exact():
+    """Python compares an int with a float exactly; compiled code rounded the int first."""
+    ints = (0, 1, -1, 3, 2 ** 53, 2 ** 53 + 1, -2 ** 53 - 1, 2 ** 62 + 1, 2 ** 63 - 1, -2 ** 63, -2 ** 63 + 1)
+    floats = (0.0, -0.0, 0.5, -0.5, 3.5, -3.5, 2.0 ** 53, -2.0 ** 53, 2.0 ** 62, 2.0 ** 63, -2.0 ** 63,
+              1e19, -1e19, math.inf, -math.inf, math.nan)
+    for name, plain in (("cmp_lt", operator.lt), ("cmp_le", operator.le), ("cmp_gt", operator.gt),
+                        ("cmp_ge", operator.ge), ("cmp_eq", operator.eq), ("cmp_ne", operator.ne)):
+        compare = getattr(nestlib, name)
+        run = numba.njit(lambda a, b: compare(a, b))
+        for a, b in [*itertools.product(ints, floats), *itertools.product(floats, ints)]:
+            assert run(a, b) == plain(a, b), (name, a, b)
+        assert run(3, 4) == plain(3, 4) and run("a", "b") == plain("a", "b")
+
+
+def test_checked_true_division_is_pythons_or_says_where():
+    """int / int: Python's correctly rounded quotient where both operands are floats exactly,
+    else ``left`` is set (compiled code rounds each operand first: 1 / (2**53 + 1) differs)."""
+    run = numba.njit(lambda a, b, left: nestlib.int_truediv(a, b, left, 1))
+    for a, b in itertools.product(EDGES + (2 ** 53 + 1, 10), EDGES + (2 ** 53 + 1, 10)):
+        left = np.zeros(1, np.int64)
+        try:
+            got = run(a, b, left)
+        except (ZeroDivisionError, OverflowError):
+            got = "left" if left[0] == 1 else "raised"
+        expected = a / b if b else "raised"
+        assert got == expected or (got == "left" and not (float(a) == a and float(b) == b)), (a, b)
+    assert run(1.5, 2, np.zeros(1, np.int64)) == 0.75
+
+
+def test_a_helpers_comparison_and_division_past_2_53_count_like_python(tmp_path):
+    """``n == 2.0**53`` of n = 2**53 + 1 is False in Python, was True compiled (it counted 2 where
+    the reference counts 1); ``n / 3`` of that n cannot round as Python does: the count stops."""
+    body = """\
+        y = beast.values(1, 2)
+        @beast.filter
+        def f():
+            n = 0
+            for i in range(y):
+                n = 2 ** 53 + i
+            return EXPR
+    """
+    space = _space(tmp_path, body.replace("EXPR", "n == 2.0 ** 53 or 2.0 ** 53 < n < 2.0 ** 53"))
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [1] * 3
+    space = _space(tmp_path, body.replace("EXPR", "n / 3 > 0"), "division")
+    with pytest.raises(BeastError, match=r"division.py:9: filter 'f': n / 3 divides an integer that "
+                       "no float holds exactly"):
+        compile_space(space, "h100", {}, str(tmp_path)).count()
+
+
+def test_a_floor_division_on_a_generators_value_is_checked(tmp_path):
+    """``g // y`` of g = -2**63, y = -1 is 2**63 in Python, 0 compiled (it counted 3 where the
+    reference counts 2): the count stops naming it; a zero ``y`` still rejects, as in Python."""
+    body = """\
+        y = beast.values(-1, 1, 0)
+        z = beast.values(1)
+        @beast.iterator
+        def g():
+            for i in range(2):
+                yield START + i * z
+        f = beast.filter(g // y > 0)
+    """
+    space = _space(tmp_path, body.replace("START", "-2**62"))
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [2] * 3
+    space = _space(tmp_path, body.replace("START", "-2**63"), "edge")
+    with pytest.raises(BeastError, match=r"edge.py:9: filter 'f': g // y gives an integer past"):
+        compile_space(space, "h100", {}, str(tmp_path)).count()
+
+
+def test_an_equality_filter_on_a_helpers_value_is_not_solved_unchecked(tmp_path):
+    """``x != g * 4`` solved for x computed ``g * 4`` unchecked (g from a function's range of 2**62,
+    ...: 2**64 wrapped to 0, it counted 4 where the reference counts 2): such a filter is tested,
+    its operation checked."""
+    space = _space(tmp_path, """\
+        y = beast.values(1, 2)
+        @beast.iterator
+        def g():
+            if y == 1:
+                return range(2**62, 2**62 + 2)
+            return range(0, 2)
+        x = beast.range(0, 10)
+        f = beast.filter(x != g * 4)
+    """)
+    with pytest.raises(BeastError, match=r"space.py:10: filter 'f': g \* 4 gives an integer past"):
+        compile_space(space, "h100", {}, str(tmp_path)).count()
+
+
+@pytest.mark.parametrize("values", ["beast.values(-2**63, -3, 5, 6)", "GENERATOR"])
+def test_a_solved_filter_whose_solution_is_2_63_rejects(tmp_path, values):
+    """``x * c != g`` solved: ``g // c`` of g = -2**63, c = -1 is 2**63, outside every domain,
+    where Numba's nest gave 0 (it counted 2 where the reference counts 1); likewise a generator's g."""
+    generator = "@beast.iterator\ndef g():\n    for v in (-2**63, -3, 5, 6):\n        yield v\n"
+    source = (f"c = beast.values(-1, -2)\n{generator if values == 'GENERATOR' else f'g = {values}'}\n"
+              "x = beast.range(0, 10)\nf = beast.filter(x * c != g)\n")
+    space = _space(tmp_path, source)
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [1] * 3
+
+
+def test_a_generators_value_compared_with_a_float_is_exact(tmp_path):
+    """``g == 2.0 ** 53`` of g = 2**53 + 1 is False in Python, was True compiled (it counted 1
+    where the reference counts 2): the nest compares it exactly (nestlib.cmp_eq)."""
+    space = _space(tmp_path, """\
+        z = beast.values(1)
+        @beast.iterator
+        def g():
+            for i in range(3):
+                yield 2**53 + i * z
+        f = beast.filter(g == 2.0 ** 53)
+    """)
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [2] * 3
+
+
+def test_a_float_power_past_the_floats_in_the_nest_rejects_as_in_python(tmp_path):
+    """``a ** 2`` of a = 1e200 and ``x ** y`` of y = 2000.0 raise OverflowError in Python (rejected),
+    gave inf in Numba's nest (it counted 2 where C and the reference count 1; 2 for 0): each
+    such power is nestlib.float_power, unless an integer base to a small constant exponent."""
+    space = _space(tmp_path, "a = beast.values(1e200, 2.0, 3.0)\nf = beast.filter(a ** 2 < 5)\n")
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [1] * 3
+    space = _space(tmp_path, "x = beast.range(1, 4)\ny = beast.values(2000.0, 1.0)\n"
+                             "f = beast.filter(x ** y < 5)\n", "exponent")
+    assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [0] * 3

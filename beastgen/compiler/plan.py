@@ -156,7 +156,8 @@ def solve_equality_filters(plan: Plan) -> None:
     """Solve instead of test: a filter ``a*x + b != c`` placed at the level of a range iterator
     ``x`` (with ``a``, ``b``, ``c`` computed at outer levels, all integers, ``a`` proven nonzero by
     sympy) lets exactly one value of ``x`` through, so that level's loop becomes a divisibility
-    test and a domain check."""
+    test and a domain check. Its arithmetic may wrap modulo 2**64 (``c - b``): ``a*x + b`` proven
+    inside 64 bits on the domain, a wrapped solution lies outside the domain, so it is exact."""
     symbolic = SymbolicContext(plan.specialized.items)
     for index, level in enumerate(plan.levels):
         it = level.iterator
@@ -175,7 +176,9 @@ def solve_equality_filters(plan: Plan) -> None:
                 continue
             coefficient = _simplify(L.BinOp("-", left[0], right[0]))
             numerator = _simplify(L.BinOp("-", right[1], left[1]))
-            if symbolic.provably_nonzero(coefficient):
+            # a filter computing with a space function's value (checked when tested) is not solved:
+            # its solution's arithmetic would not be checked
+            if symbolic.provably_nonzero(coefficient) and item.name not in plan.checked:
                 level.solved = Solution(item, numerator, coefficient)
                 level.body.remove(item)
                 break

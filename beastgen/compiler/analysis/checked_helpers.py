@@ -18,10 +18,12 @@ the error (``<helper>__raise``). A range of ``range(a, b)`` whose length Numba w
 64 bits is such an error too (``nestlib.int_span``); an integer constant past 64 bits (Numba would
 make it unsigned, or a float) is refused before compiling.
 
-What such a function returns or yields is not analysed either, so the integer ``+ - * **``, unary
-``-`` and ``abs`` of an expression on it (a filter ``g * y * 2 < 5`` on a generator's values, an
-iterator's ``range(d * 4, ...)``), whose interval ``analysis.intervals`` cannot know, become calls
-of checked site functions (:class:`CheckedExpression`), which stop the count the same way.
+What such a function returns or yields is not analysed either, so the integer ``+ - * ** //``,
+unary ``-`` and ``abs`` of an expression on it (a filter ``g * y * 2 < 5`` on a generator's values,
+an iterator's ``range(d * 4, ...)``; ``%`` needs no check: compiled code gives Python's 0 for
+``-2**63 % -1``), whose interval ``analysis.intervals`` cannot know, become calls of checked site
+functions (:class:`CheckedExpression`), which stop the count the same way; and its comparisons with
+a float become ``nestlib.cmp_*``, exact as Python's.
 """
 from __future__ import annotations
 
@@ -38,11 +40,15 @@ from ..specialize import Item, Specialized
 from .intervals import unproven_integer_operations
 
 _BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
-           ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift"}
+           ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift",
+           ast.Div: "int_truediv"}
+_COMPARE = {ast.Lt: "cmp_lt", ast.LtE: "cmp_le", ast.Gt: "cmp_gt", ast.GtE: "cmp_ge", ast.Eq: "cmp_eq",
+            ast.NotEq: "cmp_ne"}
 _BUILTINS = {"int": "int_of", "round": "int_round", "abs": "int_abs"}
 _MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc", "gcd": "int_gcd"}
 #: the checked functions the generated module imports from nestlib
-NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), "int_neg", "int_span"})
+NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), *_COMPARE.values(),
+                        "int_neg", "int_span", "int_dividend"})
 
 
 @dataclass
@@ -112,9 +118,14 @@ def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
     for index, (function, source, where) in enumerate(helper.sites, start=1):
         cases = [(index, "gives an integer past the 64 bits compiled code holds, where Python's "
                   "integers are exact; bound its operands (min, max) or compute it in floating point")]
+        if function == "int_truediv":
+            cases = [(index, "divides an integer that no float holds exactly (past 2**53): Python "
+                      "rounds the exact quotient once, compiled code each operand first; write "
+                      "float(...) / ... to round as compiled code does")]
         if function == "int_pow":
-            cases.append((-index, "raises an integer to a negative power: a float in Python, an "
-                          "integer in compiled code; write float(...) ** ..."))
+            cases.append((-index, "raises an integer to a negative power (a float in Python, an "
+                          "integer in compiled code; write float(...) ** ...) or a negative number to "
+                          "a fractional power (a complex number in Python, none in compiled code)"))
         for code, what in cases:
             message = f"{item.kind} '{item.name}': {source} {what}"
             lines += [f"    if left == {code}:", f"        raise SpaceError({message!r}, {where!r})"]
@@ -199,6 +210,8 @@ class _Recording(IdentityMapper):
 
 
 _SITE_OPERATIONS = {"+": "int_add", "-": "int_sub", "*": "int_mul", "**": "int_pow"}
+_COMPARE_FUNCTIONS = {"<": "cmp_lt", "<=": "cmp_le", ">": "cmp_gt", ">=": "cmp_ge", "==": "cmp_eq",
+                      "!=": "cmp_ne"}
 
 
 def checked_expressions(spec: Specialized, known: dict) -> dict[str, CheckedExpression]:
@@ -233,11 +246,22 @@ class _Sites(IdentityMapper):
 
     def map_BinOp(self, node):
         rebuilt = super().map_BinOp(node)
-        return self._site(node, _SITE_OPERATIONS[node.op], [rebuilt.left, rebuilt.right]) if id(node) in self.unproven else rebuilt
+        if id(node) not in self.unproven:
+            return rebuilt
+        if node.op == "//":  # the dividend checked, the division kept (its zero divisor guarded)
+            dividend = self._site(node, "int_dividend", [rebuilt.left, rebuilt.right])
+            return L.BinOp("//", dividend, rebuilt.right)
+        return self._site(node, _SITE_OPERATIONS[node.op], [rebuilt.left, rebuilt.right])
 
     def map_UnaryOp(self, node):
         rebuilt = super().map_UnaryOp(node)
         return self._site(node, "int_neg", [rebuilt.operand]) if id(node) in self.unproven else rebuilt
+
+    def map_Compare(self, node):  # no site: an exact comparison (nestlib.cmp_*) never raises
+        rebuilt = super().map_Compare(node)
+        if id(node) not in self.unproven:
+            return rebuilt
+        return L.Call(_COMPARE_FUNCTIONS[node.op], [rebuilt.left, rebuilt.right])
 
     def map_Call(self, node):
         rebuilt = super().map_Call(node)
@@ -278,6 +302,18 @@ class _Rewriter(ast.NodeTransformer):
         if not isinstance(node.op, ast.USub):
             return node
         return self._call("int_neg", [node.operand], original)
+
+    def visit_Compare(self, node):
+        """Each ``<, <=, >, >=, ==, !=`` into ``cmp_*`` (nestlib), exact between an int and a float;
+        a chain ``a < b < c`` into ``a < b and b < c``, its middle operands evaluated twice at most
+        (alike: a space function calls only builtins and ``math``, see ``check_compilable``)."""
+        self.generic_visit(node)
+        if not all(type(op) in _COMPARE for op in node.ops):
+            return node
+        operands = [node.left, *node.comparators]
+        pairs = [ast.Call(ast.Name(_COMPARE[type(op)], ast.Load()), [a, b], [])
+                 for op, a, b in zip(node.ops, operands, operands[1:])]
+        return ast.copy_location(pairs[0] if len(pairs) == 1 else ast.BoolOp(ast.And(), pairs), node)
 
     def visit_AugAssign(self, node):
         target = copy.deepcopy(node.target)

@@ -67,10 +67,11 @@ def range_fits(spec: Specialized, known: dict, item) -> bool:
 
 
 def unproven_integer_operations(spec: Specialized, known: dict, item, expr) -> list:
-    """The ``+ - *``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of ``expr`` (an item's
+    """The ``+ - * //``, unary ``-``, ``abs`` and ``** <whole constant>`` nodes of ``expr`` (an item's
     expression or a part of an iterator's domain) that may compute integers (not floats, by type)
     and whose interval is not known: what a space function computes is not analysed, so an
-    operation on its value may leave 64 bits unseen."""
+    operation on its value may leave 64 bits unseen; and the comparisons that may compare such an
+    integer with a float."""
     analysis = _Unproven(spec, known, item)
     analysis.interval(expr)
     return analysis.unproven
@@ -360,17 +361,33 @@ class _Unproven(_Analysis):
     def __init__(self, spec: Specialized, known: dict, item):
         super().__init__(spec, known, item)
         self.unproven: list = []
+        self.seen: dict = {}  # id of a node -> (it, its interval)
 
     def interval(self, expr) -> Interval | None:
         value = super().interval(expr)
+        self.seen[id(expr)] = expr, value
         if value is None and _checkable(expr) and self.type_of(expr) in ("int", "any"):
             self.unproven.append(expr)
+        if isinstance(expr, L.Compare) and self._may_round(expr):
+            self.unproven.append(expr)
         return value
+
+    def _may_round(self, expr) -> bool:
+        """Whether compiled code may compare an integer of unknown interval with a float (it rounds
+        the integer first; Python compares exactly)."""
+        if expr.op not in ("<", "<=", ">", ">=", "==", "!="):
+            return False
+        sides = [(self.type_of(side), side) for side in (expr.left, expr.right)]
+        for (integer_type, integer), (float_type, _) in (sides, sides[::-1]):
+            if integer_type in ("int", "any") and float_type in ("float", "any") \
+                    and self.seen[id(integer)][1] is None:
+                return True
+        return False
 
 
 def _checkable(expr) -> bool:
     if isinstance(expr, L.BinOp):
-        return expr.op in ("+", "-", "*") or (
+        return expr.op in ("+", "-", "*", "//") or (
             expr.op == "**" and isinstance(expr.right, L.Const) and type(expr.right.value) is int
             and expr.right.value >= 0)  # a power the nest keeps as it is (codegen's PythonPowers)
     return (isinstance(expr, L.UnaryOp) and expr.op == "-") or (isinstance(expr, L.Call) and expr.func == "abs")

@@ -134,8 +134,9 @@ class RiskyNodes(Mapper):
 class PythonPowers(IdentityMapper):
     """The expression with each float ``**`` that compiled code could compute unlike Python replaced
     by ``float_power`` (nestlib), which raises where Python does not give a float: ``0.0 ** -1``
-    (ZeroDivisionError in Python, inf compiled) and a negative base with a fractional exponent
-    (a complex number in Python, nan compiled). Either rejects the configuration."""
+    (ZeroDivisionError in Python, inf compiled), a power past the floats (OverflowError in Python,
+    inf compiled) and a negative base with a fractional exponent (a complex number in Python, nan
+    compiled). Each rejects the configuration."""
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
         self.items, self.symbolic = items, symbolic
@@ -148,13 +149,16 @@ class PythonPowers(IdentityMapper):
         return rebuilt
 
     def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:
-        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code."""
-        if isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
-                and exponent.value >= 0 and float(exponent.value).is_integer():
-            return True  # a whole, nonnegative exponent: any base
-        if not self.symbolic.provably_nonnegative(base):
+        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code:
+        an integer base (at most 2**63 in size) to a constant exponent of at most 16 (at most
+        2**1008: finite), fractional only on a nonnegative base, negative only on a nonzero one
+        (at most 1 in size). Any other power may overflow (OverflowError in Python, inf compiled)."""
+        if not (isinstance(exponent, L.Const) and type(exponent.value) in (int, float)
+                and infer_type(base, self.items) in ("int", "bool") and exponent.value <= 16):
             return False
-        return self.symbolic.provably_nonnegative(exponent) or self.symbolic.provably_nonzero(base)
+        if not float(exponent.value).is_integer() and not self.symbolic.provably_nonnegative(base):
+            return False
+        return exponent.value >= 0 or self.symbolic.provably_nonzero(base)
 
 
 # --------------------------------------------------------------------------------------------------

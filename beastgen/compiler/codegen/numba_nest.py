@@ -315,6 +315,9 @@ class NumbaNest(NestWalker):
         self.guarded(item, solution.denominator, lambda _: None)
         if denominator != "1":
             self.reject_if(f"{numerator} % {denominator} != 0", item, "no integer solution")
+            if not self.symbolic.provably_nonnegative(solution.denominator):  # Numba: -2**63 // -1 == 0
+                self.reject_if(f"{denominator} == -1 and {numerator} == {-2 ** 63}", item,
+                               "the solution 2**63 lies outside every domain")
             self.emit(f"{it.name} = {numerator} // {denominator}")
         else:
             self.emit(f"{it.name} = {numerator}")
