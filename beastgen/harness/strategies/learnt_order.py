@@ -73,6 +73,8 @@ class Constants:
     #: share of the model's proposals (those not local) taken from the extra-trees forest instead
     #: of the regression (0: never)
     forest_share: float = 0.5
+    #: the same with priors
+    prior_forest_share: float = 0.5
     #: trees in the forest
     forest_trees: int = 16
     #: the forest proposes the smallest mean - ``forest_kappa`` x spread over its trees
@@ -201,7 +203,7 @@ class LearntOrder:
             if i is not None:
                 return i
         self.model_turns += 1
-        share = self.c.forest_share
+        share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
         if int(self.model_turns * share) > int((self.model_turns - 1) * share):
             i = self._from_forest(best)
             if i is not None:
