@@ -80,12 +80,14 @@ class ExtraTrees:
     def predict_all(self, x: np.ndarray) -> np.ndarray:
         """Every tree's prediction for every row of ``x``: shape (trees, rows)."""
         x = np.asarray(x, dtype=float)
-        at = np.repeat(np.arange(self.trees)[:, None], len(x), axis=1)
-        columns = np.arange(len(x))[None, :]
-        while True:
-            feature = self.feature[at]
-            inner = feature >= 0
-            if not inner.any():
-                return self.value[at]
-            right = x[columns, np.maximum(feature, 0)] > self.threshold[at]
-            at = np.where(inner, self.left[at] + right, at)
+        width = x.shape[1]
+        flat = x.reshape(-1)
+        at = np.repeat(np.arange(self.trees), len(x))  # (tree, row) pairs, tree-major
+        row = np.tile(np.arange(len(x)) * width, self.trees)
+        moving = np.flatnonzero(self.feature[at] >= 0)
+        while len(moving):  # only the pairs still at an inner node move down
+            node = at[moving]
+            right = flat[row[moving] + self.feature[node]] > self.threshold[node]
+            at[moving] = self.left[node] + right
+            moving = moving[self.feature[at[moving]] >= 0]
+        return self.value[at].reshape(self.trees, len(x))

@@ -81,6 +81,8 @@ class Constants:
     forest_kappa: float = 1.0
     #: refit the forest after this fraction more measurements (at least 4)
     forest_refit: float = 0.1
+    #: the forest ranks at most this many open configurations (drawn at random) per refit
+    forest_candidates: int = 16384
 
 
 DEFAULT = Constants()
@@ -258,23 +260,27 @@ class LearntOrder:
         """The open configuration with the smallest lower confidence bound of the forest, or None."""
         if not self.measured:
             return None
-        if len(self.measured) >= self.forest_fitted + max(4, int(self.c.forest_refit * len(self.measured))):
-            self._refit_forest()
+        due = self.forest_fitted + max(4, int(self.c.forest_refit * len(self.measured)))
+        if len(self.measured) >= due:
+            self._refit_forest(best)
         for _ in range(2):
             while self.forest_position < len(self.forest_queue):
                 i = int(self.forest_queue[self.forest_position])
                 self.forest_position += 1
                 if self.open[i] and self.valid[i] < best:
                     return i
-            self._refit_forest()  # ran dry (failures give no time): queue what is open again
+            self._refit_forest(best)  # ran dry (failures give no time): queue what is open again
         return None
 
-    def _refit_forest(self) -> None:
-        """Grow the forest on every measurement and queue the open candidates by mean minus
-        ``forest_kappa`` spreads of its trees' predictions (never below a valid bound)."""
+    def _refit_forest(self, best: float) -> None:
+        """Grow the forest on every measurement and queue the open candidates not cut by
+        ``best`` (at most ``forest_candidates`` of them) by mean minus ``forest_kappa`` spreads
+        of its trees' predictions (never below a valid bound)."""
         forest = ExtraTrees(self.c.forest_trees, rng=self.rng)
         forest.fit(self.tree_x[self.measured], np.asarray(self.log_times))
-        candidates = np.flatnonzero(self.open)
+        candidates = np.flatnonzero(self.open & (self.valid < best))
+        if len(candidates) > self.c.forest_candidates:
+            candidates = self.rng.choice(candidates, self.c.forest_candidates, replace=False)
         each = forest.predict_all(self.tree_x[candidates])
         score = each.mean(axis=0) - self.c.forest_kappa * each.std(axis=0)
         with np.errstate(divide="ignore"):
