@@ -15,6 +15,12 @@ ridge regression of log run time, refitted on this run's own measurements:
 - proposal: the open configuration with the smallest prediction under weights drawn from the
   posterior (Thompson sampling), so uncertain regions are tried too; a prediction never goes
   below the configuration's own valid lower bound;
+- a second model of another kind: a share of the proposals (``forest_share``) comes from an
+  extra-trees forest (:mod:`.extra_trees`) grown on the parameters' codes (and the bound and the
+  prior sources), the open configuration with the smallest mean minus ``forest_kappa`` spreads
+  of its trees. Trees capture what the additive regression cannot (an island of fast
+  configurations whose other members are slow) and fail differently, so the two together rarely
+  both miss the optimum for long;
 - every ``local_every``-th proposal is the predicted fastest among the open neighbours (one
   parameter changed) of the best few measured configurations: the last percent is found there;
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
@@ -74,7 +80,7 @@ class Constants:
     #: of the regression (0: never)
     forest_share: float = 0.5
     #: the same with priors
-    prior_forest_share: float = 0.5
+    prior_forest_share: float = 0.25
     #: trees in the forest
     forest_trees: int = 16
     #: the forest proposes the smallest mean - ``forest_kappa`` x spread over its trees
