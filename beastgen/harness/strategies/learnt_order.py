@@ -84,7 +84,7 @@ class Constants:
     #: trees in the forest
     forest_trees: int = 16
     #: the forest proposes the smallest mean - ``forest_kappa`` x spread over its trees
-    forest_kappa: float = 1.0
+    forest_kappa: float = 2.0
     #: refit the forest after this fraction more measurements (at least 4)
     forest_refit: float = 0.1
     #: the forest ranks at most this many open configurations (drawn at random) per refit
