@@ -32,7 +32,7 @@ sys.path.insert(0, REPO)
 
 from beastgen.harness.strategies.learnt_order import Constants, LearntOrder  # noqa: E402
 
-INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top"}
+INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "forest_trees", "forest_candidates"}
 
 
 def load(path: str):

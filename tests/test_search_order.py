@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beastgen.harness.strategies.learnt_order import LearntOrder
+from beastgen.harness.strategies.learnt_order import Constants, LearntOrder
 
 
 def _space(seed):
@@ -26,8 +26,8 @@ def _space(seed):
     return codes, bounds, terms, times
 
 
-def _search(codes, bounds, terms, times, seed, prior=None):
-    order = LearntOrder(codes, bounds, terms, seed, prior=prior)
+def _search(codes, bounds, terms, times, seed, prior=None, constants=Constants()):
+    order = LearntOrder(codes, bounds, terms, seed, prior=prior, constants=constants)
     best, measured = math.inf, 0
     while True:
         lower = order.lower_bound(best)
@@ -52,6 +52,17 @@ def test_learnt_order_proves_the_exhaustive_best(seed):
     assert best == times.min()
     # what is never measured was cut by a valid bound (every violated term's configurations run)
     assert measured <= len(times)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_either_model_alone_proves_the_exhaustive_best(seed, share):
+    """Every model proposal from the regression alone, or from the forest alone (no local ones):
+    the proof does not depend on which model orders the search."""
+    codes, bounds, terms, times = _space(seed + 20)
+    constants = Constants(forest_share=share, prior_forest_share=share, local_every=0)
+    best, measured = _search(codes, bounds, terms, times, seed, constants=constants)
+    assert best == times.min() and measured <= len(times)
 
 
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))

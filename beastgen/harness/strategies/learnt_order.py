@@ -15,6 +15,12 @@ ridge regression of log run time, refitted on this run's own measurements:
 - proposal: the open configuration with the smallest prediction under weights drawn from the
   posterior (Thompson sampling), so uncertain regions are tried too; a prediction never goes
   below the configuration's own valid lower bound;
+- a second model of another kind: a share of the proposals (``forest_share``) comes from an
+  extra-trees forest (:mod:`.extra_trees`) grown on the parameters' codes (and the bound and the
+  prior sources), the open configuration with the smallest mean minus ``forest_kappa`` spreads
+  of its trees. Trees capture what the additive regression cannot (an island of fast
+  configurations whose other members are slow) and fail differently, so the two together rarely
+  both miss the optimum for long;
 - every ``local_every``-th proposal is the predicted fastest among the open neighbours (one
   parameter changed) of the best few measured configurations: the last percent is found there;
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
@@ -40,6 +46,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from .extra_trees import ExtraTrees
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,19 @@ class Constants:
     #: log times above this quantile of those measured are trained as that quantile: the model
     #: tells fast configurations apart rather than the very slow ones (1: no clipping)
     clip_quantile: float = 1.0
+    #: share of the model's proposals (those not local) taken from the extra-trees forest instead
+    #: of the regression (0: never)
+    forest_share: float = 0.5
+    #: the same with priors
+    prior_forest_share: float = 0.25
+    #: trees in the forest
+    forest_trees: int = 16
+    #: the forest proposes the smallest mean - ``forest_kappa`` x spread over its trees
+    forest_kappa: float = 2.0
+    #: refit the forest after this fraction more measurements (at least 4)
+    forest_refit: float = 0.1
+    #: the forest ranks at most this many open configurations (drawn at random) per refit
+    forest_candidates: int = 16384
 
 
 DEFAULT = Constants()
@@ -105,6 +126,8 @@ class LearntOrder:
         self._neighbour_index(codes)
         self.predicted = np.zeros(n)
         self.proposals = 0
+        self.model_turns = 0
+        self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             known = ~np.isnan(self.prior)
@@ -134,8 +157,9 @@ class LearntOrder:
         dense += logs
         dense += [logs[a] * logs[b] for a in range(len(logs)) for b in range(a, len(logs))]
         positive = self.bounds > 0
-        if positive.any():
-            dense.append(_standard(np.log(np.where(positive, self.bounds, self.bounds[positive].min()))))
+        bound = [_standard(np.log(np.where(positive, self.bounds, self.bounds[positive].min())))] \
+            if positive.any() else []
+        dense += bound
         self.prior_columns = 0
         if self.prior is not None:
             missing = np.isnan(self.prior)
@@ -143,6 +167,10 @@ class LearntOrder:
             dense += list(np.where(missing, 0.0, self.prior).T)
             self.prior_columns = self.prior.shape[1]
         self.dense = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
+        trees = [codes[:, j] for j in varying] + bound  # the forest: codes, bound, sources
+        if self.prior is not None:  # lacking: past the source's slowest
+            trees += [np.where(np.isnan(c), np.nanmax(c, initial=0.0) + 1, c) for c in self.prior.T]
+        self.tree_x = np.stack(trees, axis=1).astype(float) if trees else np.zeros((n, 1))
         self.hot_width = offset
         self.width = offset + self.dense.shape[1]
         self.prior_variance = np.full(self.width, 1.0 / self.c.ridge)
@@ -180,6 +208,12 @@ class LearntOrder:
         self.proposals += 1
         if self.c.local_every and self.proposals % self.c.local_every == 0:
             i = self._local(best)
+            if i is not None:
+                return i
+        self.model_turns += 1
+        share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
+        if int(self.model_turns * share) > int((self.model_turns - 1) * share):
+            i = self._from_forest(best)
             if i is not None:
                 return i
         for _ in range(2):
@@ -228,6 +262,38 @@ class LearntOrder:
                 return int(near[np.argmin(self.predicted[near])])
         return None
 
+    def _from_forest(self, best: float) -> int | None:
+        """The open configuration with the smallest lower confidence bound of the forest, or None."""
+        if not self.measured:
+            return None
+        due = self.forest_fitted + max(4, int(self.c.forest_refit * len(self.measured)))
+        if len(self.measured) >= due:
+            self._refit_forest(best)
+        for _ in range(2):
+            while self.forest_position < len(self.forest_queue):
+                i = int(self.forest_queue[self.forest_position])
+                self.forest_position += 1
+                if self.open[i] and self.valid[i] < best:
+                    return i
+            self._refit_forest(best)  # ran dry (failures give no time): queue what is open again
+        return None
+
+    def _refit_forest(self, best: float) -> None:
+        """Grow the forest on every measurement and queue the open candidates not cut by
+        ``best`` (at most ``forest_candidates`` of them) by mean minus ``forest_kappa`` spreads
+        of its trees' predictions (never below a valid bound)."""
+        forest = ExtraTrees(self.c.forest_trees, rng=self.rng)
+        forest.fit(self.tree_x[self.measured], np.asarray(self.log_times))
+        candidates = np.flatnonzero(self.open & (self.valid < best))
+        if len(candidates) > self.c.forest_candidates:
+            candidates = self.rng.choice(candidates, self.c.forest_candidates, replace=False)
+        each = forest.predict_all(self.tree_x[candidates])
+        score = each.mean(axis=0) - self.c.forest_kappa * each.std(axis=0)
+        with np.errstate(divide="ignore"):
+            score = np.maximum(score, np.log(self.valid[candidates]))
+        self.forest_queue = candidates[np.argsort(score, kind="stable")]
+        self.forest_position, self.forest_fitted = 0, len(self.measured)
+
     def observe(self, i: int, time: float | None) -> None:
         """Candidate ``i`` was measured in ``time`` seconds (inf: failed; None: no time)."""
         self.open[i] = False
@@ -242,7 +308,7 @@ class LearntOrder:
         if not self.violated[term]:
             self.violated[term] = True
             self.valid = self.valid_bounds()
-            self.fitted_at = -1  # requeue: candidates cut on that term are open again
+            self.fitted_at = self.forest_fitted = -1  # requeue: those cut on that term are open again
 
     def _rows(self, indices: np.ndarray) -> np.ndarray:
         x = np.zeros((len(indices), self.width))
