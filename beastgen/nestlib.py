@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 
 import numba
+from numba import types
+from numba.extending import overload
 
 
 @numba.njit(cache=True, nogil=True)
@@ -92,3 +94,37 @@ def range_contains(start, stop, step, value):
     if step < 0 and stop < value <= start:
         return (numba.uint64(start) - numba.uint64(value)) % (numba.uint64(0) - numba.uint64(step)) == 0
     return False
+
+
+def sequence_min(values):
+    """``min(values)`` of one argument (a space function's helper calls this): Python's raises
+    TypeError for a number (Numba's returns it) and ValueError for an empty sequence."""
+    return min(values)
+
+
+def sequence_max(values):
+    """``max(values)`` of one argument, as :func:`sequence_min`."""
+    return max(values)
+
+
+def _one_argument(builtin):
+    """The Numba implementation of ``builtin`` of one argument, refusing a number as Python does."""
+    def typer(values):
+        if isinstance(values, (types.Number, types.Boolean)):
+            def refuse(values):  # returns the number's type to the typer; never returns
+                if values == values or values != values:
+                    raise TypeError("min() or max() of one number: it takes a sequence")
+                return values
+            return refuse
+        if isinstance(values, types.RangeType):
+            def of_range(values):
+                if len(values) == 0:
+                    raise ValueError("min() or max() of an empty range")
+                return builtin(values)
+            return of_range
+        return lambda values: builtin(values)
+    return typer
+
+
+overload(sequence_min)(_one_argument(min))
+overload(sequence_max)(_one_argument(max))

@@ -150,7 +150,8 @@ class FunctionExpression(AstTranslator):
 
     def call(self, node):
         name = ast.unparse(node.func)
-        if node.keywords or name not in _CALLS or not node.args:
+        arity = len(node.args) >= 2 if name in ("min", "max") else len(node.args) == 1
+        if node.keywords or name not in _CALLS or not arity:  # min(x) of a number raises: the helper
             raise NoExpression
         return L.Call(_CALLS[name], [self.translate(a) for a in node.args])
 
@@ -343,9 +344,9 @@ def may_raise(node: ast.FunctionDef) -> bool:
         if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
                 and sub.func.attr not in _MATH_FUNCTIONS_THAT_CANNOT_RAISE):
             return True
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in (
-                "range", "int", "round"):
-            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and (sub.func.id in (
+                "range", "int", "round") or sub.func.id in ("min", "max") and len(sub.args) == 1):
+            return True  # min/max of one argument: of a number, or an empty sequence, raises
     return False
 
 
@@ -375,6 +376,18 @@ class RangeReturnsToTuples(ast.NodeTransformer):
         if len(args) == 2:
             args.append(ast.Constant(1))
         node.value = ast.copy_location(ast.Tuple(args, ast.Load()), node.value)
+        return node
+
+
+class OneArgumentMinMax(ast.NodeTransformer):
+    """``min(x)`` / ``max(x)`` become ``sequence_min(x)`` / ``sequence_max(x)`` (``nestlib``):
+    Numba's of a number returns it, where Python raises (and the helper rejects)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(node.args) == 1
+                and not node.keywords):
+            node.func = ast.copy_location(ast.Name(f"sequence_{node.func.id}", ast.Load()), node.func)
         return node
 
 
