@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 from numba import types
 from numba.extending import overload
 
@@ -55,12 +56,16 @@ def heap_offer(bounds, terms, rows, size, bound, term, row):
 def float_power(base, exponent):
     """``base ** exponent`` as Python computes a float power, raising where Python gives no float:
     ``0.0 ** negative`` raises ZeroDivisionError (compiled code gives inf), and a negative base with
-    a fractional exponent raises ValueError (Python gives a complex number, compiled code nan)."""
+    a fractional exponent raises ValueError (Python gives a complex number, compiled code nan), and
+    a finite power that overflows raises OverflowError (compiled code gives inf)."""
     if base == 0 and exponent < 0:
         raise ZeroDivisionError("0.0 cannot be raised to a negative power")
-    if base < 0 and exponent != math.floor(exponent):
+    if base < 0 and math.isfinite(exponent) and exponent != np.floor(exponent):  # no int: floor(1e300)
         raise ValueError("a negative number to a fractional power is complex")
-    return base ** exponent
+    result = base ** exponent
+    if math.isinf(result) and math.isfinite(base) and math.isfinite(exponent):
+        raise OverflowError("a float power past the largest float")
+    return result
 
 
 @numba.njit(cache=True, nogil=True)

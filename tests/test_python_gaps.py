@@ -3,10 +3,13 @@ against the reference enumerator in every path, or one clear error."""
 from __future__ import annotations
 
 import pytest
-from test_properties import check_exact, write_space
+from test_properties import DEVICE, check_exact, write_space
+from test_vectorised import check_vectorised
 
 import beastgen
+from beastgen.compiler.runtime import compile_space
 from beastgen.errors import SpaceError
+from beastgen.reference import ReferenceEnumerator
 
 MIN_OF_A_NUMBER = """\
 import beastgen as beast
@@ -46,3 +49,48 @@ def test_beast_min_of_one_argument_is_an_error(tmp_path, name):
     path = write_space(tmp_path, f"import beastgen as beast\na = beast.range(3)\nf = beast.filter(beast.{name}(a) > 1)\n")
     with pytest.raises(SpaceError, match=rf"space.py:3: beast.{name} needs two or more arguments, got 1"):
         beastgen.load(path)
+
+
+
+def counts(tmp_path, monkeypatch, source: str) -> dict:
+    """The count of each path (C, Numba, NumPy) and of the reference, for rows that may hold NaN
+    (a Counter of rows cannot compare those)."""
+    path = write_space(tmp_path, source)
+    found = {"reference": sum(1 for _ in ReferenceEnumerator(beastgen.load(path), DEVICE, {}).configurations())}
+    for name, native, vectorised in (("C", "1", "0"), ("Numba", "0", "0"), ("NumPy", "0", "1")):
+        monkeypatch.setenv("BEASTGEN_NATIVE", native)
+        monkeypatch.setenv("BEASTGEN_VECTORISED", vectorised)
+        plan = compile_space(beastgen.load(path), DEVICE, {}, str(tmp_path / name))
+        found[name] = plan.count()
+    return found
+
+
+POWERS = """\
+import math
+import beastgen as beast
+x = beast.values(1e200, -1e200, 2.0, 3, -2.0, math.inf)
+y = beast.values(2, 0.5, 3.0, 1e300)
+a = beast.range(-4, 5)
+square = beast.filter(x ** 2 < 0)        # a finite float power past the largest: OverflowError
+power = beast.filter(x ** y > 1e300)     # (-2.0) ** 0.5: complex, rejected
+small = beast.filter(a ** 0.5 > 1.9)     # an integer base of known bounds: stays finite
+"""
+
+
+def test_a_float_power_that_overflows_raises_as_in_python(tmp_path):
+    """``1e200 ** 2`` raises OverflowError in Python; Numba and NumPy gave inf (C already raised)."""
+    space = beastgen.load(write_space(tmp_path, POWERS))
+    plan, total = check_exact(space, {}, tmp_path)
+    assert total == 32 and plan.native is not None
+    constant_exponents = POWERS.replace("power = ", "# ").replace("small = ", "# ")  # NumPy's: whole ones
+    space = beastgen.load(write_space(tmp_path, constant_exponents, "constant"))
+    assert check_vectorised(space, {}, tmp_path) == "checked"
+
+
+def test_a_negative_base_to_a_nan_power_is_nan(tmp_path, monkeypatch):
+    """``(-2.0) ** nan`` is nan in Python; Numba's float_power tested ``exponent != floor(exponent)``
+    through an int64 (undefined for NaN: LLVM then chose to raise inside a nest, not outside)."""
+    source = ("import math\nimport beastgen as beast\nx = beast.values(-1e200, -2.0, 2.0, math.inf)\n"
+              "y = beast.values(0.5, math.nan, 2, 1e300)\nf = beast.filter(x ** y > 1e300)\n")
+    found = counts(tmp_path, monkeypatch, source)
+    assert found == dict.fromkeys(found, 7), found

@@ -149,12 +149,30 @@ class PythonPowers(IdentityMapper):
 
     def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:
         """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code."""
+        if not self._stays_finite(base, exponent):
+            return False  # Python raises OverflowError where compiled code gives inf
         if isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
                 and exponent.value >= 0 and float(exponent.value).is_integer():
             return True  # a whole, nonnegative exponent: any base
         if not self.symbolic.provably_nonnegative(base):
             return False
         return self.symbolic.provably_nonnegative(exponent) or self.symbolic.provably_nonzero(base)
+
+    def _stays_finite(self, base: L.Expr, exponent: L.Expr) -> bool:
+        """Whether a finite power cannot overflow: the exponent 0 or 1, or a constant one over an
+        integer base of known bounds (a nonzero integer to a negative power is at most 1)."""
+        value = exponent.value if isinstance(exponent, L.Const) else None
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+            return False
+        if value in (0, 1):
+            return True
+        bounds = self.symbolic.interval(base)
+        if bounds is None:
+            return False
+        try:
+            return value < 0 or math.isfinite(float(max(map(abs, bounds))) ** value)
+        except OverflowError:
+            return False
 
 
 # --------------------------------------------------------------------------------------------------
