@@ -90,6 +90,8 @@ class _Analysis(Mapper):
             value = None  # NaN: nothing known
         if isinstance(expr, L.Call) and expr.func in _TO_INT and infer_type(expr.args[0], self.spec.items) == "float":
             self._check_to_int(expr, value)
+        if isinstance(expr, L.Compare) or isinstance(expr, L.Call) and expr.func in ("min", "max"):
+            self._check_exact_comparison(expr, children)
         if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
                                    or (isinstance(expr, L.Call) and expr.func == "abs"))
                 and infer_type(expr, self.spec.items) == "int"
@@ -113,6 +115,21 @@ class _Analysis(Mapper):
             f"{self.item.kind} '{self.item.name}': {expr_source(expr)} {reach} the 64-bit integers of "
             "compiled code, where Python's integers are exact; bound the float before converting it "
             "(e.g. with min and max)", self.item.origin)
+
+    def _check_exact_comparison(self, expr, children) -> None:
+        """Python compares an int with a float exactly; compiled code and NumPy round the int to a
+        float first, which differs past 2**53 (``2**53 + 1 == 2.0**53``): refuse such an int."""
+        kinds = [infer_type(child, self.spec.items) for child in expr.children()]
+        if "float" not in kinds:
+            return
+        for child, kind, value in zip(expr.children(), kinds, children):
+            if kind == "int" and value is not None and max(map(abs, value)) > 2 ** 53:
+                raise SpaceError(
+                    f"{self.item.kind} '{self.item.name}': {expr_source(expr)} compares the integer "
+                    f"{expr_source(child)}, which can pass 2**53, with a float: Python compares them "
+                    "exactly, compiled code rounds the integer; round it alike with x * 1.0 (or "
+                    "float(x) in a space function)",
+                    self.item.origin)
 
     # one map_ method per node type: the interval of ``expr`` from those of its ``children``
     def map_Expr(self, expr, children) -> Interval | None:
