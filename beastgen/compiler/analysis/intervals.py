@@ -90,8 +90,8 @@ class _Analysis(Mapper):
             value = None  # NaN: nothing known
         if isinstance(expr, L.Call) and expr.func in _TO_INT and infer_type(expr.args[0], self.spec.items) == "float":
             self._check_to_int(expr, value)
-        if isinstance(expr, L.Compare) or isinstance(expr, L.Call) and expr.func in ("min", "max"):
-            self._check_exact_comparison(expr, children)
+        if self.item.kind != "bound":  # a count's exactness; a bound is not counted
+            self._check_rounding(expr, children)
         if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
                                    or (isinstance(expr, L.Call) and expr.func == "abs"))
                 and infer_type(expr, self.spec.items) == "int"
@@ -116,20 +116,26 @@ class _Analysis(Mapper):
             "compiled code, where Python's integers are exact; bound the float before converting it "
             "(e.g. with min and max)", self.item.origin)
 
-    def _check_exact_comparison(self, expr, children) -> None:
-        """Python compares an int with a float exactly; compiled code and NumPy round the int to a
-        float first, which differs past 2**53 (``2**53 + 1 == 2.0**53``): refuse such an int."""
+    def _check_rounding(self, expr, children) -> None:
+        """Python compares an int with a float exactly and divides two ints exactly (rounding the
+        quotient once); compiled code and NumPy round each int to a float first, which differs past
+        2**53 (``2**53 + 1 == 2.0**53``): refuse such an int."""
+        if isinstance(expr, L.Compare) or isinstance(expr, L.Call) and expr.func in ("min", "max"):
+            what, rounded_with = "compares", "a float"
+        elif isinstance(expr, L.BinOp) and expr.op == "/":
+            what, rounded_with = "divides", "an integer"
+        else:
+            return
         kinds = [infer_type(child, self.spec.items) for child in expr.children()]
-        if "float" not in kinds:
+        if ("float" in kinds) != (what == "compares"):
             return
         for child, kind, value in zip(expr.children(), kinds, children):
             if kind == "int" and value is not None and max(map(abs, value)) > 2 ** 53:
                 raise SpaceError(
-                    f"{self.item.kind} '{self.item.name}': {expr_source(expr)} compares the integer "
-                    f"{expr_source(child)}, which can pass 2**53, with a float: Python compares them "
-                    "exactly, compiled code rounds the integer; round it alike with x * 1.0 (or "
-                    "float(x) in a space function)",
-                    self.item.origin)
+                    f"{self.item.kind} '{self.item.name}': {expr_source(expr)} {what} the integer "
+                    f"{expr_source(child)}, which can pass 2**53, with {rounded_with}: Python is exact "
+                    "there, compiled code rounds the integer to a float first; round it alike with "
+                    "x * 1.0 (or float(x) in a space function)", self.item.origin)
 
     # one map_ method per node type: the interval of ``expr`` from those of its ``children``
     def map_Expr(self, expr, children) -> Interval | None:
