@@ -101,15 +101,17 @@ def test_a_negative_base_to_a_nan_power_is_nan(tmp_path, monkeypatch):
     ("x / 956 == 766008086344530525 / 956", "x * 1.0 / 956 == 766008086344530525 / 956"),
     ("beast.min(x, 2.0 ** 53) != x", "beast.min(x * 1.0, 2.0 ** 53) != x * 1.0"),
     ("2.5 < x", "2.5 < x * 1.0"),
+    ("beast.where(x > 5, x, 0.5) % 7 == 3", "beast.where(x > 5, x * 1.0, 0.5) % 7 == 3"),
 ])
 def test_an_int_past_2_53_compared_with_a_float_is_an_error(tmp_path, test, rounded):
     """Python compares ``2**53 + 1 == 2.0**53`` exactly (False) and divides two ints exactly;
     compiled code and NumPy rounded the int first (``2**53 + 1 == 2.0**53``: 1 configuration where
-    the reference counts 2; the quotient: 4 where it counts 3). Rounding it explicitly agrees."""
+    the reference counts 2; the quotient: 4 where it counts 3), and so a ``where`` giving an int or
+    a float (``(2**60 + 2) % 7``: 9 where it counts 7). Rounding it explicitly agrees."""
     body = (f"import beastgen as beast\nx = beast.values(2 ** 53 + 1, 766008086344530525, 3)\n"
             f"f = beast.filter({test})\n")
-    with pytest.raises(SpaceError, match=r"space.py:3: filter 'f': .* (compares|divides) the integer x, "
-                                         r"which can pass 2\*\*53, with (a float|an integer)"):
+    with pytest.raises(SpaceError, match=r"space.py:3: filter 'f': .* (compares|divides|gives) the integer x, "
+                                         r"which can pass 2\*\*53, (with a float|by an integer|or a float)"):
         compile_space(beastgen.load(write_space(tmp_path, body)), DEVICE, {}, str(tmp_path))
     space = beastgen.load(write_space(tmp_path, body.replace(test, rounded), "rounded"))
     assert check_vectorised(space, {}, tmp_path) == "checked"
