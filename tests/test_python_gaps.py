@@ -115,3 +115,12 @@ def test_an_int_past_2_53_compared_with_a_float_is_an_error(tmp_path, test, roun
         compile_space(beastgen.load(write_space(tmp_path, body)), DEVICE, {}, str(tmp_path))
     space = beastgen.load(write_space(tmp_path, body.replace(test, rounded), "rounded"))
     assert check_vectorised(space, {}, tmp_path) == "checked"
+
+
+def test_float_overflow_in_numpy_is_silent_as_in_python(tmp_path, recwarn):
+    """``1e300 * 10`` is inf in Python without a word; NumPy's path printed RuntimeWarnings."""
+    source = ("import beastgen as beast\na = beast.range(-2, 3)\nx = beast.values(1e300, -1e300, 2.5)\n"
+              "f = beast.filter(x * 10 + a * 1e308 - x * 10 > 1)\n")
+    space = beastgen.load(write_space(tmp_path, source))
+    assert check_vectorised(space, {}, tmp_path) == "checked"
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -267,7 +267,8 @@ class _Evaluator(Mapper):
     def map_BinOp(self, node, active):
         left, right = _number(self(node.left, active)), _number(self(node.right, active))
         if node.op in ("+", "-", "*"):
-            return L.BINARY_OPS[node.op](np.asarray(left), right)
+            with np.errstate(all="ignore"):  # float overflow gives inf (and inf - inf nan) silently
+                return L.BINARY_OPS[node.op](np.asarray(left), right)
         if node.op == "**":  # the exponent a whole constant >= 0 (_Supported)
             with np.errstate(all="ignore"):
                 value = np.power(np.asarray(left), right)
