@@ -124,3 +124,29 @@ def test_float_overflow_in_numpy_is_silent_as_in_python(tmp_path, recwarn):
     space = beastgen.load(write_space(tmp_path, source))
     assert check_vectorised(space, {}, tmp_path) == "checked"
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+FLOAT_OF_A_BOOL = """\
+import beastgen as beast
+a = beast.range(-2, 3)
+x = beast.values(-0.0, 0.5)
+flag = a > 0
+
+@beast.filter
+def inline():
+    return float(flag) + float(x) < 0.9      # an expression: C and Numba
+
+@beast.derived
+def looped():
+    t = 0.0
+    for i in range(2):
+        t += float(a < i) + 1 / float(x * 2 - 1)
+    return t
+f = beast.filter(looped > 0)
+"""
+
+
+def test_float_of_a_bool_compiles(tmp_path, monkeypatch):
+    """``float(True)`` is 1.0; Numba has no ``float`` of a bool (it refused to compile the nest)."""
+    space = beastgen.load(write_space(tmp_path, FLOAT_OF_A_BOOL))
+    assert check_exact(space, {}, tmp_path)[1] == 2

@@ -135,7 +135,8 @@ class PythonPowers(IdentityMapper):
     """The expression with each float ``**`` that compiled code could compute unlike Python replaced
     by ``float_power`` (nestlib), which raises where Python does not give a float: ``0.0 ** -1``
     (ZeroDivisionError in Python, inf compiled) and a negative base with a fractional exponent
-    (a complex number in Python, nan compiled). Either rejects the configuration."""
+    (a complex number in Python, nan compiled), or a finite power overflows (OverflowError in
+    Python). Either rejects the configuration. Also ``float`` of a bool (see :meth:`map_Call`)."""
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
         self.items, self.symbolic = items, symbolic
@@ -145,6 +146,13 @@ class PythonPowers(IdentityMapper):
         if expr.op == "**" and not self._float_power_agrees(rebuilt.left, rebuilt.right) \
                 and infer_type(expr, self.items) != "int":
             return L.Call("float_power", [rebuilt.left, rebuilt.right])
+        return rebuilt
+
+    def map_Call(self, expr: L.Call) -> L.Expr:
+        """``float(b)`` of a bool as ``float(b * 1)``: Numba has no ``float`` of a bool."""
+        rebuilt = super().map_Call(expr)
+        if expr.func == "float" and infer_type(expr.args[0], self.items) == "bool":
+            return L.Call("float", [L.BinOp("*", rebuilt.args[0], L.Const(1))])
         return rebuilt
 
     def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:

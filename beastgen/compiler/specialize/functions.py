@@ -379,15 +379,20 @@ class RangeReturnsToTuples(ast.NodeTransformer):
         return node
 
 
-class OneArgumentMinMax(ast.NodeTransformer):
-    """``min(x)`` / ``max(x)`` become ``sequence_min(x)`` / ``sequence_max(x)`` (``nestlib``):
-    Numba's of a number returns it, where Python raises (and the helper rejects)."""
+class PythonBuiltins(ast.NodeTransformer):
+    """Builtins whose Numba versions differ from Python's, spelled to agree: ``min(x)`` /
+    ``max(x)`` become ``sequence_min(x)`` / ``sequence_max(x)`` (``nestlib``: Numba's of a number
+    returns it, where Python raises and the helper rejects), and ``float(x)`` becomes
+    ``float(x * 1)`` (Numba has no ``float`` of a bool; ``x * 1`` keeps every other value)."""
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if (isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and len(node.args) == 1
-                and not node.keywords):
+        if not isinstance(node.func, ast.Name) or node.keywords or len(node.args) != 1:
+            return node
+        if node.func.id in ("min", "max"):
             node.func = ast.copy_location(ast.Name(f"sequence_{node.func.id}", ast.Load()), node.func)
+        elif node.func.id == "float":
+            node.args = [ast.copy_location(ast.BinOp(node.args[0], ast.Mult(), ast.Constant(1)), node.args[0])]
         return node
 
 
