@@ -133,3 +133,20 @@ def _one_argument(builtin):
 
 overload(sequence_min)(_one_argument(min))
 overload(sequence_max)(_one_argument(max))
+
+
+def range_argument(value):
+    """``value`` as ``range`` takes it (a space function's helper calls this on each argument):
+    Python raises TypeError for a float, where Numba's ``range`` truncates it."""
+    return value
+
+
+@overload(range_argument)
+def _range_argument(value):
+    if isinstance(value, types.Float):
+        def refuse(value):  # returns an int to the typer; never returns
+            if value == value or value != value:
+                raise TypeError("range() takes integers, not a float")
+            return 0
+        return refuse
+    return lambda value: value

@@ -150,3 +150,31 @@ def test_float_of_a_bool_compiles(tmp_path, monkeypatch):
     """``float(True)`` is 1.0; Numba has no ``float`` of a bool (it refused to compile the nest)."""
     space = beastgen.load(write_space(tmp_path, FLOAT_OF_A_BOOL))
     assert check_exact(space, {}, tmp_path)[1] == 2
+
+
+RANGE_OF_A_FLOAT = """\
+import beastgen as beast
+a = beast.range(0, 4)
+
+@beast.derived
+def total():
+    t = 0
+    for j in range(a * 1.0):     # Python: TypeError (every row rejected); Numba's range truncated
+        t += j
+    return t
+
+@beast.iterator
+def b():
+    return range(a // 2, a + True)
+
+f = beast.filter(total + b > 2)
+"""
+
+
+def test_range_of_a_float_raises_in_a_helper(tmp_path):
+    """``range(2.0)`` raises in Python; Numba's ``range`` truncated it (3 where the reference
+    counts 0). The second space: the same with an int, and an iterator's own range."""
+    space = beastgen.load(write_space(tmp_path, RANGE_OF_A_FLOAT))
+    assert check_exact(space, {}, tmp_path)[1] == 0
+    space = beastgen.load(write_space(tmp_path, RANGE_OF_A_FLOAT.replace("a * 1.0", "a * 1"), "ints"))
+    assert check_exact(space, {}, tmp_path)[1] == 4

@@ -66,7 +66,7 @@ def _nestlib_names(plan: Plan) -> list[str]:
     """The helpers the module imports: the trip-counted ranges' only where a loop needs them."""
     ranges = [level for level in plan.levels if level.iterator.function is None
               and level.iterator.domain[0] == "range" and not plan.range_fits(level.iterator)]
-    return (["float_power", "heap_offer", "sequence_max", "sequence_min"]
+    return (["float_power", "heap_offer", "range_argument", "sequence_max", "sequence_min"]
             + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
             + (["range_contains"] if any(level.solved for level in ranges) else []))
 

@@ -382,11 +382,16 @@ class RangeReturnsToTuples(ast.NodeTransformer):
 class PythonBuiltins(ast.NodeTransformer):
     """Builtins whose Numba versions differ from Python's, spelled to agree: ``min(x)`` /
     ``max(x)`` become ``sequence_min(x)`` / ``sequence_max(x)`` (``nestlib``: Numba's of a number
-    returns it, where Python raises and the helper rejects), and ``float(x)`` becomes
-    ``float(x * 1)`` (Numba has no ``float`` of a bool; ``x * 1`` keeps every other value)."""
+    returns it, where Python raises and the helper rejects), ``float(x)`` becomes
+    ``float(x * 1)`` (Numba has no ``float`` of a bool; ``x * 1`` keeps every other value) and
+    each argument of ``range`` is ``range_argument(x)`` (Numba's truncates a float, Python's raises)."""
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "range":
+            node.args = [a if isinstance(a, ast.Constant) and type(a.value) is int else  # a literal int
+                         ast.copy_location(ast.Call(ast.Name("range_argument", ast.Load()), [a], []), a)
+                         for a in node.args]
         if not isinstance(node.func, ast.Name) or node.keywords or len(node.args) != 1:
             return node
         if node.func.id in ("min", "max"):
