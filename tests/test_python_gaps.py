@@ -3,12 +3,14 @@ against the reference enumerator in every path, or one clear error."""
 from __future__ import annotations
 
 import pytest
-from test_properties import DEVICE, check_exact, write_space
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+from test_properties import CI, DEVICE, check_exact, write_space
 from test_vectorised import check_vectorised
 
 import beastgen
 from beastgen.compiler.runtime import compile_space
-from beastgen.errors import SpaceError
+from beastgen.errors import BeastError, SpaceError
 from beastgen.reference import ReferenceEnumerator
 
 MIN_OF_A_NUMBER = """\
@@ -178,3 +180,37 @@ def test_range_of_a_float_raises_in_a_helper(tmp_path):
     assert check_exact(space, {}, tmp_path)[1] == 0
     space = beastgen.load(write_space(tmp_path, RANGE_OF_A_FLOAT.replace("a * 1.0", "a * 1"), "ints"))
     assert check_exact(space, {}, tmp_path)[1] == 4
+
+
+def python_expressions(leaves):
+    """Python expressions over the space's names: every operator, builtin and short-circuit."""
+    def grow(inner):
+        return st.one_of(
+            st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "//", "%", "<", "<=", "==", "!=",
+                                              "and", "or"]), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            inner.map(lambda e: f"(not {e})"), inner.map(lambda e: f"(-{e})"),
+            st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+            st.tuples(st.sampled_from(["min", "max"]), inner, inner).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
+            st.tuples(st.sampled_from(["abs", "int", "float", "math.floor", "math.ceil"]), inner).map(
+                lambda t: f"{t[0]}({t[1]})"),
+            st.tuples(inner, st.sampled_from(["0", "2", "3"])).map(lambda t: f"({t[0]} ** {t[1]})"))
+    return st.recursive(st.sampled_from(leaves), grow, max_leaves=8)
+
+
+@settings(CI, max_examples=150)
+@given(derived=python_expressions(["a", "b", "x", "0", "2", "-3", "0.5", "-0.0", "True"]),
+       test=python_expressions(["a", "b", "x", "y", "1", "-1.5", "7"]),
+       xs=st.sets(st.sampled_from(["-2.5", "-0.0", "0.5", "3", "1e300", "-7.0"]), min_size=1, max_size=3))
+def test_numpy_computes_function_bodies_as_python(tmp_path_factory, derived, test, xs):
+    """Random bodies of space functions (their expression forms): the NumPy path's rows and
+    count equal the reference's, or the space is refused with one error (no compiler runs)."""
+    source = (f"import math\nimport beastgen as beast\na = beast.range(-3, 3)\nb = beast.values(-2, 0, True)\n"
+              f"x = beast.values({', '.join(sorted(xs))})\n\n@beast.derived\ndef y():\n    return {derived}\n\n"
+              f"@beast.filter\ndef f():\n    return {test}\n")
+    note(source)
+    directory = tmp_path_factory.mktemp("bodies")
+    try:
+        space = beastgen.load(write_space(directory, source))
+        event(check_vectorised(space, {}, directory, 3))
+    except BeastError as e:
+        event(f"refused: {str(e).split(': ')[2][:20] if str(e).count(': ') > 1 else e}")
