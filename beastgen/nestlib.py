@@ -6,6 +6,7 @@ import operator
 
 import numba
 import numpy as np
+from numba import types
 from numba.extending import overload
 
 
@@ -270,7 +271,7 @@ def _float_pow(x, y):
     if finite and y != 0:
         if x == 0 and y < 0:
             return 0.0, ZERO_DIVISOR
-        if x < 0 and y != math.floor(y):
+        if x < 0 and y != np.floor(y):  # np.: math.floor(1e300) would pass through int64
             return 0.0, COMPLEX
     value = x ** y
     if finite and math.isinf(value):
@@ -414,3 +415,54 @@ cmp_gt = _comparison(operator.gt, lambda order: order == 1)
 cmp_ge = _comparison(operator.ge, lambda order: order == 1 or order == 0)
 cmp_eq = _comparison(operator.eq, lambda order: order == 0)
 cmp_ne = _comparison(operator.ne, lambda order: order != 0)
+
+
+def sequence_min(values):
+    """``min(values)`` of one argument (a space function's helper calls this): Python's raises
+    TypeError for a number (Numba's returns it) and ValueError for an empty sequence."""
+    return min(values)
+
+
+def sequence_max(values):
+    """``max(values)`` of one argument, as :func:`sequence_min`."""
+    return max(values)
+
+
+def _one_argument(builtin):
+    """The Numba implementation of ``builtin`` of one argument, refusing a number as Python does."""
+    def typer(values):
+        if isinstance(values, (types.Number, types.Boolean)):
+            def refuse(values):  # returns the number's type to the typer; never returns
+                if values == values or values != values:
+                    raise TypeError("min() or max() of one number: it takes a sequence")
+                return values
+            return refuse
+        if isinstance(values, types.RangeType):
+            def of_range(values):
+                if len(values) == 0:
+                    raise ValueError("min() or max() of an empty range")
+                return builtin(values)
+            return of_range
+        return lambda values: builtin(values)
+    return typer
+
+
+overload(sequence_min)(_one_argument(min))
+overload(sequence_max)(_one_argument(max))
+
+
+def range_argument(value):
+    """``value`` as ``range`` takes it (a space function's helper calls this on each argument):
+    Python raises TypeError for a float, where Numba's ``range`` truncates it."""
+    return value
+
+
+@overload(range_argument)
+def _range_argument(value):
+    if isinstance(value, types.Float):
+        def refuse(value):  # returns an int to the typer; never returns
+            if value == value or value != value:
+                raise TypeError("range() takes integers, not a float")
+            return 0
+        return refuse
+    return lambda value: value

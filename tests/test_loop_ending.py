@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,20 @@ def test_a_descending_range_or_a_float_test_goes_on(tmp_path):
         real = beast.filter(c * 0.5 > a)
     """, order=["a", "b", "c"])
     assert found == {}
+
+
+@pytest.mark.parametrize("test, total", [("b - 3", 3), ("~(3 - b)", 24), ("~(b - 3) | (b > 7)", 21)])
+def test_an_integer_tested_for_truth_goes_on(tmp_path, test, total):
+    """An int's truth is ``x != 0``: ``b - 3`` grows with b but is false at 3 alone, and
+    ``not (3 - b)`` is true there alone. Both ended the loop (C and Numba counted 0 and 9 where
+    the reference counts 3 and 24)."""
+    body = f"a = beast.range(0, 3)\nb = beast.range(0, 9)\nf = beast.filter({test})\n"
+    assert ending(tmp_path, body, order=["a", "b"]) == {}
+    space = beastgen.load(str(tmp_path / "space.py"))
+    plan = compile_space(space, DEVICE, {}, str(tmp_path))
+    assert sum(1 for _ in ReferenceEnumerator(space, DEVICE, {}).configurations()) == total
+    tail = plan.counted_tail
+    assert plan.native.count(0, 2 ** 62) * tail == plan.module.count(0, 2 ** 62) * tail == total
 
 
 def test_a_split_below_solved_levels_alone(tmp_path):

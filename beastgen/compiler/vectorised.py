@@ -267,9 +267,14 @@ class _Evaluator(Mapper):
     def map_BinOp(self, node, active):
         left, right = _number(self(node.left, active)), _number(self(node.right, active))
         if node.op in ("+", "-", "*"):
-            return L.BINARY_OPS[node.op](np.asarray(left), right)
-        if node.op == "**":
-            return np.power(np.asarray(left), right)
+            with np.errstate(all="ignore"):  # float overflow gives inf (and inf - inf nan) silently
+                return L.BINARY_OPS[node.op](np.asarray(left), right)
+        if node.op == "**":  # the exponent a whole constant >= 0 (_Supported)
+            with np.errstate(all="ignore"):
+                value = np.power(np.asarray(left), right)
+            if value.dtype.kind == "f":  # a finite float power past the largest raises OverflowError
+                self._raise_where(np.isinf(value) & np.isfinite(left), active)
+            return value
         zero = np.asarray(right) == 0
         self._raise_where(zero, active)
         safe = np.where(zero, 1, right)

@@ -116,6 +116,8 @@ class _Analysis(Mapper):
             value = None  # NaN: nothing known
         if isinstance(expr, L.Call) and expr.func in _TO_INT and self.type_of(expr.args[0]) == "float":
             self._check_to_int(expr, value)
+        if self.item.kind != "bound":  # a count's exactness; a bound is not counted
+            self._check_rounding(expr, children)
         if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
                                    or (isinstance(expr, L.Call) and expr.func == "abs"))
                 and self.type_of(expr) == "int"
@@ -139,6 +141,32 @@ class _Analysis(Mapper):
             f"{self.item.kind} '{self.item.name}': {expr_source(expr)} {reach} the 64-bit integers of "
             "compiled code, where Python's integers are exact; bound the float before converting it "
             "(e.g. with min and max)", self.item.origin)
+
+    def _check_rounding(self, expr, children) -> None:
+        """Python compares an int with a float exactly, divides two ints exactly (rounding the
+        quotient once) and keeps an int as an int where ``where``/``and``/``or``/``min`` give it
+        or a float; compiled code and NumPy make the int a float first, which differs past 2**53
+        (``2**53 + 1 == 2.0**53``): refuse such an int."""
+        parts = list(zip(expr.children(), children))
+        if isinstance(expr, L.Compare) or isinstance(expr, L.Call) and expr.func in ("min", "max"):
+            what, other = "compares {} with a float", "float"
+        elif isinstance(expr, (L.IfExp, L.BoolOp)):  # the values it may give (not a where's test)
+            what, other = "gives {} or a float", "float"
+            parts = parts[1:] if isinstance(expr, L.IfExp) else parts
+        elif isinstance(expr, L.BinOp) and expr.op == "/":
+            what, other = "divides {} by an integer", "int"
+        else:
+            return
+        kinds = [infer_type(child, self.spec.items) for child, _ in parts]
+        if ("float" in kinds) != (other == "float"):
+            return
+        for (child, value), kind in zip(parts, kinds):
+            if kind == "int" and value is not None and max(map(abs, value)) > 2 ** 53:
+                raise SpaceError(
+                    f"{self.item.kind} '{self.item.name}': {expr_source(expr)} "
+                    + what.format(f"the integer {expr_source(child)}, which can pass 2**53,")
+                    + ": Python is exact there, compiled code rounds the integer to a float first; "
+                    "round it alike with x * 1.0 (or float(x) in a space function)", self.item.origin)
 
     # one map_ method per node type: the interval of ``expr`` from those of its ``children``
     def map_Expr(self, expr, children) -> Interval | None:

@@ -66,11 +66,16 @@ def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
 
 
 def _nestlib_names(plan: Plan) -> list[str]:
-    """The helpers the module imports: the trip-counted ranges' only where a loop needs them."""
+    """The helpers the module imports: the trip-counted ranges' only where a loop needs them, the
+    builtins of space functions (:class:`~beastgen.compiler.specialize.functions.PythonBuiltins`)
+    only where one calls them."""
     ranges = [level for level in plan.levels if (
         level.iterator.function.form == "range" if level.iterator.function
         else level.iterator.domain[0] == "range") and not plan.range_fits(level.iterator)]
+    called = {node.id for item in plan.specialized.items.values() if item.function is not None
+              for node in ast.walk(item.function.node) if isinstance(node, ast.Name)}
     return (["float_power", "heap_offer"]
+            + sorted(called & {"range_argument", "sequence_max", "sequence_min"})  # helpers' builtins
             + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
             + (["range_contains"] if any(level.solved for level in ranges) else []))
 

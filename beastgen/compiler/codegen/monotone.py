@@ -30,7 +30,7 @@ def loop_ending_filters(plan: Plan, symbolic: SymbolicContext) -> dict[str, str]
             continue
         monotonicity = Monotonicity(plan.specialized.items, it.name, symbolic)
         for item in level.body:
-            if item.kind == "filter" and item.function is None and monotonicity(item.expr) == 1:
+            if item.kind == "filter" and item.function is None and monotonicity.truth(item.expr) == 1:
                 ending[item.name] = it.name
     return ending
 
@@ -55,6 +55,11 @@ class Monotonicity(Mapper):
             self.reads[name] = name == self.variable or (
                 item is not None and any(self._reads(dep) for dep in item.deps))
         return self.reads[name]
+
+    def truth(self, expr: L.Expr):
+        """How a test's truth moves: its value's way for a bool only (an int's truth, ``x != 0``,
+        is not monotone in x: ``b - 3`` is false at 3 alone)."""
+        return self(expr) if infer_type(expr, self.items) == "bool" else None
 
     def __call__(self, expr: L.Expr):
         if infer_type(expr, self.items) not in _INTEGERS:
@@ -135,7 +140,7 @@ class Monotonicity(Mapper):
         return result
 
     def map_Not(self, expr: L.Not):
-        inner = self(expr.operand)
+        inner = self.truth(expr.operand)
         return None if inner is None else -inner
 
 

@@ -134,9 +134,9 @@ class RiskyNodes(Mapper):
 class PythonPowers(IdentityMapper):
     """The expression with each float ``**`` that compiled code could compute unlike Python replaced
     by ``float_power`` (nestlib), which raises where Python does not give a float: ``0.0 ** -1``
-    (ZeroDivisionError in Python, inf compiled), a power past the floats (OverflowError in Python,
-    inf compiled) and a negative base with a fractional exponent (a complex number in Python, nan
-    compiled). Each rejects the configuration."""
+    (ZeroDivisionError in Python, inf compiled) and a negative base with a fractional exponent
+    (a complex number in Python, nan compiled), or a finite power overflows (OverflowError in
+    Python). Either rejects the configuration. Also ``float`` of a bool (see :meth:`map_Call`)."""
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
         self.items, self.symbolic = items, symbolic
@@ -148,17 +148,39 @@ class PythonPowers(IdentityMapper):
             return L.Call("float_power", [rebuilt.left, rebuilt.right])
         return rebuilt
 
+    def map_Call(self, expr: L.Call) -> L.Expr:
+        """``float(b)`` of a bool as ``float(b * 1)``: Numba has no ``float`` of a bool."""
+        rebuilt = super().map_Call(expr)
+        if expr.func == "float" and infer_type(expr.args[0], self.items) == "bool":
+            return L.Call("float", [L.BinOp("*", rebuilt.args[0], L.Const(1))])
+        return rebuilt
+
     def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:
-        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code:
-        an integer base (at most 2**63 in size) to a constant exponent of at most 16 (at most
-        2**1008: finite), fractional only on a nonnegative base, negative only on a nonzero one
-        (at most 1 in size). Any other power may overflow (OverflowError in Python, inf compiled)."""
-        if not (isinstance(exponent, L.Const) and type(exponent.value) in (int, float)
-                and infer_type(base, self.items) in ("int", "bool") and exponent.value <= 16):
+        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code."""
+        if not self._stays_finite(base, exponent):
+            return False  # Python raises OverflowError where compiled code gives inf
+        if isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
+                and exponent.value >= 0 and float(exponent.value).is_integer():
+            return True  # a whole, nonnegative exponent: any base
+        if not self.symbolic.provably_nonnegative(base):
             return False
-        if not float(exponent.value).is_integer() and not self.symbolic.provably_nonnegative(base):
+        return self.symbolic.provably_nonnegative(exponent) or self.symbolic.provably_nonzero(base)
+
+    def _stays_finite(self, base: L.Expr, exponent: L.Expr) -> bool:
+        """Whether a finite power cannot overflow: the exponent 0 or 1, or a constant one over an
+        integer base of known bounds (a nonzero integer to a negative power is at most 1)."""
+        value = exponent.value if isinstance(exponent, L.Const) else None
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
             return False
-        return exponent.value >= 0 or self.symbolic.provably_nonzero(base)
+        if value in (0, 1):
+            return True
+        bounds = self.symbolic.interval(base)
+        if bounds is None:
+            return False
+        try:
+            return value < 0 or math.isfinite(float(max(map(abs, bounds))) ** value)
+        except OverflowError:
+            return False
 
 
 # --------------------------------------------------------------------------------------------------

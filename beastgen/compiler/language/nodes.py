@@ -409,11 +409,19 @@ def where(test, body, orelse) -> IfExp:
 
 
 def min(*args) -> Call:  # noqa: A001
-    """``min(...)`` of space expressions."""
-    return Call("min", args)
+    """``min(...)`` of two or more space expressions."""
+    return Call("min", _two_or_more("min", args))
 
 
 def max(*args) -> Call:  # noqa: A001
-    """``max(...)`` of space expressions."""
-    return Call("max", args)
+    """``max(...)`` of two or more space expressions."""
+    return Call("max", _two_or_more("max", args))
+
+
+def _two_or_more(name: str, args: tuple) -> tuple:
+    """``args``; a SpaceError where there are fewer than two (Python's ``min(x)`` of a number raises,
+    and a space expression is no sequence)."""
+    if len(args) < 2:
+        raise SpaceError(f"beast.{name} needs two or more arguments, got {len(args)}", caller_origin())
+    return args
 

@@ -18,9 +18,9 @@ from ..language.printer import expr_source
 from ...devices import DeviceProfile, load_profile
 from ...errors import SpaceError
 from ..model import Space, Variable, expr_dependencies
-from .functions import (FunctionExpression, NoExpression, OpaqueTests, RangeReturnsToTuples,
-                        body_expression, body_statements, check_compilable, fold_function,
-                        free_space_names, function_form, function_globals, may_raise,
+from .functions import (FunctionExpression, NoExpression, OpaqueTests, PythonBuiltins,
+                        RangeReturnsToTuples, body_expression, body_statements, check_compilable,
+                        fold_function, free_space_names, function_form, function_globals, may_raise,
                         ranges_start_positive, ranges_unit_step)
 from .ir import Item, SpaceFunction, Specialized, named_const
 from .settings import resolve_settings
@@ -253,6 +253,7 @@ class _Folder(ExpressionFolder):
         node.decorator_list = []
         node.args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
                                   kw_defaults=[], defaults=[])
+        PythonBuiltins().visit(node)
         if form == "range":
             RangeReturnsToTuples().visit(node)
         elif form == "generator":

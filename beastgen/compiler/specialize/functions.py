@@ -150,7 +150,8 @@ class FunctionExpression(AstTranslator):
 
     def call(self, node):
         name = ast.unparse(node.func)
-        if node.keywords or name not in _CALLS or not node.args:
+        arity = len(node.args) >= 2 if name in ("min", "max") else len(node.args) == 1
+        if node.keywords or name not in _CALLS or not arity:  # min(x) of a number raises: the helper
             raise NoExpression
         return L.Call(_CALLS[name], [self.translate(a) for a in node.args])
 
@@ -343,9 +344,9 @@ def may_raise(node: ast.FunctionDef) -> bool:
         if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
                 and sub.func.attr not in _MATH_FUNCTIONS_THAT_CANNOT_RAISE):
             return True
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in (
-                "range", "int", "round"):
-            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and (sub.func.id in (
+                "range", "int", "round") or sub.func.id in ("min", "max") and len(sub.args) == 1):
+            return True  # min/max of one argument: of a number, or an empty sequence, raises
     return False
 
 
@@ -375,6 +376,28 @@ class RangeReturnsToTuples(ast.NodeTransformer):
         if len(args) == 2:
             args.append(ast.Constant(1))
         node.value = ast.copy_location(ast.Tuple(args, ast.Load()), node.value)
+        return node
+
+
+class PythonBuiltins(ast.NodeTransformer):
+    """Builtins whose Numba versions differ from Python's, spelled to agree: ``min(x)`` /
+    ``max(x)`` become ``sequence_min(x)`` / ``sequence_max(x)`` (``nestlib``: Numba's of a number
+    returns it, where Python raises and the helper rejects), ``float(x)`` becomes
+    ``float(x * 1)`` (Numba has no ``float`` of a bool; ``x * 1`` keeps every other value) and
+    each argument of ``range`` is ``range_argument(x)`` (Numba's truncates a float, Python's raises)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "range":
+            node.args = [a if isinstance(a, ast.Constant) and type(a.value) is int else  # a literal int
+                         ast.copy_location(ast.Call(ast.Name("range_argument", ast.Load()), [a], []), a)
+                         for a in node.args]
+        if not isinstance(node.func, ast.Name) or node.keywords or len(node.args) != 1:
+            return node
+        if node.func.id in ("min", "max"):
+            node.func = ast.copy_location(ast.Name(f"sequence_{node.func.id}", ast.Load()), node.func)
+        elif node.func.id == "float":
+            node.args = [ast.copy_location(ast.BinOp(node.args[0], ast.Mult(), ast.Constant(1)), node.args[0])]
         return node
 
 
