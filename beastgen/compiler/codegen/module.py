@@ -3,6 +3,8 @@ its class (:mod:`.numba_functions`, Chen's estimator in :mod:`.estimator`) throu
 target's builder (:mod:`.numba_nest`)."""
 from __future__ import annotations
 
+import ast
+
 from ...quoting import comment_text, docstring_text, shell_command
 from ...version import __version__
 from ..analysis.checked_helpers import NESTLIB_NAMES
