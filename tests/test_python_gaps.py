@@ -214,3 +214,27 @@ def test_numpy_computes_function_bodies_as_python(tmp_path_factory, derived, tes
         event(check_vectorised(space, {}, directory, 3))
     except BeastError as e:
         event(f"refused: {str(e).split(': ')[2][:20] if str(e).count(': ') > 1 else e}")
+
+
+@pytest.mark.parametrize("test", ["x ** 0.5 == 2", "x ** y != 4", "abs(x ** 0.5) > 1", "x ** 0.5"])
+def test_a_power_that_may_be_complex_is_refused_where_python_would_not_raise(tmp_path, test):
+    """``(-3) ** 0.5`` is a complex number in Python: ``== 2`` is False there (the reference keeps
+    the row), while compiled code's power rejected it (C = Numba = 4 where the reference counts 7).
+    Used where Python raises on it too (an ordering), both reject and it counts."""
+    body = f"import beastgen as beast\nx = beast.range(-3, 4)\ny = beast.values(2.0, 0.5)\nf = beast.filter({test})\n"
+    with pytest.raises(SpaceError, match=r"space.py:4: filter 'f': x \*\* .* may be a complex number in Python"):
+        compile_space(beastgen.load(write_space(tmp_path, body)), DEVICE, {}, str(tmp_path))
+    ordered = body.replace(test, "x ** y > 1.5")
+    plan, total = check_exact(beastgen.load(write_space(tmp_path, ordered, "ordered")), {}, tmp_path)
+    assert total == 6  # of 14: rejected ±2 and ±3 squared, the negative bases to 0.5 (TypeError), 3 ** 0.5
+
+
+def test_a_derived_value_that_may_be_complex_is_refused_unless_only_ordered(tmp_path):
+    """A derived ``p = x ** 0.5`` never read keeps the row in Python (a complex number raises
+    nothing) where compiled code's power rejected it; read only by an ordering, both reject."""
+    body = "import beastgen as beast\nx = beast.range(-3, 4)\np = x ** 0.5\n"
+    with pytest.raises(SpaceError, match=r"space.py:3: derived 'p': x \*\* 0.5 may be a complex number"):
+        compile_space(beastgen.load(write_space(tmp_path, body)), DEVICE, {}, str(tmp_path))
+    ordered = body + "f = beast.filter(p > 1.5)\n"
+    plan, total = check_exact(beastgen.load(write_space(tmp_path, ordered, "ordered")), {}, tmp_path)
+    assert total == 3  # 0, 1 and 2; the negatives raise TypeError in Python, 3 ** 0.5 > 1.5

@@ -28,8 +28,9 @@ def check_integer_ranges(spec: Specialized) -> dict[str, Interval | None]:
     """Raise :class:`SpaceError` naming the first integer operation that can overflow int64; the
     interval of every int and bool item (None: not known)."""
     known: dict[str, Interval | None] = {}
+    complex_values: dict[str, bool] = {}  # a derived value that may be complex -> whether read yet
     for item in spec.items.values():  # dependency order
-        analysis = _Analysis(spec, known, item)
+        analysis = _Analysis(spec, known, item, complex_values)
         if item.kind == "iterator":
             known[item.name] = analysis.domain(item.domain) if item.function is None else None
             if item.value_type not in ("int", "bool", "float"):
@@ -38,9 +39,17 @@ def check_integer_ranges(spec: Specialized) -> dict[str, Interval | None]:
                 _check_domain(item, known[item.name])
         elif item.function is None:
             value = analysis.interval(item.expr)
+            if id(item.expr) in analysis.complex_powers and item.kind == "derived":
+                complex_values[item.name] = False  # its readers decide
+            elif id(item.expr) in analysis.complex_powers and item.kind == "filter":
+                analysis.refuse_complex(item.expr)  # a truth test
             known[item.name] = value if item.value_type in ("int", "bool", "float") else None
         else:
             known[item.name] = None
+    for name, read in complex_values.items():
+        if not read:  # Python keeps the row where it is computed and never used
+            item = spec.items[name]
+            _Analysis(spec, known, item).refuse_complex(item.expr)
     return known
 
 
@@ -94,9 +103,11 @@ class NodeTypes(TypeInference):
 class _Analysis(Mapper):
     """Interval arithmetic over one item's expressions."""
 
-    def __init__(self, spec: Specialized, known: dict, item):
+    def __init__(self, spec: Specialized, known: dict, item, complex_values: dict | None = None):
         self.spec, self.known, self.item = spec, known, item
         self.type_of = NodeTypes(spec.items)
+        self.complex_powers: set = set()  # ids of the powers that may be complex numbers in Python
+        self.complex_values = {} if complex_values is None else complex_values
 
     def domain(self, domain) -> Interval | None:
         kind, *parts = domain
@@ -118,6 +129,7 @@ class _Analysis(Mapper):
             self._check_to_int(expr, value)
         if self.item.kind != "bound":  # a count's exactness; a bound is not counted
             self._check_rounding(expr, children)
+            self._check_complex_uses(expr, children)
         if (value is not None and (isinstance(expr, (L.BinOp, L.UnaryOp))
                                    or (isinstance(expr, L.Call) and expr.func == "abs"))
                 and self.type_of(expr) == "int"
@@ -141,6 +153,39 @@ class _Analysis(Mapper):
             f"{self.item.kind} '{self.item.name}': {expr_source(expr)} {reach} the 64-bit integers of "
             "compiled code, where Python's integers are exact; bound the float before converting it "
             "(e.g. with min and max)", self.item.origin)
+
+    def _check_complex_uses(self, expr, children) -> None:
+        """Python's negative number to a fractional power is a complex number, which compiled code
+        cannot hold (its power rejects the configuration). Where Python raises on it too (an ordering,
+        ``min``/``max``, a conversion, ``//``, ``%``) both reject; any other use (``==``, ``!=``, a
+        truth test, arithmetic, ``abs``) is refused: :attr:`complex_powers` holds the powers met."""
+        if isinstance(expr, L.BinOp) and expr.op == "**" and self._may_be_complex(expr, children):
+            self.complex_powers.add(id(expr))
+        raising = ((isinstance(expr, L.Compare) and expr.op in ("<", "<=", ">", ">="))
+                   or (isinstance(expr, L.Call) and expr.func in ("min", "max", "floor", "ceil", "int", "round"))
+                   or (isinstance(expr, L.BinOp) and expr.op in ("//", "%")))
+        for child in expr.children():
+            if isinstance(child, L.Ref) and child.target in self.complex_values:
+                if not raising:
+                    self.refuse_complex(self.spec.items[child.target].expr)
+                self.complex_values[child.target] = True
+            elif id(child) in self.complex_powers and not raising:
+                self.refuse_complex(child)
+
+    def _may_be_complex(self, expr, children) -> bool:
+        base, exponent = children
+        if self.type_of(expr.right) not in ("float", "any"):
+            return False  # an integer exponent: Python's result is a number
+        if isinstance(expr.right, L.Const) and float(expr.right.value).is_integer():
+            return False
+        return base is None or base[0] < 0
+
+    def refuse_complex(self, power) -> None:
+        raise SpaceError(
+            f"{self.item.kind} '{self.item.name}': {expr_source(power)} may be a complex number in "
+            "Python (a negative base to a fractional power), which compiled code cannot hold where it "
+            "is compared with == or !=, tested for truth or computed with; keep the base nonnegative "
+            "(e.g. max(0, ...)) or the exponent whole", self.item.origin)
 
     def _check_rounding(self, expr, children) -> None:
         """Python compares an int with a float exactly, divides two ints exactly (rounding the
@@ -181,17 +226,7 @@ class _Analysis(Mapper):
         return self.known.get(expr.target)
 
     def map_Compare(self, expr, children):
-        """(0, 1); an integer past 2**53 compared with a float is refused: Python compares them
-        exactly, compiled code rounds the integer to a float first (2**53 + 1 == 2.0**53)."""
-        types = self.type_of(expr.left), self.type_of(expr.right)
-        if sorted(types) == ["float", "int"]:
-            span = children[types.index("int")]
-            if span is not None and max(abs(span[0]), abs(span[1])) > 2 ** 53:
-                raise SpaceError(
-                    f"{self.item.kind} '{self.item.name}': {expr_source(expr)} compares an integer "
-                    f"that can reach {float(max(abs(span[0]), abs(span[1]))):.3g} with a float: Python "
-                    "compares them exactly, compiled code rounds a 64-bit integer past 2**53 to a "
-                    "float first; compare float(...) or keep the integer within 2**53", self.item.origin)
+        """(0, 1) (an integer past 2**53 compared with a float: :meth:`_check_rounding`)."""
         return (0, 1)
 
     def map_Not(self, expr, children):
