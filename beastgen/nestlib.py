@@ -352,6 +352,32 @@ int_trunc = _unary(_trunc, math.trunc, converts=True)
 int_gcd = _binary(_gcd, math.gcd)
 
 
+def _choice(plain):
+    """``op(a, b, left=None, where=0)``: ``plain`` (min or max) of two numbers of one kind; an
+    integer (or bool) against a float raises, ``left`` set to ``-where``: Python's result keeps the
+    type of the argument it picks (``min(3, 4.5)`` is the int 3), compiled code's is a float."""
+    def op(a, b, left=None, where=0):
+        return plain(a, b)
+
+    @overload(op, jit_options={"nogil": True})
+    def compiled(a, b, left=None, where=0):
+        whole = (numba.types.Integer, numba.types.Boolean)
+        if (isinstance(a, whole) and isinstance(b, numba.types.Float)) or (
+                isinstance(a, numba.types.Float) and isinstance(b, whole)):
+            def mixed(a, b, left=None, where=0):
+                if left is not None:
+                    left[0] = -where
+                if where == where:  # always: a test the typer keeps, so the int below types it
+                    raise OverflowError("min() or max() of an integer and a float")
+                return 0  # never reached: an int for the typer, which range() also takes
+            return mixed
+        return lambda a, b, left=None, where=0: plain(a, b)
+    return op
+
+
+int_min, int_max = _choice(min), _choice(max)
+
+
 def int_span(start, stop, step, left=None, where=0):
     """``range(*int_span(start, stop, step))`` in the generated code: the range's arguments, which
     must leave ``stop - start`` inside 64 bits (Numba's range computes it, then counts nothing)."""

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, event, given, note, settings
 import beastgen
 from beastgen import nestlib
 from beastgen.compiler.runtime import compile_space
-from beastgen.errors import BeastError
+from beastgen.errors import BeastError, SpaceError
 from beastgen.reference import reference_count
 from space_strategies import edge_helper_spaces
 
@@ -395,3 +395,20 @@ def test_a_float_power_past_the_floats_in_the_nest_rejects_as_in_python(tmp_path
     space = _space(tmp_path, "x = beast.range(1, 4)\ny = beast.values(2000.0, 1.0)\n"
                              "f = beast.filter(x ** y < 5)\n", "exponent")
     assert _both_paths(space, tmp_path) == [reference_count(space, "h100")] * 3 == [0] * 3
+
+
+def test_min_of_an_int_and_a_float_in_a_helper_stops_the_count(tmp_path):
+    """Python's ``min(k, 4.5)`` is the int k or the float 4.5, Numba's always a float: a
+    ``range(min(k, 4.5))`` was refused for every k (count 0, the reference 3). Mixing an int and a
+    float in a helper's min/max stops the count naming it; one kind each counts as Python."""
+    source = ("import beastgen as beast\nk = beast.range(1, 6)\n\n@beast.filter\ndef f():\n"
+              "    total = 0\n    for i in range(min(k, {other})):\n        total += i\n"
+              "    return total > 3\n")
+    path = tmp_path / "space.py"
+    path.write_text(source.format(other="4.5"))
+    with pytest.raises(SpaceError, match=r"space.py:7: filter 'f': min\(k, 4.5\) chooses between an "
+                                         "integer and a float"):
+        compile_space(beastgen.load(str(path)), "h100", {}, str(tmp_path / "gen")).count()
+    path.write_text(source.format(other="4"))
+    space = beastgen.load(str(path))
+    assert compile_space(space, "h100", {}, str(tmp_path / "gen")).count() == 3 == reference_count(space, "h100")

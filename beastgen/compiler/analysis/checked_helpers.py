@@ -47,8 +47,9 @@ _COMPARE = {ast.Lt: "cmp_lt", ast.LtE: "cmp_le", ast.Gt: "cmp_gt", ast.GtE: "cmp
 _BUILTINS = {"int": "int_of", "round": "int_round", "abs": "int_abs"}
 _MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc", "gcd": "int_gcd"}
 #: the checked functions the generated module imports from nestlib
+_CHOICES = {"min": "int_min", "max": "int_max"}  # of two or more arguments: one type, as in Python
 NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), *_COMPARE.values(),
-                        "int_neg", "int_span", "int_dividend"})
+                        *_CHOICES.values(), "int_neg", "int_span", "int_dividend"})
 
 
 @dataclass
@@ -122,6 +123,10 @@ def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
             cases = [(index, "divides an integer that no float holds exactly (past 2**53): Python "
                       "rounds the exact quotient once, compiled code each operand first; write "
                       "float(...) / ... to round as compiled code does")]
+        if function in _CHOICES.values():
+            cases = [(-index, "chooses between an integer and a float: Python's result keeps the type "
+                      "of the argument it picks, compiled code makes every result a float; convert "
+                      "the arguments alike (float(...) or int(...))")]
         if function == "int_pow":
             cases.append((-index, "raises an integer to a negative power (a float in Python, an "
                           "integer in compiled code; write float(...) ** ...) or a negative number to "
@@ -334,6 +339,11 @@ class _Rewriter(ast.NodeTransformer):
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id == "math" and func.attr in _MATH and len(args) == (2 if func.attr == "gcd" else 1)):
             return self._call(_MATH[func.attr], args, original)
+        if isinstance(func, ast.Name) and func.id in _CHOICES and len(args) >= 2:
+            chosen = args[0]  # pairwise, ties to the earlier argument, as Python's
+            for arg in args[1:]:
+                chosen = self._call(_CHOICES[func.id], [chosen, arg], original)
+            return chosen
         if isinstance(func, ast.Name) and func.id == "range" and len(args) >= 2:
             span = self._call("int_span", [*args, *([ast.Constant(1)] if len(args) == 2 else [])],
                               original)
