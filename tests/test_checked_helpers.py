@@ -412,3 +412,28 @@ def test_min_of_an_int_and_a_float_in_a_helper_stops_the_count(tmp_path):
     path.write_text(source.format(other="4"))
     space = beastgen.load(str(path))
     assert compile_space(space, "h100", {}, str(tmp_path / "gen")).count() == 3 == reference_count(space, "h100")
+
+
+MIXED_CONTAINERS = {
+    "min of a tuple holding an int and a float":
+        "    total = 0\n    for i in range(min((k, 4.5))):\n        total += i\n    return total > 3\n",
+    "an int past 2**53 in a tuple of floats":
+        "    return k + 2 ** 53 - 1 in (9007199254740992.0, 1.5)\n",
+}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 28, still open: Numba gives a container (or a variable) "
+                   "holding an int and a float one type, float, where Python keeps each value's own: "
+                   "min((k, 4.5)) is a float for every k (count 0, the reference 3), and `in` compares "
+                   "an int past 2**53 rounded (3, the reference 4)")
+@pytest.mark.parametrize("body", list(MIXED_CONTAINERS.values()), ids=list(MIXED_CONTAINERS))
+def test_a_container_mixing_ints_and_floats_in_a_helper(tmp_path, body):
+    path = tmp_path / "space.py"
+    path.write_text("import beastgen as beast\nk = beast.values(1, 2, 3, 4, 5)\n\n@beast.filter\n"
+                    "def f():\n" + body)
+    space = beastgen.load(str(path))
+    try:
+        count = compile_space(space, "h100", {}, str(tmp_path / "gen")).count()
+    except SpaceError:
+        return  # one clear error is the other right answer
+    assert count == reference_count(space, "h100")
