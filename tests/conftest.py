@@ -41,3 +41,12 @@ def write_space(tmp_path):
 def _generated_code_outside_the_repository(tmp_path_factory):
     """Tests never write into the repository's own generated/ (checked by test_generated.py)."""
     os.environ["BEASTGEN_GENERATED_DIR"] = str(tmp_path_factory.mktemp("generated-default"))
+
+
+@pytest.fixture(scope="module")
+def compiled_nests_only():
+    """For a module that checks the compiled nests (C and Numba): the NumPy path, which would
+    otherwise count a small nest with no C library, is off (it is checked in test_vectorised.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BEASTGEN_VECTORISED", "0")
+        yield

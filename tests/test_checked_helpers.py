@@ -79,8 +79,8 @@ def _space(tmp_path, body: str, name: str = "space"):
 def test_a_helpers_own_error_rejects_and_leaving_64_bits_stops_the_count(tmp_path):
     """``// b`` by zero is the function's error (rejected, as Python raises); ``a * 2**62`` of a = 2
     leaves 64 bits (an error naming it), in the count and the stats; of a = -2 it just fits."""
-    space = _space(tmp_path, """\
-        a = beast.values(1, 2, 3)
+    body = """\
+        a = beast.values(VALUES)
         b = beast.values(0, 1)
         @beast.filter
         def f():
@@ -88,22 +88,14 @@ def test_a_helpers_own_error_rejects_and_leaving_64_bits_stops_the_count(tmp_pat
             for i in range(1):
                 t = 10 // b + a * 2 ** 62
             return t < 0
-    """)
+    """
+    space = _space(tmp_path, body.replace("VALUES", "1, 2, 3"))
     plan = compile_space(space, "h100", {}, str(tmp_path))
     for count in (plan.count, lambda: plan.stats().count):
         with pytest.raises(BeastError, match=r"space.py:9: filter 'f': a \* 4611686018427387904 gives an "
                            "integer past the 64 bits"):
             count()
-    space = _space(tmp_path, """\
-        a = beast.values(1, -1, -2)
-        b = beast.values(0, 1)
-        @beast.filter
-        def f():
-            t = 0
-            for i in range(1):
-                t = 10 // b + a * 2 ** 62
-            return t < 0
-    """, "fits")
+    space = _space(tmp_path, body.replace("VALUES", "1, -1, -2"), "fits")
     plan = compile_space(space, "h100", {}, str(tmp_path))
     assert plan.count() == plan.stats().count == reference_count(space, "h100") == 1
 

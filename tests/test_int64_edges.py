@@ -25,13 +25,7 @@ from space_strategies import edge_spaces, many_iterator_spaces
 HEADER = "import math\nimport beastgen as beast\n"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _compiled_nests_only():
-    """This module checks the compiled nests (C and Numba); the NumPy path that would otherwise
-    count a small nest with no C library is checked in test_vectorised.py."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BEASTGEN_VECTORISED", "0")
-        yield
+pytestmark = pytest.mark.usefixtures("compiled_nests_only")  # NumPy's path: test_vectorised.py
 
 
 def load(tmp_path, body: str, name: str = "space"):

@@ -123,13 +123,7 @@ def random_valid_order(space, overrides, draw):
     return list(nx.lexicographical_topological_sort(loops, key=priority.index))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _compiled_nests_only():
-    """This module checks the compiled nests (C and Numba); the NumPy path that would otherwise
-    count a small nest with no C library is checked in test_vectorised.py."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("BEASTGEN_VECTORISED", "0")
-        yield
+pytestmark = pytest.mark.usefixtures("compiled_nests_only")  # NumPy's path: test_vectorised.py
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ Kernel Tuner's ``tune_params`` / ``restrictions``.
 JSON and restriction strings are data: the restricted evaluator (:mod:`beastgen.interop.restricted`)
 parses them with :mod:`ast`; nothing is passed to ``eval``.
 """
-import importlib
+from ..lazy import lazy_getattr
 
 #: where each public name lives: imported on first use, so that reading a T1 file (``.t1``)
 #: imports neither NumPy (``.kernel_tuner``'s Python restrictions) nor the code writers (``.export``)
@@ -26,12 +26,7 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _WHERE, globals())
 
 
 def __dir__() -> list[str]:
