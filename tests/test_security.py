@@ -444,6 +444,7 @@ def _sha256s(directory):
     "CREATE TABLE results (id INTEGER, name TEXT)",
     "CREATE TABLE notes (text TEXT)",
     "CREATE TABLE runs (run TEXT); CREATE TABLE results (run TEXT)",
+    'CREATE TABLE "x) --" (a TEXT); CREATE TABLE runs (run TEXT)',  # a table name read as data, never SQL
 ])
 def test_a_foreign_database_is_refused_unchanged(tmp_path, schema):
     """Refused before anything changes: no WAL switch, no table added, byte-identical."""

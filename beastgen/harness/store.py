@@ -105,7 +105,7 @@ def check_is_store(path: str, shown: str) -> None:
     try:
         db = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
         try:
-            tables = {name: [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
+            tables = {name: [row[0] for row in db.execute("SELECT name FROM pragma_table_info(?)", (name,))]
                       for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                                 "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
             check = db.execute("PRAGMA quick_check").fetchone()[0]
