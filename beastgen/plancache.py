@@ -73,13 +73,18 @@ class RecordingPlan(CompiledPlan):
         path = super().write()
         if path:
             self._written = True
-            _write_record(self._record_path, self._digest, self, self._native)
+            _write_record(self._record_path, self._digest, self, self._native, self._native_all)
         return path
 
     def _load_native(self):
         nest = super()._load_native()
         if self.path and native.enabled():  # the record learns the library (or that there is none)
             _write_record(self._record_path, self._digest, self, nest)
+        return nest
+
+    def _every_native_function(self):
+        nest = super()._every_native_function()
+        _write_record(self._record_path, self._digest, self, self._native, nest)
         return nest
 
     @property
@@ -97,7 +102,7 @@ class CachedPlan(CompiledPlan):
         self._record, self._build, self._built = record, build, None
         self._record_path = record_path
         self._module = None
-        self._native = None
+        self._native = self._native_all = None
         self.last_seconds = 0.0
 
     @property
@@ -153,16 +158,39 @@ class CachedPlan(CompiledPlan):
         known = self._record.get("native")
         if known is not None and known["library"] is None:
             return None  # the C target does not print this plan, or there was no C compiler
-        if known is not None:
-            check_generated_directory(os.path.dirname(self.path))
-            library = os.path.join(os.path.dirname(self.path), known["library"])
-            if (os.path.basename(known["library"]) == known["library"] and trusted_file(library)
-                    and native.library_digest(library) == known["sha256"]):
-                return native.load(library, known["sha256"])
+        if (library := self._recorded_library(known)) is not None:
+            return native.load(library, known["sha256"], known["functions"], self._every_native_function)
         nest = self._full.native  # compiled again where it changed since it was recorded
         self._record["native"] = _native_entry(nest)
         _update_record(self._record_path, self._record)
         return nest
+
+    def _every_native_function(self):
+        """The recorded library of every C function, once its sha256 matches; else built (and
+        recorded) from the space."""
+        if self._native_all is None:
+            known = self._record.get("native_all")
+            if (library := self._recorded_library(known)) is not None:
+                self._native_all = native.load(library, known["sha256"])
+            if self._native_all is None:
+                self._native_all = self._full._every_native_function()
+                self._record["native_all"] = _native_entry(self._native_all)
+                _update_record(self._record_path, self._record)
+        return self._native_all
+
+    def _recorded_library(self, known: dict | None) -> str | None:
+        """The path of the library a record entry names, when it is a plain file name in the
+        generated directory, the file is this user's alone and its sha256 is the recorded one."""
+        if (not isinstance(known, dict) or not isinstance(known.get("library"), str)
+                or not isinstance(known.get("functions"), list)
+                or not set(known["functions"]) <= set(native.SIGNATURES)):
+            return None
+        check_generated_directory(os.path.dirname(self.path))
+        library = os.path.join(os.path.dirname(self.path), known["library"])
+        if (os.path.basename(known["library"]) == known["library"] and trusted_file(library)
+                and native.library_digest(library) == known.get("sha256")):
+            return library
+        return None
 
 
 def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] | None:
@@ -268,9 +296,10 @@ def _read_record(record_path: str, digest: str, directory: str, build) -> Cached
         return None
 
 
-def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None) -> None:
+def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None, every=None) -> None:
     """Record a freshly built plan, with its native library once that was looked for (``nest``:
-    the :class:`~beastgen.compiler.native.NativeNest`, or False for none; None: not looked for)."""
+    the :class:`~beastgen.compiler.native.NativeNest` of the count, or False for none; None: not
+    looked for), and the library of every C function (``every``) once it was built."""
     record = {"key": digest,
               "module": os.path.basename(plan.path) if plan.path else None,
               "module_sha256": plan.module_sha256,
@@ -279,6 +308,8 @@ def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None)
               "target": plan.target.as_dict(), "iteration_bound": plan.iteration_bound}
     if nest is not None:
         record["native"] = _native_entry(nest)
+    if every is not None:
+        record["native_all"] = _native_entry(every)
     _update_record(record_path, record)
 
 
@@ -290,7 +321,8 @@ def _file_sha256(path: str) -> str:
 def _native_entry(nest) -> dict:
     if not nest:
         return {"library": None}
-    return {"library": os.path.basename(nest.path), "sha256": nest.sha256}
+    return {"library": os.path.basename(nest.path), "sha256": nest.sha256,
+            "functions": list(nest.functions)}
 
 
 def _update_record(record_path: str, record: dict) -> None:

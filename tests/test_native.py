@@ -183,3 +183,33 @@ def test_a_warm_count_command_uses_the_library(tmp_path):
     assert all("459,316 valid configurations" in run.stdout for run in runs), runs
     assert "compiling" not in runs[1].stderr
     assert [name for name in os.listdir(tmp_path / "gen") if name.endswith(".so")]
+
+
+def test_a_count_compiles_only_its_functions_the_rest_on_first_use(tmp_path):
+    """A count's library holds only what the count calls (``count`` for a small nest); ``fill``
+    (an enumeration) builds the library of every function once, which the plan record then names:
+    a warm process loads both from the record, compiling nothing, with the same rows."""
+    import json
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    path = tmp_path / "s.py"
+    path.write_text("import beastgen as beast\nx = beast.range(1, 50)\ny = beast.range(1, 5)\n"
+                    "f = beast.filter((x + y) % 7 == 0)\n")
+    generated = str(tmp_path / "gen")
+    built = compile_cached(str(path), generated_dir=generated)
+    assert built.count() == 168 and built.native.functions == ("count",)
+    assert len(list((tmp_path / "gen").glob("*.so"))) == 1
+    rows = built.enumerate()
+    assert len(rows) == 168 and all((x + y) % 7 != 0 for x, y in rows.tolist())
+    assert len(list((tmp_path / "gen").glob("*.so"))) == 2
+    (record_path,) = (tmp_path / "gen").glob("*.plan.json")
+    record = json.loads(record_path.read_text())
+    assert record["native"]["functions"] == ["count"]
+    assert record["native_all"]["functions"] == list(native.SIGNATURES)
+    cached = compile_cached(str(path), generated_dir=generated)
+    assert isinstance(cached, CachedPlan) and cached.count() == 168
+    libraries = {p: p.stat().st_mtime_ns for p in (tmp_path / "gen").glob("*.so")}
+    assert (cached.enumerate() == rows).all()
+    assert cached.native.split_nodes() == built.native.split_nodes()
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "gen").glob("*.so")} == libraries
+    assert os.path.basename(cached._native_all.path) == record["native_all"]["library"]

@@ -132,28 +132,36 @@ def _remove(path: str) -> None:
         pass
 
 
+_I64, _PTR = ctypes.c_int64, ctypes.c_void_p
+#: the library's functions (:data:`~beastgen.compiler.codegen.c_nest.C_FUNCTIONS`): argument
+#: types; each returns an int64
+SIGNATURES = {"count": [_I64, _I64], "split_nodes": [],
+              "fill": [_PTR, _I64, _I64, _PTR, _PTR, _I64, _PTR, _PTR, _I64],  # rows of claimed split nodes
+              "count_claimed": [_PTR, _I64, _I64]}
+
+
 class NativeNest:
     """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures, and
     its ``fill`` and ``count_claimed``, which threads share by claiming split nodes (see
-    :class:`beastgen.compiler.codegen.c_nest.CClaimingWriter`)."""
+    :class:`beastgen.compiler.codegen.c_nest.CClaimingWriter`). A library may hold only some of
+    them (``functions``: a cold count compiles only what it calls); ``more()``, the library of
+    them all, built on first use, answers the others."""
 
-    def __init__(self, path: str, sha256: str):
-        self.path, self.sha256 = path, sha256
+    def __init__(self, path: str, sha256: str, functions=tuple(SIGNATURES), more=None):
+        self.path, self.sha256, self.functions, self._more = path, sha256, tuple(functions), more
         library = ctypes.CDLL(os.path.abspath(path))
-        self.count = library.count
-        self.count.argtypes = [ctypes.c_int64, ctypes.c_int64]
-        self.count.restype = ctypes.c_int64
-        self.split_nodes = library.split_nodes
-        self.split_nodes.argtypes = []
-        self.split_nodes.restype = ctypes.c_int64
-        self.fill = library.fill  # rows of split nodes claimed from a shared counter
-        self.fill.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                              ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                              ctypes.c_int64]
-        self.fill.restype = ctypes.c_int64
-        self.count_claimed = library.count_claimed
-        self.count_claimed.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-        self.count_claimed.restype = ctypes.c_int64
+        for name in self.functions:
+            function = getattr(library, name)
+            function.argtypes, function.restype = SIGNATURES[name], _I64
+            setattr(self, name, function)
+
+    def __getattr__(self, name: str):
+        """A function this library lacks, from the library of them all (built once)."""
+        if name not in SIGNATURES or self.__dict__.get("_more") is None:
+            raise AttributeError(name)
+        function = getattr(self._more(), name)
+        setattr(self, name, function)
+        return function
 
     @property
     def source_path(self) -> str:
@@ -161,18 +169,20 @@ class NativeNest:
         return os.path.splitext(self.path)[0] + SOURCE_SUFFIX
 
     def function(self, name: str):
-        return {"count": self.count, "split_nodes": self.split_nodes}[name]
+        if name not in FUNCTIONS:
+            raise KeyError(name)
+        return getattr(self, name)
 
 
-def load(path: str, sha256: str) -> NativeNest | None:
-    """The library at ``path``, once its content is checked to be ``sha256`` (before it is mapped:
-    a damaged library is never loaded); None (said on stderr: counting goes on with Numba) when it
-    does not match or does not load."""
+def load(path: str, sha256: str, functions=tuple(SIGNATURES), more=None) -> NativeNest | None:
+    """The library at ``path`` (holding ``functions``; ``more``: see :class:`NativeNest`), once its
+    content is checked to be ``sha256`` (before it is mapped: a damaged library is never loaded);
+    None (said on stderr: counting goes on with Numba) when it does not match or does not load."""
     if library_digest(path) != sha256:
         print(f"beastgen: {path} changed since it was built; counting with Numba", file=sys.stderr)
         return None
     try:
-        return NativeNest(path, sha256)
+        return NativeNest(path, sha256, functions, more)
     except (OSError, AttributeError) as e:
         print(f"beastgen: cannot load {path} ({e}); counting with Numba", file=sys.stderr)
         return None

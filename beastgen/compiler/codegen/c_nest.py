@@ -442,9 +442,14 @@ class CCountClaimed(CClaimingWriter):
         return self.finish("_n")
 
 
-def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
-    """The C source of the plan's count, split_nodes, fill and count_claimed; raises
-    :class:`Unsupported`."""
+#: the library's functions in their order in the module, and who writes each
+C_FUNCTIONS = {"count": CCount, "split_nodes": CSplitNodes, "fill": CFill, "count_claimed": CCountClaimed}
+
+
+def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None,
+                      functions=tuple(C_FUNCTIONS)) -> str:
+    """The C source of the plan's ``functions`` (of :data:`C_FUNCTIONS`: by default all of count,
+    split_nodes, fill and count_claimed); raises :class:`Unsupported`."""
     spec = plan.specialized
     symbolic = symbolic or SymbolicContext(spec.items)
     header = [f"// beastgen C target of space {c_comment(spec.space.name)} on {c_comment(spec.device.key)}: "
@@ -454,8 +459,11 @@ def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None) -> st
               "// A filter REJECTS a configuration when it is true; _err rejects one whose values raise.",
               ""]
     ending, derived = loop_ending_filters(plan, symbolic), derived_sources(plan, symbolic)
-    count, nodes, fill, claimed = (function(plan, symbolic, ending, derived).write()
-                                   for function in (CCount, CSplitNodes, CFill, CCountClaimed))
+    parts = []
+    for name in (name for name in C_FUNCTIONS if name in functions):
+        if name in ("fill", "count_claimed") and c_source("divisors.h") not in parts:
+            parts.append(c_source("divisors.h"))  # their divisor loops
+        parts.append("\n".join(C_FUNCTIONS[name](plan, symbolic, ending, derived).write()))
     tables = value_tables(plan)
-    return "\n".join(header + [c_source("prelude.h")] + tables + [""] * bool(tables) + count + [""] + nodes
-                     + ["", c_source("divisors.h")] + fill + [""] + claimed) + "\n"
+    return "\n".join(header + [c_source("prelude.h")] + tables + [""] * bool(tables)
+                      + ["\n\n".join(parts)]) + "\n"

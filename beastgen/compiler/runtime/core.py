@@ -60,6 +60,7 @@ class PlanCore:
         self._source = None  # the Numba module's text, generated when first needed
         self._module = None
         self._native = None  # not looked for yet; False: none (Numba counts)
+        self._native_all = None  # the library of every C function, once built
         self.last_seconds = 0.0
 
     # -- description -----------------------------------------------------------------------------
@@ -139,19 +140,37 @@ class PlanCore:
         return self._native or None
 
     def _load_native(self) -> NativeNest | None:
-        if self.path is None or not native.enabled():
-            return None
-        source = self.native_source()
-        if source is None:
-            return None
+        source = self.native_source() if self.path is not None and native.enabled() else None
+        built = self._build_native(source) if source is not None else None
+        return native.load(*built, self.count_functions, self._every_native_function) if built else None
+
+    def _build_native(self, source: str) -> tuple[str, str] | None:
+        """The library of ``source`` beside the generated module (:func:`.native.build_library`)."""
         directory = os.path.dirname(self.path)  # the Numba module is not needed: not written
 
         def build():
             private_directory(directory)
             return native.build_library(directory, file_name_part(self.specialized.space.name),
                                         source, self.c_optimization)
-        built = self._writing(build)
-        return native.load(*built) if built else None
+        return self._writing(build)
+
+    def _every_native_function(self) -> NativeNest:
+        """The library of every C function (``fill``, a chunk's ``count``...), built on first use:
+        the library a count loads holds only :attr:`count_functions`."""
+        if self._native_all is None:
+            source = self.native_source(tuple(native.SIGNATURES))
+            built = self._build_native(source) if source is not None else None
+            self._native_all = native.load(*built) if built else None
+            if self._native_all is None:  # the C compiler's failure was said on stderr
+                raise BeastError("cannot build the C library of the whole enumerator", self.path)
+        return self._native_all
+
+    @property
+    def count_functions(self) -> tuple[str, ...]:
+        """The C functions a whole count calls: ``count`` for a small nest (the calling thread),
+        else ``split_nodes`` and ``count_claimed`` (threads claiming split nodes). Compiling only
+        these roughly halves a cold count's C compile; the others are built when first called."""
+        return ("count",) if self.small else ("split_nodes", "count_claimed")
 
     @property
     def c_optimization(self) -> str:
@@ -160,12 +179,13 @@ class PlanCore:
         bound = self.iteration_bound
         return "-O0" if bound is not None and bound <= QUICK_COMPILE_ITERATIONS else "-O2"
 
-    def native_source(self) -> str | None:
-        """The plan's count as C (:mod:`.codegen.c_nest`); None when the C target cannot print it."""
+    def native_source(self, functions=None) -> str | None:
+        """The plan's ``functions`` (default :attr:`count_functions`) as C (:mod:`.codegen.c_nest`);
+        None when the C target cannot print the plan."""
         from ..codegen.c_nest import Unsupported, generate_c_module
 
         try:
-            return deeply(generate_c_module, self.plan, self._symbolic)
+            return deeply(generate_c_module, self.plan, self._symbolic, functions or self.count_functions)
         except Unsupported:
             return None
 
