@@ -5,16 +5,16 @@ A space file does ``import beastgen as beast`` and declares settings, iterators,
 filters. A filter REJECTS a configuration when it is true.
 """
 from .errors import BeastError, DeviceError, SettingError, SpaceError
-from .compiler.language import bound_terms
-from .compiler.language.nodes import (
-    bound, derived, device, filter, iterator, max, min, range, setting, values, where,
-)
 from .version import __version__
 
 #: loaded on first use, so that a space file's ``import beastgen`` (and a command answered from
-#: the plan cache) does not import the compiler, Numba or the harness
+#: the plan cache) does not import the compiler, Numba or the harness, and the command line
+#: (``beastgen.cli``, which imports this package first) not even the space language
 _LAZY = {"Space": ("compiler.runtime", "Space"), "load": ("loading", "load"),
-         "kernel": ("harness.kernel", "kernel")}
+         "kernel": ("harness.kernel", "kernel"), "bound_terms": ("compiler.language.bound_terms", None),
+         **{name: ("compiler.language.nodes", name) for name in (
+             "bound", "derived", "device", "filter", "iterator", "max", "min", "range", "setting",
+             "values", "where")}}
 
 
 def __getattr__(name: str):
@@ -22,9 +22,14 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'beastgen' has no attribute {name!r}")
     import importlib
     module, attribute = _LAZY[name]
-    value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    value = importlib.import_module(f".{module}", __name__)
+    value = value if attribute is None else getattr(value, attribute)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "BeastError", "DeviceError", "SettingError", "SpaceError", "Space", "load",

@@ -3,15 +3,18 @@ devices. The parser is built here; each subcommand runs in its own module of ``b
 imported only when chosen (so ``--help`` and ``count`` do not import the harness, Dask or pandas)."""
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 
-from . import __version__
+from . import __version__, warm_count
 from .errors import BeastError
 from .interrupt import Terminated, sigterm_as_interrupt
 from .trust import GENERATED_DIR_HELP
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before a warm count
+if TYPE_CHECKING:
+    import argparse
 
 #: subcommand -> its module in ``beastgen.commands``
 COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate": "estimate",
@@ -53,6 +56,7 @@ def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
 
 def _threads(text: str) -> int:
     if not text.isdigit():
+        import argparse
         raise argparse.ArgumentTypeError(f"a number of threads (0: one per core), not {text!r}")
     return int(text)
 
@@ -105,6 +109,7 @@ EXAMPLES = {
 
 def _command(sub, name: str, help: str) -> argparse.ArgumentParser:
     """A subcommand's parser: its help as description, and an example at the end of --help."""
+    import argparse
     return sub.add_parser(name, help=help, description=help.replace("%%", "%"),
                           epilog=f"example:\n  {EXAMPLES[name]}",
                           formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -332,7 +337,10 @@ SUBCOMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand; of ``command`` alone when given (a run parses one command:
+    building the others' parsers would cost it a few milliseconds)."""
+    import argparse  # here: a warm count (beastgen.warm_count) parses no arguments
     parser = argparse.ArgumentParser(
         prog="beastgen",
         description="Compile declarative GPU tuning spaces into fast exact enumerators. "
@@ -340,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"beastgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (help, add_arguments) in SUBCOMMANDS.items():
+        if command is not None and name != command:
+            continue
         p = _command(sub, name, help=help)
         if add_arguments is not None:
             add_arguments(p)
@@ -347,11 +357,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(_set_before_positionals(sys.argv[1:] if argv is None else argv))
+    argv = _set_before_positionals(sys.argv[1:] if argv is None else argv)
     if hasattr(sys.stdout, "reconfigure"):  # each line out at once, into a pipe too (| tee)
         sys.stdout.reconfigure(line_buffering=True)
     try:
         with sigterm_as_interrupt():
+            status = warm_count.run(argv)  # a warm count of a T1 file, from its record alone
+            if status is not None:
+                return status
+            args = build_parser(argv[0] if argv and argv[0] in SUBCOMMANDS else None).parse_args(argv)
             return command_module(args).run(args)
     except BeastError as e:
         print(f"beastgen: error: {e}", file=sys.stderr)

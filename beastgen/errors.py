@@ -1,7 +1,7 @@
 """Errors beastgen reports to its users: one message naming the cause and the place."""
 from __future__ import annotations
 
-import difflib
+import os
 
 
 class BeastError(Exception):
@@ -30,6 +30,8 @@ class SettingError(BeastError):
 
 def did_you_mean(name: str, candidates) -> str:
     """A ' (did you mean ...?)' suffix for the closest candidates, or ''."""
+    import difflib  # here: only an error message needs it
+
     close = difflib.get_close_matches(name, sorted(candidates), n=3, cutoff=0.6)
     if not close:
         return ""
@@ -40,3 +42,10 @@ def a_type(value) -> str:
     """The type of ``value`` with its article, for messages: 'an int', 'a str', 'an ndarray'."""
     name = type(value).__name__
     return ("an " if name[:1].lower() in "aeiou" else "a ") + name
+
+
+def display_path(path: str) -> str:
+    """Relative to the working directory when the file is under it (stable generated code)."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    return absolute if relative.startswith(os.pardir) else relative

@@ -27,9 +27,9 @@ from .compiler.runtime import (
 from .devices import DeviceProfile, load_profile
 from .trust import check_generated_directory, generated_directory, trusted_file
 from .version import __version__
+from .warm_count import PACKAGE_DIR, index_path, package_digest
 
 RECORD_SUFFIX = ".plan.json"
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def compile_cached(path: str | os.PathLike, device=None, settings: dict | None = None,
@@ -54,38 +54,45 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
                                             generated_dir=generated_dir))
 
     check_generated_directory(directory)
+    # a default-device T1 count's short way (beastgen.warm_count) finds the record by this index
+    index = index_path(directory, shown) if device is None and shown.endswith(".json") else None
     cached = _read_record(record_path, digest, directory, build)
     if cached is not None:
+        _write_index(index, digest, record_path)
         return cached
-    return RecordingPlan(build(), record_path, digest)
+    return RecordingPlan(build(), record_path, digest, index)
 
 
 class RecordingPlan(CompiledPlan):
     """A freshly built plan that records itself in the plan cache once its module is written (so
     that nothing lands in the generated directory before the command's own checks pass)."""
 
-    def __init__(self, built: CompiledPlan, record_path: str, digest: str):
+    def __init__(self, built: CompiledPlan, record_path: str, digest: str, index: str | None = None):
         self.__dict__.update(built.__dict__)
-        self._record_path, self._digest = record_path, digest
+        self._record_path, self._digest, self._index = record_path, digest, index
         self._written = False
 
     def write(self) -> str | None:
         path = super().write()
         if path:
             self._written = True
-            _write_record(self._record_path, self._digest, self, self._native, self._native_all)
+            self._record(self._native, self._native_all)
         return path
 
     def _load_native(self):
         nest = super()._load_native()
         if self.path and native.enabled():  # the record learns the library (or that there is none)
-            _write_record(self._record_path, self._digest, self, nest)
+            self._record(nest)
         return nest
 
     def _every_native_function(self):
         nest = super()._every_native_function()
-        _write_record(self._record_path, self._digest, self, self._native, nest)
+        self._record(self._native, nest)
         return nest
+
+    def _record(self, nest, every=None) -> None:
+        _write_record(self._record_path, self._digest, self, nest, every)
+        _write_index(self._index, self._digest, self._record_path)
 
     @property
     def module_sha256(self) -> str | None:
@@ -203,7 +210,7 @@ def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] 
         return None
     profile = device if isinstance(device, DeviceProfile) else load_profile(device)
     blob = json.dumps({
-        "beastgen": [__version__, _package_digest()],
+        "beastgen": [__version__, package_digest()],
         "path": shown,  # origins in the generated code name it
         "space": hashlib.sha256(source).hexdigest(),
         # a T1 file is data: it imports nothing
@@ -212,18 +219,6 @@ def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] 
         "settings": sorted((k, repr(v)) for k, v in settings.items()),
     }, sort_keys=True)
     return profile, hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _package_digest() -> str:
-    """sha256 over beastgen's own source: a changed compiler rebuilds, even at the same version."""
-    digest = hashlib.sha256()
-    for folder, dirs, files in os.walk(_PACKAGE_DIR):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".py", ".toml")):
-                with open(os.path.join(folder, name), "rb") as f:
-                    digest.update(name.encode() + b"\0" + f.read())
-    return digest.hexdigest()
 
 
 def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
@@ -235,7 +230,7 @@ def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
 
     installed = {os.path.abspath(p) for key, p in sysconfig.get_paths().items()
                  if key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    installed.add(_PACKAGE_DIR)
+    installed.add(PACKAGE_DIR)
     digests: dict[str, str] = {}
     pending = [(source, path)]
     while pending:
@@ -311,6 +306,12 @@ def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None,
     if every is not None:
         record["native_all"] = _native_entry(every)
     _update_record(record_path, record)
+
+
+def _write_index(index: str | None, digest: str, record_path: str) -> None:
+    """The index of :mod:`beastgen.warm_count` (when ``index`` is a path): the record's name and key."""
+    if index is not None:
+        _update_record(index, {"key": digest, "record": os.path.basename(record_path)})
 
 
 def _file_sha256(path: str) -> str:

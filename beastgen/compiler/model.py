@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass, field
 
 from .language import nodes as L
-from ..errors import SpaceError, did_you_mean
+from ..errors import SpaceError, did_you_mean, display_path
 
 #: builtins a space function may call; everything else must be a space name or a constant
 FUNCTION_BUILTINS = frozenset({"range", "min", "max", "abs", "len", "int", "float", "bool", "round",
@@ -123,13 +123,6 @@ def load(path: str | os.PathLike) -> Space:
     except Exception as e:  # the user's module failed while executing: point at its line
         raise SpaceError(f"{type(e).__name__}: {e}", _user_traceback_origin(e, path)) from None
     return _collect(name, path, source, tree, module.__dict__)
-
-
-def display_path(path: str) -> str:
-    """Relative to the working directory when the file is under it (stable generated code)."""
-    absolute = os.path.abspath(path)
-    relative = os.path.relpath(absolute)
-    return absolute if relative.startswith(os.pardir) else relative
 
 
 def imported_module_names(source: str | bytes, path: str) -> set[str]:

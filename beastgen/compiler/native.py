@@ -15,7 +15,6 @@ import ctypes
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 
 from ..trust import trusted_file
@@ -81,6 +80,8 @@ def build_library(directory: str, space_name: str, c_source: str,
     that changed since, is replaced unread); None when there is no C compiler, or it fails (said on
     stderr: counting goes on with Numba). An OSError writing the source (a full disk, a read-only
     directory) is raised: Numba could not write its module there either."""
+    import subprocess  # here: a count whose library is built never starts the compiler
+
     target = library_path(directory, space_name, c_source, optimization)
     known = recorded_digest(target)
     if known is not None:

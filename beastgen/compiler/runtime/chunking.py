@@ -2,8 +2,6 @@
 one node at a time by threads (shared by the compiled plan and :mod:`beastgen.distributed`)."""
 from __future__ import annotations
 
-import concurrent.futures
-from concurrent.futures import ThreadPoolExecutor
 
 from ...errors import BeastError
 from ...interrupt import POLL_SECONDS
@@ -51,7 +49,9 @@ def claiming(jobs: int, work, next_node, progress=None) -> list:
     (see :class:`.codegen.c_nest.CClaimingWriter`); their results in order. ``progress()`` is
     called every :data:`POLL_SECONDS` while they run; Ctrl-C leaves them no node to claim (each
     ends with its node) and raises."""
-    pool = ThreadPoolExecutor(jobs)
+    import concurrent.futures  # here: a count in the calling thread never needs it (logging...)
+
+    pool = concurrent.futures.ThreadPoolExecutor(jobs)
     futures = [pool.submit(work, thread) for thread in range(jobs)]
     try:
         while concurrent.futures.wait(futures, POLL_SECONDS).not_done:

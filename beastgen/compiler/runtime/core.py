@@ -7,18 +7,16 @@ enumeration, estimation, ranking) are its subclasses, joined in :class:`.driver.
 """
 from __future__ import annotations
 
-import glob
 import importlib.util
 import os
 import re
 import sys
 import time
-import traceback
 from typing import TYPE_CHECKING
 
 from ...deep import deeply
 from ...errors import BeastError
-from ...interrupt import call_interruptibly
+from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly
 from ...trust import GENERATED_DIR_ENV, check_generated_directory, private_directory
 from .. import native
 from ..native import NativeNest
@@ -31,10 +29,6 @@ if TYPE_CHECKING:
     from ..plan import Plan
     from ..specialize.ir import Specialized
 
-#: loop iterations a nest may take and still run in the calling thread, with no thread started:
-#: at about 3 ns each (the flagship's nest takes 1 to 3.5), the POLL_SECONDS that Ctrl-C waits
-#: anyway (:mod:`beastgen.interrupt`)
-SMALL_NEST_ITERATIONS = 1 << 25
 #: loop iterations below which the C library is compiled at -O0: several times faster to compile
 #: (dedispersion 0.24 s against 0.39 s, gemm_clblast 0.24 s against 0.85 s, under load), its nest at
 #: most about 3 times slower (gemm: 0.54 s against 0.25 s), so at most tens of milliseconds here
@@ -126,6 +120,8 @@ class PlanCore:
         file ``__pycache__/<module>.<function>-<line>.pyXY.nbi``): a warm run does not compile it."""
         if not self.path:
             return False
+        import glob  # here: a C count never asks
+
         stem = os.path.splitext(os.path.basename(self.path))[0]
         return bool(glob.glob(os.path.join(glob.escape(os.path.dirname(self.path)), "__pycache__",
                                            f"{glob.escape(stem)}.{function_name}-*.nbi")))
@@ -265,6 +261,7 @@ class PlanCore:
         where, culprit = self.path, ""
         source_lines = self.source.splitlines()
         if not lines:  # an internal Numba error: blame the innermost generated function compiling
+            import traceback
             names = [frame.f_locals["self"].py_func.__name__ for frame, _ in
                      traceback.walk_tb(error.__traceback__)
                      if hasattr(frame.f_locals.get("self"), "py_func")]

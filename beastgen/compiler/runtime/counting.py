@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from ...errors import BeastError
 from ...interrupt import wait_interruptibly
@@ -175,6 +174,7 @@ class Counting(PlanCore):
         if jobs <= 1 or len(calls) <= 1:
             results = [self._call(name, f, *args) for f, (name, *args) in zip(functions, calls)]
         else:
+            from concurrent.futures import ThreadPoolExecutor  # not for a count in this thread
             pool = ThreadPoolExecutor(jobs)
             futures = [pool.submit(f, *args) for f, (_, *args) in zip(functions, calls)]
             finished = []
