@@ -85,10 +85,15 @@ class RecordingPlan(CompiledPlan):
             self._record(nest)
         return nest
 
-    def _every_native_function(self):
-        nest = super()._every_native_function()
+    def _library_of_all(self):
+        nest = super()._library_of_all()
         self._record(self._native, nest)
         return nest
+
+    def load_every_native_function(self) -> None:
+        super().load_every_native_function()
+        if self._native is not None:  # the record learns it (or that there is none)
+            self._record(self._native, self._native_all)
 
     def _record(self, nest, every=None) -> None:
         _write_record(self._record_path, self._digest, self, nest, every)
@@ -172,18 +177,23 @@ class CachedPlan(CompiledPlan):
         _update_record(self._record_path, self._record)
         return nest
 
-    def _every_native_function(self):
+    def load_every_native_function(self) -> None:
+        known = self._record.get("native")
+        if known is None or known.get("library") is not None:  # (None: no library, recorded)
+            super().load_every_native_function()
+
+    def _library_of_all(self):
         """The recorded library of every C function, once its sha256 matches; else built (and
         recorded) from the space."""
         if self._native_all is None:
             known = self._record.get("native_all")
             if (library := self._recorded_library(known)) is not None:
                 self._native_all = native.load(library, known["sha256"])
-            if self._native_all is None:
-                self._native_all = self._full._every_native_function()
+            if not self._native_all:
+                self._native_all = self._full._library_of_all() or False
                 self._record["native_all"] = _native_entry(self._native_all)
                 _update_record(self._record_path, self._record)
-        return self._native_all
+        return self._native_all or None
 
     def _recorded_library(self, known: dict | None) -> str | None:
         """The path of the library a record entry names, when it is a plain file name in the

@@ -16,6 +16,7 @@ does not hold, goes the full way.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -33,8 +34,10 @@ WHOLE = (0, 2 ** 62)  # every split node (as runtime.chunking.WHOLE)
 TARGET_FIELDS = {"space", "path", "device", "device_name", "device_source", "settings"}
 
 
+@functools.cache
 def package_digest() -> str:
-    """sha256 over beastgen's own source: a changed compiler rebuilds, even at the same version."""
+    """sha256 over beastgen's own source: a changed compiler rebuilds, even at the same version
+    (read once a process)."""
     digest = hashlib.sha256()
     for folder, dirs, files in os.walk(PACKAGE_DIR):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")

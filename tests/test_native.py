@@ -213,3 +213,21 @@ def test_a_count_compiles_only_its_functions_the_rest_on_first_use(tmp_path):
     assert cached.native.split_nodes() == built.native.split_nodes()
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "gen").glob("*.so")} == libraries
     assert os.path.basename(cached._native_all.path) == record["native_all"]["library"]
+
+
+def test_a_command_that_enumerates_compiles_one_library(tmp_path):
+    """``enumerate`` and ``export`` load the library of every function first (commands/common.py's
+    learn_size): their count and fill come from one compile, recorded for the next run."""
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    path = tmp_path / "s.py"
+    path.write_text("import beastgen as beast\nx = beast.range(1, 50)\nf = beast.filter(x % 7 == 0)\n")
+    generated = str(tmp_path / "gen")
+    plan = compile_cached(str(path), generated_dir=generated)
+    plan.load_every_native_function()
+    assert plan.count() == 42 and len(plan.enumerate()) == 42
+    assert plan.native.functions == tuple(native.SIGNATURES)
+    assert len(list((tmp_path / "gen").glob("*.so"))) == 1
+    cached = compile_cached(str(path), generated_dir=generated)
+    cached.load_every_native_function()
+    assert isinstance(cached, CachedPlan) and cached.native.path == plan.native.path

@@ -68,6 +68,7 @@ def learn_size(plan):
     counted when that takes a fraction of :data:`SIZE_SECONDS`, else estimated in that time. A
     nest bounded small (``plan.small``) is counted at once: the C library or the NumPy walk answers
     in milliseconds, where the estimator would first compile with Numba for seconds."""
+    plan.load_every_native_function()  # what the enumeration runs, compiled before it is timed
     if plan.small:
         count = float(plan.count())
         return Estimate(count, count, count, 0, plan.last_seconds, "exact")

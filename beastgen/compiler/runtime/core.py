@@ -153,13 +153,24 @@ class PlanCore:
     def _every_native_function(self) -> NativeNest:
         """The library of every C function (``fill``, a chunk's ``count``...), built on first use:
         the library a count loads holds only :attr:`count_functions`."""
+        nest = self._library_of_all()
+        if nest is None:  # the C compiler's failure was said on stderr
+            raise BeastError("cannot build the C library of the whole enumerator", self.path)
+        return nest
+
+    def _library_of_all(self) -> NativeNest | None:
+        """The library of every C function, built once; None where it cannot be."""
         if self._native_all is None:
             source = self.native_source(tuple(native.SIGNATURES))
             built = self._build_native(source) if source is not None else None
-            self._native_all = native.load(*built) if built else None
-            if self._native_all is None:  # the C compiler's failure was said on stderr
-                raise BeastError("cannot build the C library of the whole enumerator", self.path)
-        return self._native_all
+            self._native_all = (native.load(*built) if built else None) or False
+        return self._native_all or None
+
+    def load_every_native_function(self) -> None:
+        """Before a command that enumerates: where no library is loaded yet, load (or build) that
+        of every C function, not the count's (one compile where there would be two)."""
+        if self._native is None and self.path is not None and native.enabled():
+            self._native = self._library_of_all() or False
 
     @property
     def count_functions(self) -> tuple[str, ...]:
