@@ -20,6 +20,10 @@ flagship gemm on h100 with its filters placed by hand) measured in the same roun
 - ``estimate``: ``beastgen estimate spaces/gemm.py`` (the default: a 1.5 s budget), warm.
 
 Every count is checked (the flagship's 459,316; the 1024-value space's 4,096).
+
+``--baseline DIR`` (another checkout, e.g. ``main``) adds, in the same rounds, its ``count warm``,
+``count cold`` and ``small KT space cold`` rows (marked ``(baseline)``): run from ``DIR`` with
+``PYTHONPATH=DIR``, so the two versions' ratios come from one run.
 """
 from __future__ import annotations
 
@@ -67,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="rounds of the warm rows (default 5)")
     parser.add_argument("--cold-repeats", type=int, default=3, help="rounds with cold rows (default 3)")
+    parser.add_argument("--baseline", help="another checkout whose rows run in the same rounds")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="bench-cli-")
@@ -85,6 +90,11 @@ def main() -> None:
     estimate = [*beastgen, "estimate", "spaces/gemm.py", "--generated-dir", warm_dir]
     timed(warm, flagship, env)  # fill the caches
     timed(estimate, "valid configurations", env)
+    base = os.path.abspath(args.baseline) if args.baseline else None
+    base_env = dict(env, PYTHONPATH=base or "")
+    base_warm = [*beastgen, "count", "spaces/gemm.py", "--generated-dir", os.path.join(work, "base-warm")]
+    if base:
+        timed(base_warm, flagship, base_env, base)
 
     rows: dict[str, list[float]] = {}
     for round_ in range(max(args.repeats, args.cold_repeats)):
@@ -106,21 +116,28 @@ def main() -> None:
             runs["small KT space cold, no C"] = lambda d=os.path.join(work, f"small-numpy{round_}"): timed(
                 [*beastgen, "count", SMALL_SPACE, "--generated-dir", d],
                 f"{SMALL_SPACE_COUNT:,} valid configurations", dict(env, BEASTGEN_NATIVE="0"))
+        if base:
+            runs["count warm (baseline)"] = lambda: timed(base_warm, flagship, base_env, base)
+        if base and round_ < args.cold_repeats:
+            runs["count cold (baseline)"] = lambda d=os.path.join(work, f"base-cold{round_}"): timed(
+                [*beastgen, "count", "spaces/gemm.py", "--generated-dir", d], flagship, base_env, base)
+            runs["small KT space cold (baseline)"] = lambda d=os.path.join(work, f"base-small{round_}"): timed(
+                [*beastgen, "count", SMALL_SPACE, "--generated-dir", d],
+                f"{SMALL_SPACE_COUNT:,} valid configurations", base_env, base)
         if round_ >= args.repeats:
             runs = {k: v for k, v in runs.items()
-                    if k in ("c_nest", "count cold", "1024 values cold", "small KT space cold",
-                             "small KT space cold, no C")}
+                    if k.startswith(("c_nest", "count cold", "1024 values cold", "small KT space cold"))}
         for name, run in runs.items():
             rows.setdefault(name, []).append(run())
         print(f"round {round_ + 1} done", file=sys.stderr, flush=True)
 
-    base = statistics.median(rows["c_nest"])
+    c_nest = statistics.median(rows["c_nest"])
     print(f"whole processes, median of alternating runs (load average at the end: "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"{'what':<26} {'runs':>4} {'median s':>9} {'/ C nest':>9}")
+    print(f"{'what':<32} {'runs':>4} {'median s':>9} {'/ C nest':>9}")
     for name, seconds in rows.items():
         median = statistics.median(seconds)
-        print(f"{name:<26} {len(seconds):>4} {median:>9.3f} {median / base:>9.2f}")
+        print(f"{name:<32} {len(seconds):>4} {median:>9.3f} {median / c_nest:>9.2f}")
     shutil.rmtree(work, ignore_errors=True)
 
 

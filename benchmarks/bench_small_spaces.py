@@ -23,6 +23,9 @@ restrictions as Kernel Tuner's parser takes them, ``AS_STRINGS``), beastgen coun
 ``beastgen convert`` wrote from it (converted once, before the rounds); python-constraint2 alone is
 not run on it (its restrictions are Python functions, not strings).
 
+``--baseline DIR`` (another checkout, e.g. ``main``) adds its ``beastgen cold`` and ``beastgen
+warm`` rows in the same rounds (run from ``DIR`` with ``PYTHONPATH=DIR``).
+
 Then, in one process (imports done, ``--in-process-repeats`` runs each, medians): the
 python-constraint2 solve (``len(problem.getSolutions())``) against beastgen's warm count
 (``plan.count()`` of the plan-cached plan: the C library) and the NumPy walk with no compiler
@@ -104,11 +107,18 @@ def whole_processes(args, work: str, env: dict) -> dict:
         warm_dir = os.path.join(work, f"{space}-warm")
         beastgen = [sys.executable, "-m", "beastgen", "count", path, "--generated-dir"]
         timed([*beastgen, warm_dir], count_line, env)  # fill the caches
+        trees = [("", env, REPO)]
+        if args.baseline:
+            base = os.path.abspath(args.baseline)
+            trees.append((" (baseline)", dict(env, PYTHONPATH=base), base))
+            timed([*beastgen, warm_dir + "-base"], count_line, trees[1][1], base)
         for round_ in range(args.repeats):
             runs = {name: (lambda c=command: timed(c, str(count), env)) for name, command in peers.items()}
-            runs["beastgen cold"] = lambda d=os.path.join(work, f"{space}-cold{round_}"): timed(
-                [*beastgen, d], count_line, env)
-            runs["beastgen warm"] = lambda: timed([*beastgen, warm_dir], count_line, env)
+            for mark, tree_env, tree in trees:
+                runs["beastgen cold" + mark] = lambda d=os.path.join(work, f"{space}-cold{round_}{mark}"), \
+                    e=tree_env, t=tree: timed([*beastgen, d], count_line, e, t)
+                runs["beastgen warm" + mark] = lambda d=warm_dir + ("-base" if mark else ""), e=tree_env, \
+                    t=tree: timed([*beastgen, d], count_line, e, t)
             for name, run in runs.items():
                 rows.setdefault((space, name), []).append(run())
             print(f"{space}: round {round_ + 1} done", file=sys.stderr, flush=True)
@@ -118,16 +128,17 @@ def whole_processes(args, work: str, env: dict) -> dict:
 def print_whole(args, rows: dict) -> None:
     print(f"whole processes, median of {args.repeats} alternating runs (load average at the end: "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"{'space':<17} {'what':<14} {'median s':>9} {'/ KT':>6} {'/ constraint':>13}")
+    print(f"{'space':<17} {'what':<25} {'median s':>9} {'/ KT':>6} {'/ constraint':>13}")
     for space in args.spaces:
         kt = statistics.median(rows[(space, "kernel_tuner")])
         pc = statistics.median(rows[(space, "constraint")]) if (space, "constraint") in rows else None
-        for name in ("kernel_tuner", "constraint", "beastgen cold", "beastgen warm"):
+        for name in ("kernel_tuner", "constraint", "beastgen cold", "beastgen warm",
+                     "beastgen cold (baseline)", "beastgen warm (baseline)"):
             if (space, name) not in rows:
                 continue
             median = statistics.median(rows[(space, name)])
             versus = f"{median / pc:>13.2f}" if pc else f"{'-':>13}"
-            print(f"{space:<17} {name:<14} {median:>9.3f} {median / kt:>6.2f} {versus}")
+            print(f"{space:<17} {name:<25} {median:>9.3f} {median / kt:>6.2f} {versus}")
 
 
 def in_process(args, work: str) -> None:
@@ -185,6 +196,7 @@ def main() -> None:
     parser.add_argument("--in-process-repeats", type=int, default=5, help="in-process runs (default 5)")
     parser.add_argument("--spaces", nargs="+", default=sorted(COUNTS), choices=sorted(COUNTS))
     parser.add_argument("--skip-whole", action="store_true", help="only the in-process table")
+    parser.add_argument("--baseline", help="another checkout whose beastgen rows run in the same rounds")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="bench-small-")
