@@ -173,19 +173,21 @@ class CNest(NestWalker):
         self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
         self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT && "
                   f"({num} == {var}__of || {hi} - {lo} >= 1024 || {num} < ({hi} - {lo}) * ({hi} - {lo}));")
-        self.emit(f"if ({by_divisors}) {{  // the divisors in [{lo}, {hi}): {var}__div[{k}:{end}]")
+        self.emit(f"if ({by_divisors}) {{")
         self.emit(f"    if ({num} != {var}__of) {{")
         self.emit(f"        {var}__ndiv = bg_divisors({num}, {var}__div);")
         self.emit(f"        {var}__of = {num};")
         self.emit("    }")
-        self.emit(f"    for ({k} = 0; {k} < {var}__ndiv && {var}__div[{k}] < {lo}; {k}++) {{}}")
-        self.emit(f"    for ({end} = {k}; {end} < {var}__ndiv && {var}__div[{end}] < {hi}; {end}++) {{}}")
+        self.emit(f"    {k} = 0;")
+        self.emit(f"    {end} = {var}__ndiv;")
         self.emit("} else {")
         self.emit(f"    {k} = {lo};")
         self.emit(f"    {end} = {hi};")
         self.emit("}")
         self.open_loop(f"for (; {k} < {end}; {k}++) {{", index)
         self.emit(f"{var} = {by_divisors} ? {var}__div[{k}] : {k};")
+        self.emit(f"if ({var} < {lo}) continue;")
+        self.emit(f"if ({var} >= {hi}) break;")
 
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
         it, solution = level.iterator, level.solved

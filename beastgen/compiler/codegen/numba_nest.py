@@ -324,20 +324,26 @@ class NumbaNest(NestWalker):
         span = f"({v}__hi - {v}__lo)"
         self.emit(f"{v}__by_divisors = {v}__lo >= 1 and 1 <= {v}__num <= DIVISORS_LIMIT and ("
                   f"{v}__num == {v}__of or {span} >= 1024 or {v}__num < {span} * {span})")
-        self.emit(f"if {v}__by_divisors:  # the divisors in [{v}__lo, {v}__hi): {v}__div[{v}__k:{v}__end]")
+        self.emit(f"if {v}__by_divisors:")
         self.emit(f"    if {v}__num != {v}__of:")
         self.emit(f"        {v}__ndiv = divisors({v}__num, {v}__div)")
         self.emit(f"        {v}__of = {v}__num")
-        self.emit(f"    {v}__k = first_at_least({v}__div, {v}__ndiv, {v}__lo)")
-        self.emit(f"    {v}__end = first_at_least({v}__div, {v}__ndiv, {v}__hi)")
         self.depth += 1
-        self.skipped(solution.filter, f"max({span}, 0) - ({v}__end - {v}__k)")
+        self.skipped(solution.filter, f"max({span}, 0) - (first_at_least({v}__div, {v}__ndiv, {v}__hi) "
+                                      f"- first_at_least({v}__div, {v}__ndiv, {v}__lo))")
         self.depth -= 1
+        self.emit(f"    {v}__k, {v}__end = 0, {v}__ndiv")
         self.emit("else:")
-        self.emit(f"    {v}__k = {v}__lo")
-        self.emit(f"    {v}__end = {v}__hi")
-        self.open_loop(f"for {v}__i in range({v}__k, {v}__end):", index)
+        self.emit(f"    {v}__k, {v}__end = {v}__lo, {v}__hi")
+        self.emit(f"for {v}__i in range({v}__k, {v}__end):")
+        self.depth += 1
+        self.loops += 1
         self.emit(f"{v} = {v}__div[{v}__i] if {v}__by_divisors else {v}__i")
+        self.emit(f"if {v} < {v}__lo:")
+        self.emit("    continue")
+        self.emit(f"if {v} >= {v}__hi:  # past the range: so are the larger divisors")
+        self.emit("    break")
+        self.enter(index)
 
     def skipped(self, item: Item, count: str) -> None:
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
