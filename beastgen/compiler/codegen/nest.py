@@ -105,15 +105,22 @@ def divides_next(plan: Plan, index: int) -> bool:
 def skips_only_solution_rejects(plan: Plan, index: int, nonzero) -> bool:
     """Whether a divisor loop at level ``index`` (:func:`divides_next`) skips only values that a
     walk of every value would count as the solved filter's rejections: nothing placed at the level
-    can reject or raise before the solved level's test, and the numerator cannot raise
-    (``nonzero(divisor)``: a divisor proven never zero). The statistics then add the skipped values
-    to that filter's rejections and stay exact."""
+    can reject or raise before the solved level's test (bound terms are not computed there), and the
+    numerator cannot raise (``nonzero(divisor)``: a divisor proven never zero). The statistics then
+    add the skipped values to that filter's rejections and stay exact."""
     level, solution = plan.levels[index], plan.levels[index + 1].solved
-    quiet = [solution.numerator] + [item.expr for item in level.body]
-    return (all(item.kind in ("derived", "bound") and item.function is None
-                and item.name not in plan.checked for item in level.body)
+    computed = [item for item in level.body if item.kind != "bound"]
+    quiet = [solution.numerator] + [item.expr for item in computed]
+    return (all(item.kind == "derived" and item.function is None and item.name not in plan.checked
+                for item in computed)
             and solution.filter.name not in plan.checked
+            and all(isinstance(node, _QUIET_NODES) and getattr(node, "op", None) != "**"
+                    for expr in quiet for node in L.walk(expr))
             and not any(True for expr in quiet for _ in risky_nodes(expr, nonzero)))
+
+
+#: expressions that raise only by a division or modulo (``risky_nodes``) or a power: no calls
+_QUIET_NODES = (L.Const, L.Ref, L.BinOp, L.UnaryOp, L.Compare, L.BoolOp, L.Not, L.IfExp)
 
 
 def stat_slots(plan: Plan) -> list[Item]:
