@@ -109,14 +109,37 @@ def skips_only_solution_rejects(plan: Plan, index: int, nonzero) -> bool:
     numerator cannot raise (``nonzero(divisor)``: a divisor proven never zero). The statistics then
     add the skipped values to that filter's rejections and stay exact."""
     level, solution = plan.levels[index], plan.levels[index + 1].solved
-    computed = [item for item in level.body if item.kind != "bound"]
-    quiet = [solution.numerator] + [item.expr for item in computed]
-    return (all(item.kind == "derived" and item.function is None and item.name not in plan.checked
-                for item in computed)
-            and solution.filter.name not in plan.checked
+    return _quiet(plan, level.body, nonzero) and _quiet_expressions(plan, solution.filter, [solution.numerator],
+                                                                      nonzero)
+
+
+def rejects_first(plan: Plan, item: Item, nonzero) -> bool:
+    """Whether ``item``, a filter ending its loop (:mod:`.monotone`), is the first thing at its
+    level that could reject or raise on the values it leaves, and cannot raise itself, on a range
+    proven inside 64 bits: a walk of every value would count each of them as its rejection (the
+    statistics add them when it ends the loop)."""
+    index = plan.level_of(item.name)
+    level = plan.levels[index]
+    before = level.body[:level.body.index(item)]
+    return (plan.range_fits(level.iterator) and not divides_next(plan, index)
+            and _quiet(plan, before, nonzero) and _quiet_expressions(plan, item, [item.expr], nonzero))
+
+
+def _quiet(plan: Plan, items: list[Item], nonzero) -> bool:
+    """Whether ``items`` (placed in a level's body) can neither reject nor raise: derived values of
+    quiet expressions (a bound term is not computed where the statistics are)."""
+    computed = [item for item in items if item.kind != "bound"]
+    return all(item.kind == "derived" and item.function is None and _quiet_expressions(
+        plan, item, [item.expr], nonzero) for item in computed)
+
+
+def _quiet_expressions(plan: Plan, item: Item, exprs: list[L.Expr], nonzero) -> bool:
+    """Whether ``exprs`` of ``item`` cannot raise: no calls or powers, no checked integers, no
+    division or modulo by what may be zero (``nonzero(divisor)``: proven never zero)."""
+    return (item.name not in plan.checked
             and all(isinstance(node, _QUIET_NODES) and getattr(node, "op", None) != "**"
-                    for expr in quiet for node in L.walk(expr))
-            and not any(True for expr in quiet for _ in risky_nodes(expr, nonzero)))
+                    for expr in exprs for node in L.walk(expr))
+            and not any(True for expr in exprs for _ in risky_nodes(expr, nonzero)))
 
 
 #: expressions that raise only by a division or modulo (``risky_nodes``) or a power: no calls
@@ -229,8 +252,8 @@ class NestWalker:
     """One walk of the plan's nest, printed through a target's hooks. A target (a subclass) gives
     the syntax: :meth:`loop_comment`, :meth:`function_loop`, :meth:`values_loop`,
     :meth:`range_parts`, :meth:`range_loop`, :meth:`counted_range`, :meth:`divisor_loop`,
-    :meth:`solved_level`,
-    :meth:`if_header`, :meth:`end_block`, :meth:`reject` and ``place_<kind>`` for the items; a
+    :meth:`solved_level`, :meth:`if_header`, :meth:`end_block`, :meth:`reject` and
+    ``place_<kind>`` for the items; a
     generated function (a subclass of the target) gives what it does at a level it enters
     (:meth:`enter`), at the split node (:meth:`at_split`) and what it opens and closes around the
     walk. Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection

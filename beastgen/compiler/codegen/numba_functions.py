@@ -6,7 +6,7 @@ bound terms, ``count_pruned``, ``cut_analysis`` and ``rank``. Each states what i
 from __future__ import annotations
 
 from ..specialize import Item
-from .nest import countable_tail, skips_only_solution_rejects, solved_below
+from .nest import countable_tail, rejects_first, skips_only_solution_rejects, solved_below
 from .numba_nest import NumbaNest, value_name
 
 
@@ -76,7 +76,7 @@ class CountWithStats(ChunkedNest):
            "    SPLIT_LEVEL are walked whole whatever the chunk.")
     # the statistics walk the levels above the split whole, so every chunk reports them alike
     PAST_CHUNK = "continue"
-    DIVISOR_LOOPS = True
+    ENDS_LOOPS = DIVISOR_LOOPS = True
 
     def part_state(self, index: int) -> list[str]:
         return ["_visits", "_rejections"]
@@ -88,6 +88,16 @@ class CountWithStats(ChunkedNest):
 
     def skipped(self, item: Item, count: str) -> None:
         self.emit(f"_rejections[{self.slot[item.name]}] += {count}  # skipped by the divisor loop: rejected")
+
+    def ends_loop(self, item: Item) -> str | None:
+        """Only where each value left would be that filter's rejection (they are counted)."""
+        iterator = super().ends_loop(item)
+        return iterator if iterator and rejects_first(self.plan, item, self.symbolic.provably_nonzero) else None
+
+    def leaving(self, item: Item, iterator: str) -> None:
+        hi, step = self.range_ends[iterator]
+        self.emit(f"_rejections[{self.slot[item.name]}] += 1 + (({hi}) - 1 - {iterator}) // ({step})"
+                  "  # this value and those left: rejected")
 
     def reject(self, item: Item) -> None:
         self.emit(f"_rejections[{self.slot[item.name]}] += 1")

@@ -50,6 +50,7 @@ class NumbaNest(NestWalker):
     def __init__(self, plan, symbolic, ending=None):
         super().__init__(plan, symbolic, ending)
         self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
+        self.range_ends: dict[str, tuple[str, str]] = {}  # stop and step of each range loop printed
         self.temps = 0
         self.split = split_level(plan)
         self.loops_per_function: int | None = None
@@ -252,6 +253,7 @@ class NumbaNest(NestWalker):
         self.open_loop(header, index)
 
     def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        self.range_ends[it.name] = (hi, step)
         args = [lo, hi] if step == "1" else [lo, hi, step]
         if args == ["0", hi]:
             args = [hi]
@@ -345,6 +347,10 @@ class NumbaNest(NestWalker):
         self.emit("    break")
         self.enter(index)
 
+    def leaving(self, item: Item, iterator: str) -> None:
+        """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
+        statistics count the values it leaves)."""
+
     def skipped(self, item: Item, count: str) -> None:
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
         statistics count them)."""
@@ -401,6 +407,7 @@ class NumbaNest(NestWalker):
         self.depth += 1
         iterator = self.ends_loop(item)
         if iterator:
+            self.leaving(item, iterator)
             self.emit(f"break  # every later {iterator} is rejected too: the test only turns true as it grows")
         else:
             self.reject(item)
