@@ -267,7 +267,7 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                _rejections[4] += 1 + ((max_threads_dim_y + 1) - 1 - dim_n) // (1)  # this value and those left: rejected
+                _rejections[4] += (max_threads_dim_y + 1) - dim_n  # this value and those left: rejected
                 break  # every later dim_n is rejected too: the test only turns true as it grows
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
@@ -310,7 +310,7 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
                         if smem > max_shared_mem_per_block:
-                            _rejections[19] += 1 + ((max_blk_k + 1) - 1 - blk_k) // (1)  # this value and those left: rejected
+                            _rejections[19] += (max_blk_k + 1) - blk_k  # this value and those left: rejected
                             break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived regs (spaces/gemm.py:69): elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         regs = elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16

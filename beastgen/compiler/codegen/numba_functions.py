@@ -96,8 +96,8 @@ class CountWithStats(ChunkedNest):
 
     def leaving(self, item: Item, iterator: str) -> None:
         hi, step = self.range_ends[iterator]
-        self.emit(f"_rejections[{self.slot[item.name]}] += 1 + (({hi}) - 1 - {iterator}) // ({step})"
-                  "  # this value and those left: rejected")
+        left = f"({hi}) - {iterator}" if step == "1" else f"1 + (({hi}) - 1 - {iterator}) // ({step})"
+        self.emit(f"_rejections[{self.slot[item.name]}] += {left}  # this value and those left: rejected")
 
     def reject(self, item: Item) -> None:
         self.emit(f"_rejections[{self.slot[item.name]}] += 1")
