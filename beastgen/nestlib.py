@@ -98,6 +98,43 @@ def range_contains(start, stop, step, value):
     return False
 
 
+#: a divisor loop lists the divisors of 1 <= n <= DIVISORS_LIMIT (at most 240 of them) into an array
+#: of DIVISORS_MAX; larger numerators scan their range (``divisors.h``, the C target's twin)
+DIVISORS_LIMIT = 1048576
+DIVISORS_MAX = 256
+
+
+@numba.njit(cache=True, nogil=True)
+def divisors(n, out):
+    """The positive divisors of ``1 <= n <= DIVISORS_LIMIT``, ascending, into ``out``; how many."""
+    small = 0
+    large = np.empty(DIVISORS_MAX, np.int64)
+    big = 0
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            out[small] = d
+            small += 1
+            if d * d != n:
+                large[big] = n // d
+                big += 1
+        d += 1
+    while big > 0:
+        big -= 1
+        out[small] = large[big]
+        small += 1
+    return small
+
+
+@numba.njit(cache=True, nogil=True)
+def first_at_least(values, size, bound):
+    """The index of the first of the ascending ``values[:size]`` that is at least ``bound``."""
+    index = 0
+    while index < size and values[index] < bound:
+        index += 1
+    return index
+
+
 # -- the integers a space function computes, checked against the 64-bit range ---------------------
 # A space function compiled as a helper (a loop, a generator: see analysis.checked_helpers) has each
 # integer operation and float-to-int conversion replaced by one of the ``int_*`` functions below.

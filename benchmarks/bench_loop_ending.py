@@ -48,7 +48,7 @@ class IterationCount(c_nest.CCount):
 
 def iterations_library(plan, symbolic, directory: str) -> int:
     lines = IterationCount(plan, symbolic).write()
-    source = "\n".join([c_source("prelude.h"), *value_tables(plan), "static int64_t _iterations = 0;",
+    source = "\n".join([c_source("prelude.h"), c_source("divisors.h"), *value_tables(plan), "static int64_t _iterations = 0;",
                         *lines, "int64_t iterations(void) { return _iterations; }"]) + "\n"
     built = native.build_library(directory, "iterations", source, "-O0")
     library = ctypes.CDLL(os.path.abspath(built[0]))

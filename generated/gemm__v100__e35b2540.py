@@ -18,7 +18,7 @@ import math
 import numba
 import numpy as np
 
-from beastgen.nestlib import float_power, heap_offer
+from beastgen.nestlib import float_power, heap_offer, DIVISORS_LIMIT, DIVISORS_MAX, divisors, first_at_least
 
 # -- constants: settings, device properties and constant derived values --
 precision = 'd'  # setting
@@ -63,6 +63,12 @@ BOUND_TERMS = ('compute_time', 'fma_time', 'issue_time', 'lsu_time', 'wave_time'
 @numba.njit(cache=True, error_model='python', nogil=True)
 def count(_lo, _hi):
     """Number of valid configurations below split nodes _lo <= node < _hi."""
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__ndiv = 0
+    blk_m_b__of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__ndiv = 0
+    blk_m_a__of = 0
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
@@ -146,7 +152,26 @@ def count(_lo, _hi):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            for blk_m_a in range(1, blk_m // type_len + 1):
+                            # only divisors of the numerator pass the solved level below (filter a_shape)
+                            blk_m_a__lo = 1
+                            blk_m_a__hi = blk_m // type_len + 1
+                            blk_m_a__num = numba.int64(threads)
+                            if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                blk_m_a__num = -blk_m_a__num
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            if blk_m_a__by_divisors:
+                                if blk_m_a__num != blk_m_a__of:
+                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
+                                    blk_m_a__of = blk_m_a__num
+                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
+                            else:
+                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                            for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
+                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__lo:
+                                    continue
+                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                    break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
@@ -158,7 +183,26 @@ def count(_lo, _hi):
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
-                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                # only divisors of the numerator pass the solved level below (filter b_shape)
+                                blk_m_b__lo = 1
+                                blk_m_b__hi = blk_n // type_len + 1
+                                blk_m_b__num = numba.int64(threads)
+                                if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                    blk_m_b__num = -blk_m_b__num
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                if blk_m_b__by_divisors:
+                                    if blk_m_b__num != blk_m_b__of:
+                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
+                                        blk_m_b__of = blk_m_b__num
+                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
+                                else:
+                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
+                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__lo:
+                                        continue
+                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                        break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
@@ -203,6 +247,12 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
     or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
     SPLIT_LEVEL are walked whole whatever the chunk."""
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__ndiv = 0
+    blk_m_b__of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__ndiv = 0
+    blk_m_a__of = 0
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
@@ -217,8 +267,8 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
             if threads > max_threads_per_block:
-                _rejections[4] += 1
-                continue
+                _rejections[4] += (max_threads_dim_y + 1) - dim_n  # this value and those left: rejected
+                break  # every later dim_n is rejected too: the test only turns true as it grows
             # filter partial_warp (spaces/gemm.py:76): rejects when threads % warp_size != 0
             if threads % warp_size != 0:
                 _rejections[5] += 1
@@ -260,8 +310,8 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
                         if smem > max_shared_mem_per_block:
-                            _rejections[19] += 1
-                            continue
+                            _rejections[19] += (max_blk_k + 1) - blk_k  # this value and those left: rejected
+                            break  # every later blk_k is rejected too: the test only turns true as it grows
                         # derived regs (spaces/gemm.py:69): elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         regs = elem_words * (thr_m * thr_n + thr_m + thr_n + (blk_m * blk_k + blk_k * blk_n + threads - 1) // threads) + 16
                         # filter over_max_regs (spaces/gemm.py:93): rejects when regs > max_regs_per_thread
@@ -298,7 +348,27 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            for blk_m_a in range(1, blk_m // type_len + 1):
+                            # only divisors of the numerator pass the solved level below (filter a_shape)
+                            blk_m_a__lo = 1
+                            blk_m_a__hi = blk_m // type_len + 1
+                            blk_m_a__num = numba.int64(threads)
+                            if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                blk_m_a__num = -blk_m_a__num
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            if blk_m_a__by_divisors:
+                                if blk_m_a__num != blk_m_a__of:
+                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
+                                    blk_m_a__of = blk_m_a__num
+                                _rejections[40] += max((blk_m_a__hi - blk_m_a__lo), 0) - (first_at_least(blk_m_a__div, blk_m_a__ndiv, blk_m_a__hi) - first_at_least(blk_m_a__div, blk_m_a__ndiv, blk_m_a__lo))  # skipped by the divisor loop: rejected
+                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
+                            else:
+                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                            for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
+                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__lo:
+                                    continue
+                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                    break
                                 _visits[6] += 1
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -315,7 +385,27 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     _rejections[41] += 1
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
-                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                # only divisors of the numerator pass the solved level below (filter b_shape)
+                                blk_m_b__lo = 1
+                                blk_m_b__hi = blk_n // type_len + 1
+                                blk_m_b__num = numba.int64(threads)
+                                if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                    blk_m_b__num = -blk_m_b__num
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                if blk_m_b__by_divisors:
+                                    if blk_m_b__num != blk_m_b__of:
+                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
+                                        blk_m_b__of = blk_m_b__num
+                                    _rejections[44] += max((blk_m_b__hi - blk_m_b__lo), 0) - (first_at_least(blk_m_b__div, blk_m_b__ndiv, blk_m_b__hi) - first_at_least(blk_m_b__div, blk_m_b__ndiv, blk_m_b__lo))  # skipped by the divisor loop: rejected
+                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
+                                else:
+                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
+                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__lo:
+                                        continue
+                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                        break
                                     _visits[8] += 1
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -344,6 +434,12 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
 def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector, _col_blk_m_a, _col_blk_n_a, _col_blk_m_b, _col_blk_n_b, _col_tex_a, _col_tex_b, _lo, _hi):
     """Write every valid configuration below split nodes _lo <= node < _hi into the
     columns (string values as indices)."""
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__ndiv = 0
+    blk_m_b__of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__ndiv = 0
+    blk_m_a__of = 0
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
@@ -427,7 +523,26 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            for blk_m_a in range(1, blk_m // type_len + 1):
+                            # only divisors of the numerator pass the solved level below (filter a_shape)
+                            blk_m_a__lo = 1
+                            blk_m_a__hi = blk_m // type_len + 1
+                            blk_m_a__num = numba.int64(threads)
+                            if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                blk_m_a__num = -blk_m_a__num
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            if blk_m_a__by_divisors:
+                                if blk_m_a__num != blk_m_a__of:
+                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
+                                    blk_m_a__of = blk_m_a__num
+                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
+                            else:
+                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                            for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
+                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__lo:
+                                    continue
+                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                    break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
@@ -439,7 +554,26 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
-                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                # only divisors of the numerator pass the solved level below (filter b_shape)
+                                blk_m_b__lo = 1
+                                blk_m_b__hi = blk_n // type_len + 1
+                                blk_m_b__num = numba.int64(threads)
+                                if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                    blk_m_b__num = -blk_m_b__num
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                if blk_m_b__by_divisors:
+                                    if blk_m_b__num != blk_m_b__of:
+                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
+                                        blk_m_b__of = blk_m_b__num
+                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
+                                else:
+                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
+                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__lo:
+                                        continue
+                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                        break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
@@ -735,6 +869,12 @@ def census(_samples, _seed, _configurations, _iterations):
 def count_pruned(_threshold):
     """Valid configurations whose bound is at most _threshold; each bound term cuts
     its whole subtree at the level where it is first computable."""
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__ndiv = 0
+    blk_m_b__of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__ndiv = 0
+    blk_m_a__of = 0
     _n = 0
     _limit = _threshold
     if max(compute_time, dram_time, launch_time, 0.0) > _limit:  # constant bound terms
@@ -833,7 +973,26 @@ def count_pruned(_threshold):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            for blk_m_a in range(1, blk_m // type_len + 1):
+                            # only divisors of the numerator pass the solved level below (filter a_shape)
+                            blk_m_a__lo = 1
+                            blk_m_a__hi = blk_m // type_len + 1
+                            blk_m_a__num = numba.int64(threads)
+                            if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                blk_m_a__num = -blk_m_a__num
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            if blk_m_a__by_divisors:
+                                if blk_m_a__num != blk_m_a__of:
+                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
+                                    blk_m_a__of = blk_m_a__num
+                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
+                            else:
+                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                            for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
+                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__lo:
+                                    continue
+                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                    break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
@@ -845,7 +1004,26 @@ def count_pruned(_threshold):
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
-                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                # only divisors of the numerator pass the solved level below (filter b_shape)
+                                blk_m_b__lo = 1
+                                blk_m_b__hi = blk_n // type_len + 1
+                                blk_m_b__num = numba.int64(threads)
+                                if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                    blk_m_b__num = -blk_m_b__num
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                if blk_m_b__by_divisors:
+                                    if blk_m_b__num != blk_m_b__of:
+                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
+                                        blk_m_b__of = blk_m_b__num
+                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
+                                else:
+                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
+                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__lo:
+                                        continue
+                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                        break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
@@ -1052,6 +1230,12 @@ def rank(_threshold, _bounds, _terms, _rows):
     """The len(_bounds) valid configurations with the smallest bounds (at most _threshold),
     as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the
     largest bound kept. Returns how many were kept."""
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__ndiv = 0
+    blk_m_b__of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__ndiv = 0
+    blk_m_a__of = 0
     _size = 0
     _limit = _threshold
     if max(compute_time, dram_time, launch_time, 0.0) > _limit:  # constant bound terms
@@ -1151,7 +1335,26 @@ def rank(_threshold, _bounds, _terms, _rows):
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_m // type_len + 1, 1)
-                            for blk_m_a in range(1, blk_m // type_len + 1):
+                            # only divisors of the numerator pass the solved level below (filter a_shape)
+                            blk_m_a__lo = 1
+                            blk_m_a__hi = blk_m // type_len + 1
+                            blk_m_a__num = numba.int64(threads)
+                            if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                blk_m_a__num = -blk_m_a__num
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            if blk_m_a__by_divisors:
+                                if blk_m_a__num != blk_m_a__of:
+                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
+                                    blk_m_a__of = blk_m_a__num
+                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
+                            else:
+                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                            for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
+                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__lo:
+                                    continue
+                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                    break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
@@ -1163,7 +1366,26 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 if blk_m % (blk_m_a * type_len) != 0 or blk_k % blk_n_a != 0:
                                     continue
                                 # loop 8: iterator blk_m_b (spaces/gemm.py:53): blk_m_b(): range(1, blk_n // type_len + 1, 1)
-                                for blk_m_b in range(1, blk_n // type_len + 1):
+                                # only divisors of the numerator pass the solved level below (filter b_shape)
+                                blk_m_b__lo = 1
+                                blk_m_b__hi = blk_n // type_len + 1
+                                blk_m_b__num = numba.int64(threads)
+                                if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
+                                    blk_m_b__num = -blk_m_b__num
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                if blk_m_b__by_divisors:
+                                    if blk_m_b__num != blk_m_b__of:
+                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
+                                        blk_m_b__of = blk_m_b__num
+                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
+                                else:
+                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
+                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__lo:
+                                        continue
+                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                        break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_k + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution

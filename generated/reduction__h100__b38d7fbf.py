@@ -230,8 +230,8 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             _visits[5] += 1
                             # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
                             if blocks_per_sm * threads > max_threads_per_sm:
-                                _rejections[11] += 1
-                                continue
+                                _rejections[11] += (max_blocks_per_sm + 1) - blocks_per_sm  # this value and those left: rejected
+                                break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
                             # filter over_smem (spaces/reduction.py:101): rejects when smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm
                             if smem > max_shared_mem_per_block or blocks_per_sm * smem > shared_mem_per_sm:
                                 _rejections[12] += 1

@@ -31,11 +31,16 @@ def test_stats(gemm_h100):
     stats = gemm_h100.stats()
     assert stats.count == 459_316
     levels = dict(stats.levels)
-    assert levels["dim_m"] == 1024 and levels["dim_n"] == 1024 * 1024
+    # over_max_threads ends dim_n's loop at the first dim_n past 1024 threads (loop-ending filters)
+    assert levels["dim_m"] == 1024 and levels["dim_n"] == sum(min(1024, 1024 // m + 1) for m in range(1, 1025))
     assert levels[gemm_h100.plan.order[-1]] == 459_316  # the innermost level only sees survivors
-    # the two thread filters see every (dim_m, dim_n) pair; what passes them reaches blk_m's loop
+    # the thread filter rejects every (dim_m, dim_n) pair past 1024 threads, those it left counted
     assert stats.rejections["over_max_threads"] == sum(
         1 for m in range(1, 1025) for n in range(1, 1025) if m * n > 1024)
+    # a_shape solved: blk_m_a visits only divisors of threads, the others counted as rejected
+    assert stats.rejections["a_shape"] == 24_207_307 and levels["blk_m_a"] == 4_969_161
+    assert stats.rejections["b_shape"] == 2_741_382  # a walk of every value: the same
+    assert sum(levels.values()) == 10_219_730
     assert not stats.errors
 
 

@@ -126,4 +126,7 @@ def format_stats(plan, stats) -> str:
                 rows.append(["", "", "", f"{item.kind} {item.name} raised", f"{stats.errors[item.name]:,}"])
         if stats.errors.get(level.iterator.name):
             rows.append(["", "", "", "domain raised", f"{stats.errors[level.iterator.name]:,}"])
-    return format_table(["level", "iterator", "iterations", "filter placed here", "rejected"], rows)
+    total = sum(iterations for _, iterations in stats.levels)
+    per_valid = f"{total / stats.count:,.1f}" if stats.count else "no valid configuration"
+    return (format_table(["level", "iterator", "iterations", "filter placed here", "rejected"], rows)
+            + f"\nloop iterations: {total:,} in all; iterations per valid configuration: {per_valid}")

@@ -29,6 +29,7 @@ class CNest(NestWalker):
     so chunks number the same split nodes)."""
 
     ENDS_LOOPS = True
+    DIVISOR_LOOPS = True
 
     def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None,
                  derived: dict[str, tuple[str, bool]] | None = None):
@@ -78,7 +79,11 @@ class CNest(NestWalker):
 
     def declarations(self, levels) -> None:
         self.emit("int _err = 0;  // set by an operation that raises in Python")
-        for level in levels:
+        for index, level in enumerate(levels):
+            if self.divisor_loops(index):
+                var = c_name(level.iterator.name)
+                self.emit(f"int64_t {var}__div[BG_DIVISORS_MAX], {var}__ndiv = 0, {var}__of = 0;"
+                          "  // the divisors of __of")
             for item in [level.iterator, *level.body]:
                 if item.kind == "iterator" and item.value_type == "str":
                     self.emit(f"int64_t {c_name(item.name)}__index;  // into its listed strings")
@@ -154,6 +159,35 @@ class CNest(NestWalker):
                 self.assign(f"{var}__values[{position}]", part)
         self.open_loop(f"for (int64_t {var}__i = 0; {var}__i < {len(parts)}; {var}__i++) {{", index)
         self.emit(f"{var} = {var}__values[{var}__i];")
+
+    def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
+        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
+        that is cheaper (the divisors are found once per numerator: it rarely changes), else all."""
+        it, solution = level.iterator, self.plan.levels[index + 1].solved
+        var = c_name(it.name)
+        num, k, end, by_divisors = (f"{var}__{part}" for part in ("num", "k", "end", "by_divisors"))
+        self.emit(f"// only divisors of the numerator pass the solved level below "
+                  f"(filter {c_comment(solution.filter.name)})")
+        self.emit(f"int64_t {num}, {k}, {end};")
+        self.assign(num, solution.numerator)  # raises for every value of it alike: rejected
+        self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
+        self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT && "
+                  f"({num} == {var}__of || {hi} - {lo} >= 1024 || {num} < ({hi} - {lo}) * ({hi} - {lo}));")
+        self.emit(f"if ({by_divisors}) {{")
+        self.emit(f"    if ({num} != {var}__of) {{")
+        self.emit(f"        {var}__ndiv = bg_divisors({num}, {var}__div);")
+        self.emit(f"        {var}__of = {num};")
+        self.emit("    }")
+        self.emit(f"    {k} = 0;")
+        self.emit(f"    {end} = {var}__ndiv;")
+        self.emit("} else {")
+        self.emit(f"    {k} = {lo};")
+        self.emit(f"    {end} = {hi};")
+        self.emit("}")
+        self.open_loop(f"for (; {k} < {end}; {k}++) {{", index)
+        self.emit(f"{var} = {by_divisors} ? {var}__div[{k}] : {k};")
+        self.emit(f"if ({var} < {lo}) continue;")
+        self.emit(f"if ({var} >= {hi}) break;")
 
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
         it, solution = level.iterator, level.solved
@@ -269,15 +303,10 @@ def record_layout(plan: Plan) -> list[tuple[str, str, int]]:
     return layout
 
 
-def _refs(expr: L.Expr) -> set[str]:
-    return {node.target for node in L.walk(expr) if isinstance(node, L.Ref)}
-
-
 class CClaimingWriter(CNest):
     """A nest that threads share by claiming split nodes one at a time from a shared counter
     (atomically, in increasing order: uneven nodes balance themselves), walking the subtrees of the
-    nodes they claim. It visits, in a range loop whose iterator is the denominator of the next
-    level's solution, only the values that can pass it. ``RECORD``: it writes rows (``fill``)."""
+    nodes they claim. ``RECORD``: it writes rows (``fill``)."""
 
     RECORD = False
 
@@ -289,11 +318,6 @@ class CClaimingWriter(CNest):
         split = split_level(self.plan)
         done = "1" if self.RECORD else "0"
         self.declarations(levels)
-        for index, level in enumerate(levels):
-            if self._divides_next(index):
-                var = c_name(level.iterator.name)
-                self.emit(f"int64_t {var}__div[BG_DIVISORS_MAX], {var}__ndiv = 0, {var}__of = 0;"
-                          "  // the divisors of __of")
         self.emit(f"int64_t _n = {rows_before};  // configurations so far")
         self.emit("int64_t _start = _n;  // ... before the claimed node")
         self.emit(f"int64_t _claim = {redo}__atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
@@ -336,58 +360,6 @@ class CClaimingWriter(CNest):
         self.emit(f"    if (_claim >= _hi) return {'1' if self.RECORD else '_n'};")
         self.emit("}")
         self.emit(f"if (_node - 1 < _claim) {self.reject_statement()}")
-
-    def open_level(self, level, index: int) -> None:
-        if not self._divides_next(index):
-            super().open_level(level, index)
-            return
-        self.loop_comment(level.iterator, index)
-        self._divisor_loop(level.iterator, index, self.plan.levels[index + 1].solved)
-
-    def _divides_next(self, index: int) -> bool:
-        """Whether level ``index`` is a range with step 1 whose iterator is the denominator of the
-        next level's solution, with a numerator computed above it: only its values dividing the
-        numerator can pass (every other value leaves no integer solution: rejected), so the loop
-        may visit just those."""
-        levels = self.plan.levels
-        if index + 1 >= len(levels) or levels[index + 1].solved is None:
-            return False
-        level, solution = levels[index], levels[index + 1].solved
-        it = level.iterator
-        return (it.function is None and level.solved is None and it.domain[0] == "range"
-                and isinstance(it.domain[3], L.Const) and it.domain[3].value == 1
-                and isinstance(solution.denominator, L.Ref) and solution.denominator.target == it.name
-                and infer_type(solution.numerator, self.items) in ("int", "bool")
-                and not _refs(solution.numerator) & {it.name, *(item.name for item in level.body)})
-
-    def _divisor_loop(self, it: Item, index: int, solution) -> None:
-        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
-        that is cheaper (the divisors are found once per numerator: it rarely changes), else all."""
-        lo, hi, _ = self.range_parts(it)
-        var = c_name(it.name)
-        num, k, end, by_divisors = (f"{var}__{part}" for part in ("num", "k", "end", "by_divisors"))
-        self.emit(f"// only divisors of the numerator pass the solved level below "
-                  f"(filter {c_comment(solution.filter.name)})")
-        self.emit(f"int64_t {num}, {k}, {end};")
-        self.assign(num, solution.numerator)  # raises for every value of it alike: rejected
-        self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
-        self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT && "
-                  f"({num} == {var}__of || {hi} - {lo} >= 1024 || {num} < ({hi} - {lo}) * ({hi} - {lo}));")
-        self.emit(f"if ({by_divisors}) {{")
-        self.emit(f"    if ({num} != {var}__of) {{")
-        self.emit(f"        {var}__ndiv = bg_divisors({num}, {var}__div);")
-        self.emit(f"        {var}__of = {num};")
-        self.emit("    }")
-        self.emit(f"    {k} = 0;")
-        self.emit(f"    {end} = {var}__ndiv;")
-        self.emit("} else {")
-        self.emit(f"    {k} = {lo};")
-        self.emit(f"    {end} = {hi};")
-        self.emit("}")
-        self.open_loop(f"for (; {k} < {end}; {k}++) {{", index)
-        self.emit(f"{var} = {by_divisors} ? {var}__div[{k}] : {k};")
-        self.emit(f"if ({var} < {lo}) continue;")
-        self.emit(f"if ({var} >= {hi}) break;")
 
 
 class CFill(CClaimingWriter):
@@ -459,11 +431,8 @@ def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None,
               "// A filter REJECTS a configuration when it is true; _err rejects one whose values raise.",
               ""]
     ending, derived = loop_ending_filters(plan, symbolic), derived_sources(plan, symbolic)
-    parts = []
-    for name in (name for name in C_FUNCTIONS if name in functions):
-        if name in ("fill", "count_claimed") and c_source("divisors.h") not in parts:
-            parts.append(c_source("divisors.h"))  # their divisor loops
-        parts.append("\n".join(C_FUNCTIONS[name](plan, symbolic, ending, derived).write()))
+    parts = ["\n".join(C_FUNCTIONS[name](plan, symbolic, ending, derived).write())
+             for name in C_FUNCTIONS if name in functions]
     tables = value_tables(plan)
-    return "\n".join(header + [c_source("prelude.h")] + tables + [""] * bool(tables)
-                      + ["\n\n".join(parts)]) + "\n"
+    return "\n".join(header + [c_source("prelude.h"), c_source("divisors.h")] + tables
+                     + [""] * bool(tables) + ["\n\n".join(parts)]) + "\n"

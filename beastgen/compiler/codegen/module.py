@@ -13,7 +13,7 @@ from ..language.printer import expr_source, literal
 from ..plan import Plan
 from .estimator import ChenWriter
 from .monotone import loop_ending_filters
-from .nest import PythonPowers, constant_values, split_level, stat_slots
+from .nest import PythonPowers, constant_values, divides_next, split_level, stat_slots
 from .numba_functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
 from .numba_nest import CASTS, NJIT, NJIT_GENERATOR
 
@@ -76,7 +76,9 @@ def _nestlib_names(plan: Plan) -> list[str]:
         else level.iterator.domain[0] == "range") and not plan.range_fits(level.iterator)]
     called = {node.id for item in plan.specialized.items.values() if item.function is not None
               for node in ast.walk(item.function.node) if isinstance(node, ast.Name)}
+    divisor_loops = any(divides_next(plan, index) for index in range(len(plan.levels)))
     return (["float_power", "heap_offer"]
+            + (["DIVISORS_LIMIT", "DIVISORS_MAX", "divisors", "first_at_least"] if divisor_loops else [])
             + sorted(called & {"range_argument", "sequence_max", "sequence_min"})  # helpers' builtins
             + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
             + (["range_contains"] if any(level.solved for level in ranges) else []))

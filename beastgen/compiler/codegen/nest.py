@@ -84,6 +84,68 @@ def solved_below(levels, index: int) -> list:
     return below
 
 
+def divides_next(plan: Plan, index: int) -> bool:
+    """Whether level ``index`` may visit only the divisors of the next level's numerator: a range
+    with step 1, proven inside 64 bits, whose iterator is the denominator of the next level's
+    solution (``x * y == n`` solved for ``y``), with a numerator computed above it. Every other
+    value leaves no integer solution (rejected by the solved filter), so the loop skips it."""
+    levels = plan.levels
+    if index + 1 >= len(levels) or levels[index + 1].solved is None:
+        return False
+    level, solution = levels[index], levels[index + 1].solved
+    it = level.iterator
+    return (it.function is None and level.solved is None and it.domain[0] == "range"
+            and isinstance(it.domain[3], L.Const) and it.domain[3].value == 1 and plan.range_fits(it)
+            and isinstance(solution.denominator, L.Ref) and solution.denominator.target == it.name
+            and infer_type(solution.numerator, plan.specialized.items) in ("int", "bool")
+            and not {n.target for n in L.walk(solution.numerator) if isinstance(n, L.Ref)}
+            & {it.name, *(item.name for item in level.body)})
+
+
+def skips_only_solution_rejects(plan: Plan, index: int, nonzero) -> bool:
+    """Whether a divisor loop at level ``index`` (:func:`divides_next`) skips only values that a
+    walk of every value would count as the solved filter's rejections: nothing placed at the level
+    can reject or raise before the solved level's test (bound terms are not computed there), and the
+    numerator cannot raise (``nonzero(divisor)``: a divisor proven never zero). The statistics then
+    add the skipped values to that filter's rejections and stay exact."""
+    level, solution = plan.levels[index], plan.levels[index + 1].solved
+    return _quiet(plan, level.body, nonzero) and _quiet_expressions(plan, solution.filter, [solution.numerator],
+                                                                      nonzero)
+
+
+def rejects_first(plan: Plan, item: Item, nonzero) -> bool:
+    """Whether ``item``, a filter ending its loop (:mod:`.monotone`), is the first thing at its
+    level that could reject or raise on the values it leaves, and cannot raise itself, on a range
+    proven inside 64 bits: a walk of every value would count each of them as its rejection (the
+    statistics add them when it ends the loop)."""
+    index = plan.level_of(item.name)
+    level = plan.levels[index]
+    before = level.body[:level.body.index(item)]
+    return (plan.range_fits(level.iterator) and not divides_next(plan, index)
+            and _quiet(plan, before, nonzero) and _quiet_expressions(plan, item, [item.expr], nonzero))
+
+
+def _quiet(plan: Plan, items: list[Item], nonzero) -> bool:
+    """Whether ``items`` (placed in a level's body) can neither reject nor raise: derived values of
+    quiet expressions (a bound term is not computed where the statistics are)."""
+    computed = [item for item in items if item.kind != "bound"]
+    return all(item.kind == "derived" and item.function is None and _quiet_expressions(
+        plan, item, [item.expr], nonzero) for item in computed)
+
+
+def _quiet_expressions(plan: Plan, item: Item, exprs: list[L.Expr], nonzero) -> bool:
+    """Whether ``exprs`` of ``item`` cannot raise: no calls or powers, no checked integers, no
+    division or modulo by what may be zero (``nonzero(divisor)``: proven never zero)."""
+    return (item.name not in plan.checked
+            and all(isinstance(node, _QUIET_NODES) and getattr(node, "op", None) != "**"
+                    for expr in exprs for node in L.walk(expr))
+            and not any(True for expr in exprs for _ in risky_nodes(expr, nonzero)))
+
+
+#: expressions that raise only by a division or modulo (``risky_nodes``) or a power: no calls
+_QUIET_NODES = (L.Const, L.Ref, L.BinOp, L.UnaryOp, L.Compare, L.BoolOp, L.Not, L.IfExp)
+
+
 def stat_slots(plan: Plan) -> list[Item]:
     """Items with a counter in the statistics: every filter/bound (rejections), then everything that
     can raise (errors), in placement order."""
@@ -189,16 +251,20 @@ class PythonPowers(IdentityMapper):
 class NestWalker:
     """One walk of the plan's nest, printed through a target's hooks. A target (a subclass) gives
     the syntax: :meth:`loop_comment`, :meth:`function_loop`, :meth:`values_loop`,
-    :meth:`range_parts`, :meth:`range_loop`, :meth:`counted_range`, :meth:`solved_level`,
-    :meth:`if_header`, :meth:`end_block`, :meth:`reject` and ``place_<kind>`` for the items; a
+    :meth:`range_parts`, :meth:`range_loop`, :meth:`counted_range`, :meth:`divisor_loop`,
+    :meth:`solved_level`, :meth:`if_header`, :meth:`end_block`, :meth:`reject` and
+    ``place_<kind>`` for the items; a
     generated function (a subclass of the target) gives what it does at a level it enters
     (:meth:`enter`), at the split node (:meth:`at_split`) and what it opens and closes around the
     walk. Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
     outside every loop leaves the function). ``ENDS_LOOPS``: a filter that rejects every later
     value of its level once it rejects one (:mod:`.monotone`) leaves the loop (:meth:`ends_loop`);
-    a function that reports every loop iteration keeps walking."""
+    a function that reports every loop iteration keeps walking. ``DIVISOR_LOOPS``: a level whose
+    values must divide the next level's numerator (:func:`divides_next`) visits only its divisors
+    (:meth:`divisor_loop`)."""
 
     ENDS_LOOPS = False
+    DIVISOR_LOOPS = False
 
     def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None):
         """``ending``: :func:`.monotone.loop_ending_filters`, when the caller has it (one analysis
@@ -239,12 +305,19 @@ class NestWalker:
             self.values_loop(it, index)
         else:
             lo, hi, step = self.range_parts(it)
-            if level.solved:
+            if self.divisor_loops(index):
+                self.divisor_loop(level, index, lo, hi)
+            elif level.solved:
                 self.solved_level(level, index, lo, hi, step)
             elif not self.plan.range_fits(it):
                 self.counted_range(it, index, lo, hi, step)
             else:
                 self.range_loop(it, index, lo, hi, step)
+
+    def divisor_loops(self, index: int) -> bool:
+        """Whether level ``index`` opens as :meth:`divisor_loop`: where :func:`divides_next` says it
+        may and ``DIVISOR_LOOPS`` (a function that reports every loop iteration keeps scanning)."""
+        return self.DIVISOR_LOOPS and divides_next(self.plan, index)
 
     def place(self, item: Item) -> None:
         """A derived value, filter or bound term, computed (and tested) where the plan put it."""

@@ -6,7 +6,7 @@ bound terms, ``count_pruned``, ``cut_analysis`` and ``rank``. Each states what i
 from __future__ import annotations
 
 from ..specialize import Item
-from .nest import countable_tail, solved_below
+from .nest import countable_tail, rejects_first, skips_only_solution_rejects, solved_below
 from .numba_nest import NumbaNest, value_name
 
 
@@ -63,7 +63,7 @@ class ChunkedNest(WalkedNest):
 
 
 class Count(ChunkedNest):
-    ENDS_LOOPS = True
+    ENDS_LOOPS = DIVISOR_LOOPS = True
     SIGNATURE = "count(_lo, _hi)"
     DOC = "Number of valid configurations below split nodes _lo <= node < _hi."
     COUNTS_TAIL = True
@@ -76,9 +76,28 @@ class CountWithStats(ChunkedNest):
            "    SPLIT_LEVEL are walked whole whatever the chunk.")
     # the statistics walk the levels above the split whole, so every chunk reports them alike
     PAST_CHUNK = "continue"
+    ENDS_LOOPS = DIVISOR_LOOPS = True
 
     def part_state(self, index: int) -> list[str]:
         return ["_visits", "_rejections"]
+
+    def divisor_loops(self, index: int) -> bool:
+        """Only where the values skipped are the solved filter's rejections alone (they are counted)."""
+        return super().divisor_loops(index) and skips_only_solution_rejects(
+            self.plan, index, self.symbolic.provably_nonzero)
+
+    def skipped(self, item: Item, count: str) -> None:
+        self.emit(f"_rejections[{self.slot[item.name]}] += {count}  # skipped by the divisor loop: rejected")
+
+    def ends_loop(self, item: Item) -> str | None:
+        """Only where each value left would be that filter's rejection (they are counted)."""
+        iterator = super().ends_loop(item)
+        return iterator if iterator and rejects_first(self.plan, item, self.symbolic.provably_nonzero) else None
+
+    def leaving(self, item: Item, iterator: str) -> None:
+        hi, step = self.range_ends[iterator]
+        left = f"({hi}) - {iterator}" if step == "1" else f"1 + (({hi}) - 1 - {iterator}) // ({step})"
+        self.emit(f"_rejections[{self.slot[item.name]}] += {left}  # this value and those left: rejected")
 
     def reject(self, item: Item) -> None:
         self.emit(f"_rejections[{self.slot[item.name]}] += 1")
@@ -90,7 +109,7 @@ class CountWithStats(ChunkedNest):
 
 
 class Fill(ChunkedNest):
-    ENDS_LOOPS = True
+    ENDS_LOOPS = DIVISOR_LOOPS = True
     PART_CALL = "_n = {call}"
 
     def header(self) -> list[str]:
@@ -112,7 +131,7 @@ class Fill(ChunkedNest):
 
 
 class SplitNodes(NumbaNest):
-    ENDS_LOOPS = True
+    ENDS_LOOPS = DIVISOR_LOOPS = True
     SIGNATURE = "split_nodes()"
     DOC = ("How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are: a walk of\n"
            "    the levels above the split alone, so a one-thread count can report its progress.")
@@ -281,7 +300,7 @@ class BoundedNest(WalkedNest):
 
 
 class CountPruned(BoundedNest):
-    ENDS_LOOPS = True
+    ENDS_LOOPS = DIVISOR_LOOPS = True
     SIGNATURE = "count_pruned(_threshold)"
     DOC = ("Valid configurations whose bound is at most _threshold; each bound term cuts\n"
            "    its whole subtree at the level where it is first computable.")
@@ -328,7 +347,7 @@ class CutAnalysis(BoundedNest):
 
 
 class Rank(BoundedNest):
-    ENDS_LOOPS = True
+    ENDS_LOOPS = DIVISOR_LOOPS = True
     SIGNATURE = "rank(_threshold, _bounds, _terms, _rows)"
     DOC = ("The len(_bounds) valid configurations with the smallest bounds (at most _threshold),\n"
            "    as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the\n"

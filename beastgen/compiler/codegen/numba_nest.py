@@ -50,6 +50,7 @@ class NumbaNest(NestWalker):
     def __init__(self, plan, symbolic, ending=None):
         super().__init__(plan, symbolic, ending)
         self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
+        self.range_ends: dict[str, tuple[str, str]] = {}  # stop and step of each range loop printed
         self.temps = 0
         self.split = split_level(plan)
         self.loops_per_function: int | None = None
@@ -70,6 +71,7 @@ class NumbaNest(NestWalker):
         self.top_return = self.RESULT
         header = self.header()
         self.lines = [NJIT, *header]
+        self.body_start = len(self.lines)  # where the divisor loops' caches are declared
         self.function_name = header[0][4:].split("(")[0]
         self.write_body()
         lines = self.lines
@@ -108,6 +110,7 @@ class NumbaNest(NestWalker):
         self.emit(self.PART_CALL.format(call=call) + "  # the levels below, in a function of their own (nested blocks)")
         self.parts.insert(0, [*self.lines, f"    return {self.top_return}"])
         self.lines = [NJIT, f"def {call}:", f'    """Levels {index} and below of {self.function_name}."""']
+        self.body_start = len(self.lines)
         self.depth, self.loops = 1, 0
         self.part_prologue()
 
@@ -250,6 +253,7 @@ class NumbaNest(NestWalker):
         self.open_loop(header, index)
 
     def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        self.range_ends[it.name] = (hi, step)
         args = [lo, hi] if step == "1" else [lo, hi, step]
         if args == ["0", hi]:
             args = [hi]
@@ -301,6 +305,55 @@ class NumbaNest(NestWalker):
             self.guarded(it, p, holder.append)
             texts.append(f"{cast.__name__}({holder[0]})" if cast else holder[0])
         self.open_loop(f"for {it.name} in ({', '.join(texts)},):", index)
+
+    def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
+        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
+        that is cheaper (found once per numerator, in a cache declared at the function's top: it
+        rarely changes), else all; the C target's twin (:meth:`.c_nest.CNest.divisor_loop`)."""
+        it, solution = level.iterator, self.plan.levels[index + 1].solved
+        v = it.name
+        self.lines[self.body_start:self.body_start] = [
+            f"    {v}__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of {v}__of (loop {index})",
+            f"    {v}__ndiv = 0",
+            f"    {v}__of = 0"]
+        self.emit(f"# only divisors of the numerator pass the solved level below (filter {solution.filter.name})")
+        self.emit(f"{v}__lo = {lo}")
+        self.emit(f"{v}__hi = {hi}")
+        self.guarded(solution.filter, solution.numerator,  # raises for every value alike: rejected
+                     lambda source: self.emit(f"{v}__num = numba.int64({source})"))
+        self.emit(f"if {v}__num < 0:  # -n has the divisors of n (-2**63 stays negative)")
+        self.emit(f"    {v}__num = -{v}__num")
+        span = f"({v}__hi - {v}__lo)"
+        self.emit(f"{v}__by_divisors = {v}__lo >= 1 and 1 <= {v}__num <= DIVISORS_LIMIT and ("
+                  f"{v}__num == {v}__of or {span} >= 1024 or {v}__num < {span} * {span})")
+        self.emit(f"if {v}__by_divisors:")
+        self.emit(f"    if {v}__num != {v}__of:")
+        self.emit(f"        {v}__ndiv = divisors({v}__num, {v}__div)")
+        self.emit(f"        {v}__of = {v}__num")
+        self.depth += 1
+        self.skipped(solution.filter, f"max({span}, 0) - (first_at_least({v}__div, {v}__ndiv, {v}__hi) "
+                                      f"- first_at_least({v}__div, {v}__ndiv, {v}__lo))")
+        self.depth -= 1
+        self.emit(f"    {v}__k, {v}__end = 0, {v}__ndiv")
+        self.emit("else:")
+        self.emit(f"    {v}__k, {v}__end = {v}__lo, {v}__hi")
+        self.emit(f"for {v}__i in range({v}__k, {v}__end):")
+        self.depth += 1
+        self.loops += 1
+        self.emit(f"{v} = {v}__div[{v}__i] if {v}__by_divisors else {v}__i")
+        self.emit(f"if {v} < {v}__lo:")
+        self.emit("    continue")
+        self.emit(f"if {v} >= {v}__hi:  # past the range: so are the larger divisors")
+        self.emit("    break")
+        self.enter(index)
+
+    def leaving(self, item: Item, iterator: str) -> None:
+        """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
+        statistics count the values it leaves)."""
+
+    def skipped(self, item: Item, count: str) -> None:
+        """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
+        statistics count them)."""
 
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
         """The loop replaced by the only value its equality filter lets through."""
@@ -354,6 +407,7 @@ class NumbaNest(NestWalker):
         self.depth += 1
         iterator = self.ends_loop(item)
         if iterator:
+            self.leaving(item, iterator)
             self.emit(f"break  # every later {iterator} is rejected too: the test only turns true as it grows")
         else:
             self.reject(item)
