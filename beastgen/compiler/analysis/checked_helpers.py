@@ -38,6 +38,7 @@ from ..language.identity import IdentityMapper
 from ..language.printer import expr_source
 from ..specialize import Item, Specialized
 from .intervals import unproven_integer_operations
+from .mixed_numbers import check_mixed_numbers, elements, parameter_kinds
 
 _BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
            ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift",
@@ -81,9 +82,20 @@ class CheckedHelper:
         return lines
 
 
-def checked_helpers(spec: Specialized) -> dict[str, CheckedHelper]:
-    """Each helper's checked form, by item name."""
-    return {item.name: _checked(item) for item in spec.items.values() if item.function is not None}
+def checked_helpers(spec: Specialized, intervals: dict) -> dict[str, CheckedHelper]:
+    """Each helper's checked form, by item name; an error where one mixes ints and floats as
+    compiled code cannot (:mod:`.mixed_numbers`; ``intervals``: of the int items)."""
+    helpers, kinds = {}, {}  # kinds: what each helper gives, for the helpers reading it
+    for item in spec.items.values():  # dependency order
+        if item.function is None:
+            continue
+        fn = item.function
+        params = {p: kinds.get(p) or parameter_kinds(spec.items[p].value_type, intervals.get(p))
+                  for p in fn.params}
+        given = check_mixed_numbers(item, params, fn.info.constant_refs)
+        kinds[item.name] = {"range": None, "sequence": elements(given)}.get(fn.form, given) or None
+        helpers[item.name] = _checked(item)
+    return helpers
 
 
 def _checked(item: Item) -> CheckedHelper:

@@ -1,0 +1,366 @@
+"""Ints and floats in one variable or container of a space function's helper: refused where compiled
+code can give another answer than Python.
+
+Python keeps each value's own type; Numba gives a variable, a list, a loop over a tuple or a
+function's result ONE type, and an int with a float unify to a float: ``min((k, 4.5))`` is a
+float for every k (``range`` of it rejected every row), ``v = k if c else 0.5`` rounds a ``k``
+past 2**53, and ``x in (2.0**53, 1.5)`` compares an int rounded. Before a helper is compiled, a
+flow-insensitive pass over its code (:func:`check_mixed_numbers`) finds what kinds of value (int,
+float, str, a tuple or list of kinds) each name and expression may hold in Python, then checks
+every place a value that may be an int or a float ("mixed") is used: where the float compiled code
+holds gives Python's answer it passes, elsewhere it is refused with one :class:`SpaceError` at the
+line. Such a use is arithmetic with a float (Python converts the int as compiled code did), a truth
+test, ``float(...)``, a float-valued ``math`` function, and where the ints involved are provably
+within +-2**53 (a float holds them exactly: constants, lengths, comparisons, ranges of those,
+parameters by their interval) a comparison, ``int``/``round``/``math.floor``, ``in`` and the result
+of a filter or a bound term. ``min``/``max`` of an int and a float is left to ``nestlib.int_min``
+(it stops the count). So ``s = 0; for ...: s += 0.5 * i; return s > 1`` counts, and
+``return s`` of a derived value, which the nest would read as a float, is refused.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+from ...errors import SpaceError
+
+#: an int whose magnitude is at most 2**53 (a float holds it exactly), any int, a float, a string
+SMALL, INT, FLOAT, STR, OTHER = "small int", "int", "float", "str", "other"
+EXACT = 2 ** 53
+_FLOAT_MATH = {"sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "asin",
+               "acos", "atan", "atan2", "sinh", "cosh", "tanh", "hypot", "fabs", "pow", "fmod",
+               "copysign", "degrees", "radians", "erf", "erfc", "gamma", "lgamma"}
+_INT_MATH = {"floor", "ceil", "trunc", "gcd", "factorial", "isqrt", "comb", "perm", "lcm"}
+_BOOL_MATH = {"isnan", "isinf", "isfinite", "isclose"}
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_CONVERSIONS = {"int", "round", "range_argument"}  # their float argument (when exact) is Python's
+
+
+def _mixed(kinds) -> bool:
+    return FLOAT in kinds and bool(kinds & {SMALL, INT})
+
+
+def _exact(kinds) -> bool:
+    """Every int among ``kinds`` is one a float holds exactly."""
+    return INT not in kinds
+
+
+def elements(kinds) -> frozenset:
+    """What iterating over or indexing a value of ``kinds`` gives."""
+    out = set()
+    for kind in kinds:
+        if isinstance(kind, tuple):
+            out |= kind[1]
+        elif kind == STR:
+            out.add(STR)
+        else:
+            out.add(OTHER)
+    return frozenset(out)
+
+
+def _sequence(container: str, kinds, depth: int = 0) -> tuple:
+    if any(isinstance(k, tuple) for k in kinds) and depth > 2:  # nested past depth 3: opaque
+        kinds = frozenset(OTHER if isinstance(k, tuple) else k for k in kinds)
+    return (container, frozenset(kinds))
+
+
+def _constant(value) -> frozenset:
+    if isinstance(value, bool) or isinstance(value, int) and -EXACT <= value <= EXACT:
+        return frozenset({SMALL})
+    if isinstance(value, int):
+        return frozenset({INT})
+    if isinstance(value, float):
+        return frozenset({FLOAT})
+    if isinstance(value, str):
+        return frozenset({STR})
+    if isinstance(value, tuple):
+        return frozenset({_sequence("tuple", frozenset().union(*map(_constant, value)))})
+    return frozenset({OTHER})
+
+
+def parameter_kinds(value_type: str, interval) -> frozenset:
+    """The kinds of a helper's parameter: its item's value type (``interval``: of an int, or None)."""
+    if value_type in ("int", "bool"):
+        small = interval is not None and -EXACT <= interval[0] and interval[1] <= EXACT
+        return frozenset({SMALL if small or value_type == "bool" else INT})
+    return frozenset({{"float": FLOAT, "str": STR}.get(value_type, OTHER)})
+
+
+def check_mixed_numbers(item, params: dict, constants: dict) -> frozenset:
+    """Raise :class:`SpaceError` at the first use of a value that may be an int or a float in the
+    helper of ``item`` where compiled code's float can differ from Python; return the kinds of
+    what the helper returns (yields). ``params``: the kinds of its parameters; ``constants``: the
+    module constants it reads."""
+    kinds = _Kinds(params, constants)
+    node = item.function.node
+    for _ in range(32):  # to a fixpoint: the kinds only grow, and nesting is capped
+        before = dict(kinds.env)
+        kinds.results = frozenset()
+        for stmt in node.body:
+            kinds.statement(stmt)
+        if kinds.env == before:
+            break
+    uses = _Uses(item, kinds)
+    uses.visit(node)
+    results = kinds.results
+    if _mixed(results) and not (_exact(results) and item.kind in ("filter", "bound")):
+        given = [n for n in ast.walk(node) if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
+        verb = "yields" if isinstance(given[0], ast.Yield) else "returns"
+        uses.refuse(given[0], f"{verb} an int on one path and a float on another (here "
+                    f"{_source(given[0].value)})")
+    return results
+
+
+class _Kinds:
+    """The kinds of each local name (the union over its assignments) and of any expression."""
+
+    def __init__(self, params: dict, constants: dict):
+        self.params, self.constants = params, constants
+        self.env: dict[str, frozenset] = {}
+        self.results = frozenset()  # what the function returns or yields
+
+    def bind(self, target, kinds) -> None:
+        if isinstance(target, ast.Name):
+            self.env[target.id] = self.env.get(target.id, frozenset()) | kinds
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for index, sub in enumerate(target.elts):
+                self.bind(sub, self.unpacked(kinds, index))
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            name = target.value.id  # an element stored: the container may hold it
+            containers = self.env.get(name, frozenset())
+            self.env[name] = containers | {_sequence(k[0], k[1] | kinds) for k in containers
+                                           if isinstance(k, tuple)}
+
+    def unpacked(self, kinds, index: int) -> frozenset:
+        exact = {k[2][index] for k in kinds if isinstance(k, tuple) and len(k) > 2 and index < len(k[2])}
+        return frozenset().union(*exact) if exact else elements(kinds)
+
+    def statement(self, stmt) -> None:
+        if isinstance(stmt, ast.Assign):
+            value = self(stmt.value)
+            if isinstance(stmt.value, ast.Tuple):  # unpacked element by element, exactly
+                value = frozenset({("tuple", elements(value), tuple(self(e) for e in stmt.value.elts))})
+            for target in stmt.targets:
+                self.bind(target, value)
+        elif isinstance(stmt, ast.AugAssign):
+            load = _loaded(stmt.target)
+            self.bind(stmt.target, self(ast.BinOp(load, stmt.op, stmt.value)))
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            self.bind(stmt.target, self(stmt.value))
+        elif isinstance(stmt, ast.For):
+            self.bind(stmt.target, elements(self(stmt.iter)))
+        elif isinstance(stmt, ast.Return) and stmt.value is not None:
+            self.results |= self(stmt.value)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Yield) and stmt.value.value is not None:
+            self.results |= self(stmt.value.value)
+        for sub in [*getattr(stmt, "body", []), *getattr(stmt, "orelse", [])]:
+            self.statement(sub)
+
+    def __call__(self, node) -> frozenset:
+        method = getattr(self, f"kind_{type(node).__name__}", None)
+        return method(node) if method else frozenset({OTHER})
+
+    def kind_Constant(self, node):
+        return _constant(node.value)
+
+    def kind_Name(self, node):
+        if node.id in self.params:
+            return self.params[node.id]
+        if node.id in self.env:
+            return self.env[node.id]
+        return _constant(self.constants[node.id]) if node.id in self.constants else frozenset({OTHER})
+
+    def kind_Attribute(self, node):  # math.pi, math.inf ...
+        return frozenset({FLOAT})
+
+    def kind_Tuple(self, node):
+        return frozenset({_sequence("tuple", frozenset().union(*map(self, node.elts)))})
+
+    def kind_List(self, node):
+        return frozenset({_sequence("list", frozenset().union(*map(self, node.elts)))})
+
+    def kind_Subscript(self, node):
+        value = self(node.value)
+        index = node.slice
+        if isinstance(index, ast.Constant) and type(index.value) is int:
+            return self.unpacked(value, index.value)
+        return elements(value)
+
+    def kind_IfExp(self, node):
+        return self(node.body) | self(node.orelse)
+
+    def kind_BoolOp(self, node):
+        return frozenset().union(*map(self, node.values))
+
+    def kind_Compare(self, node):
+        return frozenset({SMALL})
+
+    def kind_UnaryOp(self, node):
+        if isinstance(node.op, ast.Not):
+            return frozenset({SMALL})
+        return frozenset(k for k in self(node.operand) if not isinstance(k, tuple))
+
+    def kind_BinOp(self, node):
+        left, right = self(node.left), self(node.right)
+        out = set()
+        for a in left:
+            for b in right:
+                out |= _binary(node.op, a, b)
+        return frozenset(out)
+
+    def kind_Call(self, node):
+        func, args = node.func, [self(a) for a in node.args]
+        if isinstance(func, ast.Attribute):
+            name = func.attr
+            return frozenset({FLOAT if name in _FLOAT_MATH or name not in _INT_MATH | _BOOL_MATH
+                              else SMALL if name in _BOOL_MATH else INT})
+        name = func.id if isinstance(func, ast.Name) else ""
+        if name in ("len", "bool"):
+            return frozenset({SMALL})
+        if name in ("int", "round") and len(args) == 1:
+            return frozenset({INT})
+        if name == "round":
+            return args[0]
+        if name == "float":
+            return frozenset({FLOAT})
+        if name == "abs":
+            return args[0]
+        if name == "range_argument":
+            return frozenset(k for k in args[0] if k in (SMALL, INT))
+        if name == "range":
+            return frozenset({_sequence("range", frozenset({SMALL if all(_exact(a) for a in args) else INT}))})
+        if name in ("min", "max") and len(args) >= 2:
+            typed = {FLOAT if FLOAT in a else INT for a in args if a & {SMALL, INT, FLOAT}}
+            return frozenset() if len(typed) > 1 else frozenset().union(*args)  # int_min stops it
+        if name in ("sequence_min", "sequence_max"):
+            return frozenset(k for k in elements(args[0]) if k != OTHER) if args else frozenset()
+        return frozenset({OTHER})
+
+
+def _binary(op, a, b) -> set:
+    numbers = (SMALL, INT, FLOAT)
+    if a in numbers and b in numbers:
+        if isinstance(op, ast.Div) or FLOAT in (a, b):
+            return {FLOAT}
+        return {INT}  # a power with a negative exponent: nestlib.int_pow stops the count
+    if isinstance(a, tuple) and isinstance(b, tuple) and isinstance(op, ast.Add):
+        return {_sequence(a[0], a[1] | b[1])}
+    if isinstance(a, tuple) and b in (SMALL, INT) and isinstance(op, ast.Mult):
+        return {_sequence(a[0], a[1])}
+    return {STR} if STR in (a, b) else {OTHER}
+
+
+class _AsWritten(ast.NodeTransformer):
+    """A helper's code as the user wrote it (``specialize.functions.PythonBuiltins`` undone)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = node.func.id if isinstance(node.func, ast.Name) else ""
+        if name in ("sequence_min", "sequence_max"):
+            node.func = ast.Name(name[len("sequence_"):], ast.Load())
+        if name == "range_argument":
+            return node.args[0]
+        if name == "float" and isinstance(node.args[0], ast.BinOp):
+            node.args = [node.args[0].left]
+        return node
+
+
+def _source(node) -> str:
+    return ast.unparse(_AsWritten().visit(copy.deepcopy(node)))
+
+
+def _loaded(target):
+    node = ast.parse(ast.unparse(target), mode="eval").body
+    return ast.copy_location(node, target)
+
+
+class _Uses(ast.NodeVisitor):
+    """Every use of a mixed value (or of a container of ints and floats) checked."""
+
+    def __init__(self, item, kinds: _Kinds):
+        self.item, self.kinds = item, kinds
+        self.parents: dict[int, ast.AST] = {}
+
+    def visit(self, node):
+        for child in ast.iter_child_nodes(node):
+            self.parents[id(child)] = node
+        if isinstance(node, ast.expr):
+            self.check(node)
+        return self.generic_visit(node)
+
+    def refuse(self, node, what: str) -> None:
+        """One error at ``node``'s line: the helper ``what`` (it does, or an expression of it)."""
+        item = self.item
+        raise SpaceError(f"{item.kind} '{item.name}': {what}: compiled code gives a "
+                         "variable or container one type (a float where an int and a float meet), "
+                         "Python keeps each value's own; write float(...) where you mean a float",
+                         item.function.info.where(getattr(node, "lineno", None)))
+
+    def check(self, node) -> None:
+        if isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
+            return  # where it is read is checked
+        kinds, parent = self.kinds(node), self.parents.get(id(node))
+        if any(k[0] == "list" and _mixed(k[1]) for k in kinds if isinstance(k, tuple)):
+            self.refuse(node, f"{_source(node)} is a list of ints and floats")
+        sequence = isinstance(parent, ast.For) and node is parent.iter or isinstance(parent, ast.Return) \
+            and self.item.function.form == "sequence"
+        if sequence and _mixed(elements(kinds)):
+            self.refuse(node, f"{_source(node)} is a sequence of ints and floats")
+        if isinstance(node, ast.Compare):
+            self.check_compare(node)
+        if isinstance(node, ast.Subscript) and not (isinstance(node.slice, ast.Constant)
+                                                    and type(node.slice.value) is int):
+            if any(isinstance(k, tuple) and _mixed(k[1]) for k in self.kinds(node.value)):
+                self.refuse(node, f"{_source(node)} indexes a tuple of ints and floats")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args and \
+                node.func.id in ("sequence_min", "sequence_max"):
+            if _mixed(elements(self.kinds(node.args[0]))):
+                self.refuse(node, f"{_source(node)} chooses among ints and floats")
+        if _mixed(kinds) and not self.passes(node, kinds):
+            self.refuse(node, f"{_source(node)} may be an int or a float")
+
+    def check_compare(self, node) -> None:
+        operands = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, operands, operands[1:]):
+            pairs = [self.kinds(left) | elements(self.kinds(right))]  # in: with each element
+            if isinstance(op, _ORDER):  # tuples: element by element
+                displays = isinstance(left, ast.Tuple) and isinstance(right, ast.Tuple) and \
+                    len(left.elts) == len(right.elts)
+                pairs = ([self.kinds(a) | self.kinds(b) for a, b in zip(left.elts, right.elts)] if displays
+                         else [elements(self.kinds(left)) | elements(self.kinds(right))])
+            if any(_mixed(both) and not _exact(both) for both in pairs):
+                self.refuse(node, f"{_source(node)} compares an int past 2**53 with a float inside a container")
+
+    def passes(self, node, kinds) -> bool:
+        """Whether the use of the mixed value ``node`` gives Python's answer compiled as a float."""
+        parent = self.parents.get(id(node))
+        exact = _exact(kinds)
+        if isinstance(parent, (ast.Assign, ast.AugAssign, ast.BoolOp, ast.Expr)) or (
+                isinstance(parent, ast.IfExp) and node is not parent.test):
+            return True  # its value goes on: where it is read is checked
+        if isinstance(parent, (ast.If, ast.While)) or isinstance(parent, ast.IfExp) and node is parent.test:
+            return True  # a truth test: 0 and 0.0 alike
+        if isinstance(parent, ast.UnaryOp):
+            return True  # not: a truth test; - and +: the value goes on
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, _ARITHMETIC):
+            other = parent.right if node is parent.left else parent.left
+            if self.kinds(other) == {FLOAT}:
+                return True  # Python converts the int to a float, as compiled code did
+            return isinstance(parent.op, ast.Mult) and isinstance(other, ast.Constant) and other.value == 1
+        if isinstance(parent, ast.Compare):
+            return exact  # compared exactly (nestlib.cmp_*); ``in``: see check_compare
+        if isinstance(parent, ast.Call):
+            return self.passes_call(parent, exact)
+        if isinstance(parent, ast.Return):
+            return exact and self.item.kind in ("filter", "bound")
+        return False
+
+    def passes_call(self, call, exact: bool) -> bool:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            return func.attr in _FLOAT_MATH or exact and func.attr in _INT_MATH | _BOOL_MATH
+        name = func.id if isinstance(func, ast.Name) else ""
+        if name in ("float", "bool", "abs", "min", "max"):
+            return True  # min/max: its result is checked (nestlib.int_min where types differ)
+        return exact and name in _CONVERSIONS - {"range_argument"}
