@@ -496,3 +496,23 @@ def test_a_helper_mixing_ints_and_floats_exactly_counts_as_python(tmp_path, case
         patch.setenv("BEASTGEN_NATIVE", "0")
         counts.append(compile_space(space, "h100", {}, str(tmp_path)).count())
     assert counts == [reference_count(space, "h100")] * 4
+
+
+@pytest.mark.parametrize("expression", ["beast.min(d, 2.5)", "beast.where(y > 1, d, 0.5)"])
+def test_a_nest_expression_letting_a_helpers_int_meet_a_float_is_refused(tmp_path, expression):
+    """``x = range(0, min(d, 2.5))`` of a looping derived d = 0..3: Python's min keeps the int d
+    (range(0, 3) of d = 3 raises, rejected), the nest's is a float (truncated: it counted 10 where
+    the reference counts 6): one SpaceError naming it, on every path."""
+    path = tmp_path / "space.py"
+    path.write_text("import beastgen as beast\nk = beast.values(0, 1, 2, 3)\ny = beast.values(1, 2)\n\n"
+                    "@beast.derived\ndef d():\n    t = 0\n    for i in range(1):\n        t = k\n    return t\n\n"
+                    f"e = {expression}\nx = beast.range(0, e)\n")
+    space = beastgen.load(str(path))
+    assert reference_count(space, "h100") == 6
+    for name, env in PATHS.items():
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in env.items():
+                patch.setenv(key, value)
+            with pytest.raises(SpaceError, match=r"space.py:12: derived 'e': .* gives a space function's "
+                               "integer or a float: compiled code makes both a float"):
+                compile_space(space, "h100", {}, str(tmp_path / name)).count()

@@ -38,7 +38,7 @@ from ..language.identity import IdentityMapper
 from ..language.printer import expr_source
 from ..specialize import Item, Specialized
 from .intervals import unproven_integer_operations
-from .mixed_numbers import check_mixed_numbers, elements, parameter_kinds
+from .mixed_numbers import INT, check_mixed_numbers, check_nest_expressions, elements, parameter_kinds
 
 _BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
            ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift",
@@ -93,8 +93,9 @@ def checked_helpers(spec: Specialized, intervals: dict) -> dict[str, CheckedHelp
         params = {p: kinds.get(p) or parameter_kinds(spec.items[p].value_type, intervals.get(p))
                   for p in fn.params}
         given = check_mixed_numbers(item, params, fn.info.constant_refs)
-        kinds[item.name] = {"range": None, "sequence": elements(given)}.get(fn.form, given) or None
+        kinds[item.name] = {"range": frozenset({INT}), "sequence": elements(given)}.get(fn.form, given) or None
         helpers[item.name] = _checked(item)
+    check_nest_expressions(spec, kinds)
     return helpers
 
 

@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import ast
 import copy
+from types import SimpleNamespace
 
 from ...errors import SpaceError
+from ..language import nodes as L
+from ..language.printer import expr_source
+from ..specialize import infer_type
 
 #: an int whose magnitude is at most 2**53 (a float holds it exactly), any int, a float, a string
 SMALL, INT, FLOAT, STR, OTHER = "small int", "int", "float", "str", "other"
@@ -110,6 +114,49 @@ def check_mixed_numbers(item, params: dict, constants: dict) -> frozenset:
         uses.refuse(given[0], f"{verb} an int on one path and a float on another (here "
                     f"{_source(given[0].value)})")
     return results
+
+
+def check_nest_expressions(spec, kinds: dict) -> None:
+    """Raise :class:`SpaceError` where an expression of the nest lets a space function's integer
+    value and a float meet in one value (``where``, ``and``/``or``, ``min``/``max``): the nest's
+    compiled code makes it a float (``min(d, 2.5)`` of d = 1 is a float, and ``range`` of it
+    truncated where Python's raised), Python keeps the integer. ``kinds``: what each helper gives
+    (None: unknown). ``analysis.intervals`` refuses the same of integers with known intervals."""
+    typed, helpers = {}, set()
+    for name, item in spec.items.items():  # dependency order: an expression's type from its reads'
+        value_type = item.value_type
+        if item.function is not None and kinds.get(name) is not None:
+            given = {FLOAT if k == FLOAT else INT if k in (SMALL, INT) else OTHER for k in kinds[name]}
+            value_type = {frozenset({INT}): "int", frozenset({FLOAT}): "float"}.get(frozenset(given), "any")
+        if item.function is not None and value_type == "int" or item.function is None and any(
+                isinstance(n, L.Ref) and n.target in helpers for part in _parts(item) for n in L.walk(part)):
+            helpers.add(name)  # an integer of a space function's, or computed from one
+        if item.function is None and item.expr is not None:
+            value_type = infer_type(item.expr, typed)
+        typed[name] = SimpleNamespace(value_type=value_type)
+    for item in spec.items.values():
+        for part in _parts(item) if item.function is None else []:
+            for node in L.walk(part):
+                _check_meeting(item, node, typed, helpers)
+
+
+def _parts(item) -> list:
+    return [p for p in (item.domain[1:] if item.kind == "iterator" else [item.expr]) if p is not None]
+
+
+def _check_meeting(item, node, typed: dict, helpers: set) -> None:
+    if isinstance(node, L.IfExp):
+        parts = [node.body, node.orelse]
+    elif isinstance(node, L.BoolOp) or isinstance(node, L.Call) and node.func in ("min", "max"):
+        parts = list(node.children())
+    else:
+        return
+    types = [infer_type(part, typed) for part in parts]
+    from_helper = [any(isinstance(n, L.Ref) and n.target in helpers for n in L.walk(p)) for p in parts]
+    if "float" in types and any(t in ("int", "bool", "any") and h for t, h in zip(types, from_helper)):
+        raise SpaceError(f"{item.kind} '{item.name}': {expr_source(node)} gives a space function's "
+                         "integer or a float: compiled code makes both a float, Python keeps the "
+                         "integer; write float(...) where you mean a float", item.origin)
 
 
 class _Kinds:
