@@ -473,8 +473,25 @@ def _one_argument(builtin):
     return typer
 
 
+def sequence_len(values):
+    """``len(values)`` (a space function's helper calls this): Python's raises TypeError for a
+    number, where Numba's cannot type it (the count stopped with a compiler's dump)."""
+    return len(values)
+
+
 overload(sequence_min)(_one_argument(min))
 overload(sequence_max)(_one_argument(max))
+
+
+@overload(sequence_len)
+def _sequence_len(values):
+    if isinstance(values, (types.Number, types.Boolean)):
+        def refuse(values):  # returns an int to the typer; never returns
+            if values == values or values != values:
+                raise TypeError("len() of a number: it takes a sequence")
+            return 0
+        return refuse
+    return lambda values: len(values)
 
 
 def range_argument(value):

@@ -516,3 +516,22 @@ def test_a_nest_expression_letting_a_helpers_int_meet_a_float_is_refused(tmp_pat
             with pytest.raises(SpaceError, match=r"space.py:12: derived 'e': .* gives a space function's "
                                "integer or a float: compiled code makes both a float"):
                 compile_space(space, "h100", {}, str(tmp_path / name)).count()
+
+
+def test_len_of_a_number_in_a_helper_rejects_as_in_python(tmp_path):
+    """``len(k)`` of a number raises TypeError in Python (the row rejected); Numba could not type it
+    (the count stopped with a compiler's dump): nestlib.sequence_len raises as Python does."""
+    space = _space(tmp_path, """\
+        k = beast.values(0, 1, 2, 3, 4)
+        @beast.filter
+        def f():
+            n = 0
+            for i in range(1):
+                n = len(range(k)) + len((k, k)) if k < 3 else len(k)
+            return n > 3
+    """)
+    counts = _both_paths(space, tmp_path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BEASTGEN_NATIVE", "0")
+        counts.append(compile_space(space, "h100", {}, str(tmp_path)).count())
+    assert counts == [reference_count(space, "h100")] * 4 == [2] * 4

@@ -263,7 +263,7 @@ class _Kinds:
             return frozenset({FLOAT if name in _FLOAT_MATH or name not in _INT_MATH | _BOOL_MATH
                               else SMALL if name in _BOOL_MATH else INT})
         name = func.id if isinstance(func, ast.Name) else ""
-        if name in ("len", "bool"):
+        if name in ("sequence_len", "bool"):
             return frozenset({SMALL})
         if name in ("int", "round") and len(args) == 1:
             return frozenset({INT})
@@ -304,7 +304,7 @@ class _AsWritten(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         name = node.func.id if isinstance(node.func, ast.Name) else ""
-        if name in ("sequence_min", "sequence_max"):
+        if name in ("sequence_min", "sequence_max", "sequence_len"):
             node.func = ast.Name(name[len("sequence_"):], ast.Load())
         if name == "range_argument":
             return node.args[0]

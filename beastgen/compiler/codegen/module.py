@@ -77,7 +77,7 @@ def _nestlib_names(plan: Plan) -> list[str]:
     called = {node.id for item in plan.specialized.items.values() if item.function is not None
               for node in ast.walk(item.function.node) if isinstance(node, ast.Name)}
     return (["float_power", "heap_offer"]
-            + sorted(called & {"range_argument", "sequence_max", "sequence_min"})  # helpers' builtins
+            + sorted(called & {"range_argument", "sequence_len", "sequence_max", "sequence_min"})  # helpers' builtins
             + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
             + (["range_contains"] if any(level.solved for level in ranges) else []))
 
