@@ -11,6 +11,7 @@ import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, settings
+from hypothesis import strategies as st
 
 import beastgen
 from beastgen import nestlib
@@ -535,3 +536,48 @@ def test_len_of_a_number_in_a_helper_rejects_as_in_python(tmp_path):
         patch.setenv("BEASTGEN_NATIVE", "0")
         counts.append(compile_space(space, "h100", {}, str(tmp_path)).count())
     assert counts == [reference_count(space, "h100")] * 4 == [2] * 4
+
+
+MIXED_ELEMENTS = ("k", "k + 2 ** 53", "0.5", "2.0 ** 53", "3", "k * 1.5", "-k", "k - 2 ** 53")
+MIXED_USES = (
+    "return {c}[0] == 2 ** 53 + 1", "return min({c}) > 2", "return max({c}) < 2",
+    "return k + 2 ** 53 - 1 in {c}", "return {c} == (k, 0.5)",
+    "for v in {c}:\n        if v == 2 ** 53 + 1:\n            return True\n    return False",
+    "t = {c}\n    for i in range(len(t)):\n        if t[i] > 2:\n            return True\n    return False",
+    "total = 0\n    for i in range(max({c})):\n        total += 1\n    return total > 2",
+    "v = {a}\n    if k > 2:\n        v = {b}\n    return v == 2 ** 53 + 1",
+    "v = {a}\n    for i in range(k):\n        v = v + {b}\n    return v > 3",
+    "v = {a} if k > 2 else {b}\n    return len(range(v)) > 1",
+)
+
+
+@st.composite
+def mixed_helper_spaces(draw) -> str:
+    """A filter compiled as a helper whose tuples, lists, variables and conditional expressions
+    hold ints (some past 2**53) and floats, read by min/max, ``in``, loops, indexing, range."""
+    elements = draw(st.lists(st.sampled_from(MIXED_ELEMENTS), min_size=1, max_size=3))
+    container = ("({},)" if draw(st.booleans()) else "[{}]").format(", ".join(elements))
+    use = draw(st.sampled_from(MIXED_USES)).format(c=container, a=draw(st.sampled_from(MIXED_ELEMENTS)),
+                                                   b=draw(st.sampled_from(MIXED_ELEMENTS)))
+    return ("import beastgen as beast\nk = beast.values(0, 1, 2, 3, 4)\n\n@beast.filter\ndef f():\n"
+            f"    for i in range(1):\n        pass\n    {use}\n")
+
+
+@settings(HELPERS_CI, max_examples=12)
+@given(source=mixed_helper_spaces())
+def test_helpers_mixing_ints_and_floats_count_like_the_reference_or_are_refused(helper_dir, source):
+    """Compiled code (a helper is Numba's on every path) counts what the reference counts, or
+    refuses the space with one line naming the mixed value."""
+    note(source)
+    folder = helper_dir / f"m{next(_spaces)}"
+    folder.mkdir()
+    (folder / "space.py").write_text(source)
+    space = beastgen.load(str(folder / "space.py"))
+    try:
+        count = compile_space(space, "h100", {}, str(folder)).count()
+    except BeastError as error:
+        assert "\n" not in str(error) and ("one type" in str(error) or "integer and a float" in str(error)), error
+        event("refused")
+        return
+    assert count == reference_count(space, "h100")
+    event("counted")

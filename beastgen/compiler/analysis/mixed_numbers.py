@@ -10,12 +10,15 @@ float, str, a tuple or list of kinds) each name and expression may hold in Pytho
 every place a value that may be an int or a float ("mixed") is used: where the float compiled code
 holds gives Python's answer it passes, elsewhere it is refused with one :class:`SpaceError` at the
 line. Such a use is arithmetic with a float (Python converts the int as compiled code did), a truth
-test, ``float(...)``, a float-valued ``math`` function, and where the ints involved are provably
-within +-2**53 (a float holds them exactly: constants, lengths, comparisons, ranges of those,
-parameters by their interval) a comparison, ``int``/``round``/``math.floor``, ``in`` and the result
-of a filter or a bound term. ``min``/``max`` of an int and a float is left to ``nestlib.int_min``
-(it stops the count). So ``s = 0; for ...: s += 0.5 * i; return s > 1`` counts, and
-``return s`` of a derived value, which the nest would read as a float, is refused.
+test (a filter's result too), ``float(...)``, a float-valued ``math`` function, and where the ints
+involved are provably within +-2**53 (a float holds them exactly: constants, lengths, comparisons,
+ranges of those, parameters by their interval) a comparison, ``int``/``round``/``math.floor``,
+``in`` and a bound term's result. ``min``/``max`` of an int and a float is left to
+``nestlib.int_min`` (it stops the count). So ``s = 0; for ...: s += 0.5 * i; return s > 1``
+counts, and ``return s`` of a derived value, which the nest would read as a float, is refused (as
+is ``t = 0; for i in range(3): t = 0.5 * i; return t``: the pass does not count trips). The nest's
+own expressions letting a helper's integer meet a float are refused alike
+(:func:`check_nest_expressions`).
 """
 from __future__ import annotations
 
@@ -108,7 +111,7 @@ def check_mixed_numbers(item, params: dict, constants: dict) -> frozenset:
     uses = _Uses(item, kinds)
     uses.visit(node)
     results = kinds.results
-    if _mixed(results) and not (_exact(results) and item.kind in ("filter", "bound")):
+    if _mixed(results) and item.kind != "filter" and not (_exact(results) and item.kind == "bound"):
         given = [n for n in ast.walk(node) if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
         verb = "yields" if isinstance(given[0], ast.Yield) else "returns"
         uses.refuse(given[0], f"{verb} an int on one path and a float on another (here "
@@ -246,7 +249,8 @@ class _Kinds:
     def kind_UnaryOp(self, node):
         if isinstance(node.op, ast.Not):
             return frozenset({SMALL})
-        return frozenset(k for k in self(node.operand) if not isinstance(k, tuple))
+        kinds = frozenset(k for k in self(node.operand) if not isinstance(k, tuple))
+        return kinds if not isinstance(node.op, ast.Invert) else frozenset(INT if k == SMALL else k for k in kinds)
 
     def kind_BinOp(self, node):
         left, right = self(node.left), self(node.right)
@@ -399,8 +403,8 @@ class _Uses(ast.NodeVisitor):
             return exact  # compared exactly (nestlib.cmp_*); ``in``: see check_compare
         if isinstance(parent, ast.Call):
             return self.passes_call(parent, exact)
-        if isinstance(parent, ast.Return):
-            return exact and self.item.kind in ("filter", "bound")
+        if isinstance(parent, ast.Return):  # a filter's: a truth test; a bound's: compared
+            return self.item.kind == "filter" or exact and self.item.kind == "bound"
         return False
 
     def passes_call(self, call, exact: bool) -> bool:
