@@ -13,7 +13,8 @@ line. Such a use is arithmetic with a float (Python converts the int as compiled
 test (a filter's result too), ``float(...)``, a float-valued ``math`` function, and where the ints
 involved are provably within +-2**53 (a float holds them exactly: constants, lengths, comparisons,
 ranges of those, parameters by their interval) a comparison, ``int``/``round``/``math.floor``,
-``in`` and a bound term's result. ``min``/``max`` of an int and a float is left to
+``in``, a bound term's result and ``+ - * / // %`` with another such number (compiled code's
+float is then Python's result rounded once, as ``float()`` of it would be). ``min``/``max`` of an int and a float is left to
 ``nestlib.int_min`` (it stops the count). So ``s = 0; for ...: s += 0.5 * i; return s > 1``
 counts, and ``return s`` of a derived value, which the nest would read as a float, is refused (as
 is ``t = 0; for i in range(3): t = 0.5 * i; return t``: the pass does not count trips). The nest's
@@ -40,6 +41,7 @@ _FLOAT_MATH = {"sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "
 _INT_MATH = {"floor", "ceil", "trunc", "gcd", "factorial", "isqrt", "comb", "perm", "lcm"}
 _BOOL_MATH = {"isnan", "isinf", "isfinite", "isclose"}
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+_ROUNDED_ONCE = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)  # not ** (pow rounds more)
 _ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _CONVERSIONS = {"int", "round", "range_argument"}  # their float argument (when exact) is Python's
 
@@ -294,7 +296,8 @@ def _binary(op, a, b) -> set:
     if a in numbers and b in numbers:
         if isinstance(op, ast.Div) or FLOAT in (a, b):
             return {FLOAT}
-        return {INT}  # a power with a negative exponent: nestlib.int_pow stops the count
+        small = a == b == SMALL and isinstance(op, (ast.FloorDiv, ast.Mod))  # |a // b| <= |a|
+        return {SMALL if small else INT}  # a power with a negative exponent: nestlib.int_pow stops the count
     if isinstance(a, tuple) and isinstance(b, tuple) and isinstance(op, ast.Add):
         return {_sequence(a[0], a[1] | b[1])}
     if isinstance(a, tuple) and b in (SMALL, INT) and isinstance(op, ast.Mult):
@@ -398,6 +401,8 @@ class _Uses(ast.NodeVisitor):
             other = parent.right if node is parent.left else parent.left
             if self.kinds(other) == {FLOAT}:
                 return True  # Python converts the int to a float, as compiled code did
+            if exact and isinstance(parent.op, _ROUNDED_ONCE) and self.kinds(other) <= {SMALL, FLOAT}:
+                return True  # exact operands: compiled code's float is Python's result rounded once
             return isinstance(parent.op, ast.Mult) and isinstance(other, ast.Constant) and other.value == 1
         if isinstance(parent, ast.Compare):
             return exact  # compared exactly (nestlib.cmp_*); ``in``: see check_compare
