@@ -418,6 +418,8 @@ MIXED_REFUSED = {
         r"k \+ 9007199254740992 - 1 in \(9007199254740992.0, 1.5\) compares an int past 2\*\*53"),
     "in a list": ("    for i in range(1):\n        pass\n    return k + 2 ** 53 - 1 in [9007199254740992.0, 1.5]\n",
                   8, "compares an int past 2\\*\\*53 with a float"),
+    "in a tuple of an int and a float": ("    for i in range(1):\n        pass\n    return k in (0.5, 1)\n",
+                                         8, r"k in \(0.5, 1\) looks for a value among ints and floats"),
     "max of a list": ("    total = 0\n    for i in range(max([k, 0.5])):\n        total += i\n"
                       "    return total > 3\n", 7, r"max\(\[k, 0.5\]\) chooses among ints and floats"),
     "a loop over a tuple": ("    for v in (k + 2 ** 53, 0.5):\n        if v == 2 ** 53 + 1:\n"

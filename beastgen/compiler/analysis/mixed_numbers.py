@@ -378,6 +378,8 @@ class _Uses(ast.NodeVisitor):
         operands = [node.left, *node.comparators]
         for op, left, right in zip(node.ops, operands, operands[1:]):
             pairs = [self.kinds(left) | elements(self.kinds(right))]  # in: with each element
+            if not isinstance(op, _ORDER) and _mixed(elements(self.kinds(right))):
+                self.refuse(node, f"{_source(node)} looks for a value among ints and floats")
             if isinstance(op, _ORDER):  # tuples: element by element
                 displays = isinstance(left, ast.Tuple) and isinstance(right, ast.Tuple) and \
                     len(left.elts) == len(right.elts)
