@@ -551,7 +551,9 @@ MIXED_USES = (
     "total = 0\n    for i in range(max({c})):\n        total += 1\n    return total > 2",
     "v = {a}\n    if k > 2:\n        v = {b}\n    return v == 2 ** 53 + 1",
     "v = {a}\n    for i in range(k):\n        v = v + {b}\n    return v > 3",
-    "v = {a} if k > 2 else {b}\n    return len(range(v)) > 1",
+    "v = {a} if k > 2 else {b}\n    return len(range(v)) > 1", "return k in {c}",
+    "v = {a}\n    for i in range(k):\n        v = v * 2 + {b}\n    return v // 2 == 1",
+    "v = {a}\n    for i in range(2):\n        v = abs(v) - {b}\n    return int(v) > 2",
 )
 
 
