@@ -68,10 +68,18 @@ def elements(kinds) -> frozenset:
     return frozenset(out)
 
 
-def _sequence(container: str, kinds, depth: int = 0) -> tuple:
-    if any(isinstance(k, tuple) for k in kinds) and depth > 2:  # nested past depth 3: opaque
-        kinds = frozenset(OTHER if isinstance(k, tuple) else k for k in kinds)
-    return (container, frozenset(kinds))
+def _sequence(container: str, kinds, positions: tuple = ()) -> tuple:
+    """A tuple's or a list's kind: the kinds of its elements (and of each, where known), nested at
+    most three deep (deeper: opaque), so that the kinds of a loop reach a fixpoint."""
+    if positions:
+        return (container, _capped(kinds, 3), tuple(_capped(p, 3) for p in positions))
+    return (container, _capped(kinds, 3))
+
+
+def _capped(kinds, depth: int) -> frozenset:
+    if depth == 0:
+        return frozenset(OTHER if isinstance(k, tuple) else k for k in kinds)
+    return frozenset(_sequence(k[0], _capped(k[1], depth - 1)) if isinstance(k, tuple) else k for k in kinds)
 
 
 def _constant(value) -> frozenset:
@@ -192,7 +200,7 @@ class _Kinds:
         if isinstance(stmt, ast.Assign):
             value = self(stmt.value)
             if isinstance(stmt.value, ast.Tuple):  # unpacked element by element, exactly
-                value = frozenset({("tuple", elements(value), tuple(self(e) for e in stmt.value.elts))})
+                value = frozenset({_sequence("tuple", elements(value), tuple(self(e) for e in stmt.value.elts))})
             for target in stmt.targets:
                 self.bind(target, value)
         elif isinstance(stmt, ast.AugAssign):
