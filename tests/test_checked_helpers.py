@@ -589,3 +589,17 @@ def test_helpers_mixing_ints_and_floats_count_like_the_reference_or_are_refused(
         return
     assert count == reference_count(space, "h100")
     event("counted")
+
+
+def test_a_range_bound_of_a_helpers_float_is_refused(tmp_path):
+    """``range(0, d)`` of a looping derived d = 0.5 * k: Python's range raises for a float (every
+    row rejected, the reference counts 0), the nest's truncated it (it counted 4)."""
+    path = tmp_path / "space.py"
+    path.write_text("import beastgen as beast\nk = beast.values(0, 1, 2, 3, 4)\n\n@beast.derived\n"
+                    "def d():\n    t = 0.0\n    for i in range(1):\n        t = 0.5 * k\n    return t\n\n"
+                    "x = beast.range(0, d)\n")
+    space = beastgen.load(str(path))
+    assert reference_count(space, "h100") == 0
+    with pytest.raises(SpaceError, match=r"space.py:11: range bounds and step of 'x' must be integers: "
+                       "d is a float"):
+        compile_space(space, "h100", {}, str(tmp_path)).count()

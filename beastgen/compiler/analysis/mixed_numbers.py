@@ -133,7 +133,8 @@ def check_nest_expressions(spec, kinds: dict) -> None:
     """Raise :class:`SpaceError` where an expression of the nest lets a space function's integer
     value and a float meet in one value (``where``, ``and``/``or``, ``min``/``max``): the nest's
     compiled code makes it a float (``min(d, 2.5)`` of d = 1 is a float, and ``range`` of it
-    truncated where Python's raised), Python keeps the integer. ``kinds``: what each helper gives
+    truncated where Python's raised), Python keeps the integer; and a range bound of a helper's
+    float (as ``specialize`` refuses one of an expression's). ``kinds``: what each helper gives
     (None: unknown). ``analysis.intervals`` refuses the same of integers with known intervals."""
     typed, helpers = {}, set()
     for name, item in spec.items.items():  # dependency order: an expression's type from its reads'
@@ -151,6 +152,10 @@ def check_nest_expressions(spec, kinds: dict) -> None:
         for part in _parts(item) if item.function is None else []:
             for node in L.walk(part):
                 _check_meeting(item, node, typed, helpers)
+            if item.kind == "iterator" and item.domain[0] == "range" and infer_type(part, typed) == "float":
+                raise SpaceError(f"range bounds and step of '{item.name}' must be integers: "
+                                 f"{expr_source(part)} is a float (compiled code would truncate it, "
+                                 "Python's range raises)", item.origin)
 
 
 def _parts(item) -> list:
@@ -225,10 +230,8 @@ class _Kinds:
         return _constant(node.value)
 
     def kind_Name(self, node):
-        if node.id in self.params:
-            return self.params[node.id]
-        if node.id in self.env:
-            return self.env[node.id]
+        if node.id in self.params or node.id in self.env:  # a parameter may be assigned too
+            return self.params.get(node.id, frozenset()) | self.env.get(node.id, frozenset())
         return _constant(self.constants[node.id]) if node.id in self.constants else frozenset({OTHER})
 
     def kind_Attribute(self, node):  # math.pi, math.inf ...
