@@ -14,12 +14,12 @@ test (a filter's result too), ``float(...)``, a float-valued ``math`` function, 
 involved are provably within +-2**53 (a float holds them exactly: constants, lengths, comparisons,
 ranges of those, parameters by their interval) a comparison, ``int``/``round``/``math.floor``,
 ``in``, a bound term's result and ``+ - * / // %`` with another such number (compiled code's
-float is then Python's result rounded once, as ``float()`` of it would be). ``min``/``max`` of an int and a float is left to
-``nestlib.int_min`` (it stops the count). So ``s = 0; for ...: s += 0.5 * i; return s > 1``
-counts, and ``return s`` of a derived value, which the nest would read as a float, is refused (as
-is ``t = 0; for i in range(3): t = 0.5 * i; return t``: the pass does not count trips). The nest's
-own expressions letting a helper's integer meet a float are refused alike
-(:func:`check_nest_expressions`).
+float is then Python's result rounded once, as ``float()`` of it would be). ``min``/``max`` of an
+int and a float is left to ``nestlib.int_min`` (it stops the count). So ``s = 0; for ...:
+s += 0.5 * i; return s > 1`` counts, and ``return s`` of a derived value, which the nest would
+read as a float, is refused (as is ``t = 0; for i in range(3): t = 0.5 * i; return t``: the pass
+does not count trips). The nest's own expressions letting a helper's integer meet a float are
+refused alike (:func:`check_nest_expressions`).
 """
 from __future__ import annotations
 
