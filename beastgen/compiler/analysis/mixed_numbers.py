@@ -110,7 +110,7 @@ def check_mixed_numbers(item, params: dict, constants: dict) -> frozenset:
     what the helper returns (yields). ``params``: the kinds of its parameters; ``constants``: the
     module constants it reads."""
     kinds = _Kinds(params, constants)
-    node = item.function.node
+    node = _Desugared().visit(copy.deepcopy(item.function.node))
     for _ in range(32):  # to a fixpoint: the kinds only grow, and nesting is capped
         before = dict(kinds.env)
         kinds.results = frozenset()
@@ -208,9 +208,6 @@ class _Kinds:
                 value = frozenset({_sequence("tuple", elements(value), tuple(self(e) for e in stmt.value.elts))})
             for target in stmt.targets:
                 self.bind(target, value)
-        elif isinstance(stmt, ast.AugAssign):
-            load = _loaded(stmt.target)
-            self.bind(stmt.target, self(ast.BinOp(load, stmt.op, stmt.value)))
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self.bind(stmt.target, self(stmt.value))
         elif isinstance(stmt, ast.For):
@@ -335,9 +332,15 @@ def _source(node) -> str:
     return ast.unparse(_AsWritten().visit(copy.deepcopy(node)))
 
 
-def _loaded(target):
-    node = ast.parse(ast.unparse(target), mode="eval").body
-    return ast.copy_location(node, target)
+class _Desugared(ast.NodeTransformer):
+    """``t op= v`` as ``t = t op v`` (so the value read and the operand are checked like others')."""
+
+    def visit_AugAssign(self, node):
+        load = ast.parse(ast.unparse(node.target), mode="eval").body
+        for sub in ast.walk(load):
+            ast.copy_location(sub, node)
+        return ast.copy_location(ast.Assign([node.target], ast.copy_location(
+            ast.BinOp(load, node.op, node.value), node)), node)
 
 
 class _Uses(ast.NodeVisitor):
@@ -403,7 +406,7 @@ class _Uses(ast.NodeVisitor):
         """Whether the use of the mixed value ``node`` gives Python's answer compiled as a float."""
         parent = self.parents.get(id(node))
         exact = _exact(kinds)
-        if isinstance(parent, (ast.Assign, ast.AugAssign, ast.BoolOp, ast.Expr)) or (
+        if isinstance(parent, (ast.Assign, ast.BoolOp, ast.Expr)) or (
                 isinstance(parent, ast.IfExp) and node is not parent.test):
             return True  # its value goes on: where it is read is checked
         if isinstance(parent, (ast.If, ast.While)) or isinstance(parent, ast.IfExp) and node is parent.test:
@@ -428,7 +431,7 @@ class _Uses(ast.NodeVisitor):
     def passes_call(self, call, exact: bool) -> bool:
         func = call.func
         if isinstance(func, ast.Attribute):
-            return func.attr in _FLOAT_MATH or exact and func.attr in _INT_MATH | _BOOL_MATH
+            return func.attr in _FLOAT_MATH or exact and func.attr in ("floor", "ceil", "trunc", *_BOOL_MATH)
         name = func.id if isinstance(func, ast.Name) else ""
         if name in ("float", "bool", "abs", "min", "max"):
             return True  # min/max: its result is checked (nestlib.int_min where types differ)
