@@ -503,23 +503,33 @@ def test_a_helper_mixing_ints_and_floats_exactly_counts_as_python(tmp_path, case
     assert counts == [reference_count(space, "h100")] * 4
 
 
-@pytest.mark.parametrize("expression", ["beast.min(d, 2.5)", "beast.where(y > 1, d, 0.5)"])
-def test_a_nest_expression_letting_a_helpers_int_meet_a_float_is_refused(tmp_path, expression):
-    """``x = range(0, min(d, 2.5))`` of a looping derived d = 0..3: Python's min keeps the int d
-    (range(0, 3) of d = 3 raises, rejected), the nest's is a float (truncated: it counted 10 where
-    the reference counts 6): one SpaceError naming it, on every path."""
+NEST_MEETINGS = {  # the helper's value, the space's tail, the refusal
+    "min feeding a range": ("k", "e = beast.min(d, 2.5)\nx = beast.range(0, e)\n",
+                            r"space.py:13: range bounds and step of 'x' must be integers: e is a float"),
+    "where past 2**53": ("k + 2 ** 53", "e = beast.where(y > 1, d, 0.5)\nf = beast.filter(e == 2 ** 53 + 1)\n",
+                         r"space.py:12: derived 'e': d if y > 1 else 0.5 gives a space function's integer "
+                         "or a float: compiled code makes both a float"),
+}
+
+
+@pytest.mark.parametrize("case", list(NEST_MEETINGS), ids=list(NEST_MEETINGS))
+def test_a_nest_expression_letting_a_helpers_int_meet_a_float_is_refused(tmp_path, case):
+    """``range(0, min(d, 2.5))`` of a looping derived d = 0..3: Python's min keeps the int d
+    (range(0, 2.5) of d = 3 raises, rejected), the nest's is a float (truncated: it counted 10
+    where the reference counts 6); ``where(y > 1, d, 0.5) == 2**53 + 1`` of d = k + 2**53 rounded d
+    (8 where the reference counts 9): one SpaceError naming it, on every path."""
+    value, tail, message = NEST_MEETINGS[case]
     path = tmp_path / "space.py"
     path.write_text("import beastgen as beast\nk = beast.values(0, 1, 2, 3)\ny = beast.values(1, 2)\n\n"
-                    "@beast.derived\ndef d():\n    t = 0\n    for i in range(1):\n        t = k\n    return t\n\n"
-                    f"e = {expression}\nx = beast.range(0, e)\n")
+                    f"@beast.derived\ndef d():\n    t = 0\n    for i in range(1):\n        t = {value}\n"
+                    f"    return t\n\n{tail}")
     space = beastgen.load(str(path))
-    assert reference_count(space, "h100") == 6
+    assert reference_count(space, "h100") == (6 if "range" in tail else 7)
     for name, env in PATHS.items():
         with pytest.MonkeyPatch.context() as patch:
-            for key, value in env.items():
-                patch.setenv(key, value)
-            with pytest.raises(SpaceError, match=r"space.py:12: derived 'e': .* gives a space function's "
-                               "integer or a float: compiled code makes both a float"):
+            for key, val in env.items():
+                patch.setenv(key, val)
+            with pytest.raises(SpaceError, match=message):
                 compile_space(space, "h100", {}, str(tmp_path / name)).count()
 
 

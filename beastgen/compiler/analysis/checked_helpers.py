@@ -95,7 +95,7 @@ def checked_helpers(spec: Specialized, intervals: dict) -> dict[str, CheckedHelp
         given = check_mixed_numbers(item, params, fn.info.constant_refs)
         kinds[item.name] = {"range": frozenset({INT}), "sequence": elements(given)}.get(fn.form, given) or None
         helpers[item.name] = _checked(item)
-    check_nest_expressions(spec, kinds)
+    check_nest_expressions(spec, kinds, intervals)
     return helpers
 
 

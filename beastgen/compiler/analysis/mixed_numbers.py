@@ -129,13 +129,16 @@ def check_mixed_numbers(item, params: dict, constants: dict) -> frozenset:
     return results
 
 
-def check_nest_expressions(spec, kinds: dict) -> None:
+def check_nest_expressions(spec, kinds: dict, intervals: dict) -> None:
     """Raise :class:`SpaceError` where an expression of the nest lets a space function's integer
     value and a float meet in one value (``where``, ``and``/``or``, ``min``/``max``): the nest's
     compiled code makes it a float (``min(d, 2.5)`` of d = 1 is a float, and ``range`` of it
     truncated where Python's raised), Python keeps the integer; and a range bound of a helper's
     float (as ``specialize`` refuses one of an expression's). ``kinds``: what each helper gives
-    (None: unknown). ``analysis.intervals`` refuses the same of integers with known intervals."""
+    (None: unknown), ``intervals``: of the int items. An integer a float holds exactly (within
+    2**53, as ``fib % (c - 1)`` of c in 0..1) meets a float as it would in Python, unless a range
+    bound takes the result; ``analysis.intervals`` refuses the same of integers with known
+    intervals."""
     typed, helpers = {}, set()
     for name, item in spec.items.items():  # dependency order: an expression's type from its reads'
         value_type = item.value_type
@@ -151,7 +154,7 @@ def check_nest_expressions(spec, kinds: dict) -> None:
     for item in spec.items.values():
         for part in _parts(item) if item.function is None else []:
             for node in L.walk(part):
-                _check_meeting(item, node, typed, helpers)
+                _check_meeting(item, node, typed, helpers, _Magnitude(spec, kinds, intervals))
             if item.kind == "iterator" and item.domain[0] == "range" and infer_type(part, typed) == "float":
                 raise SpaceError(f"range bounds and step of '{item.name}' must be integers: "
                                  f"{expr_source(part)} is a float (compiled code would truncate it, "
@@ -162,7 +165,7 @@ def _parts(item) -> list:
     return [p for p in (item.domain[1:] if item.kind == "iterator" else [item.expr]) if p is not None]
 
 
-def _check_meeting(item, node, typed: dict, helpers: set) -> None:
+def _check_meeting(item, node, typed: dict, helpers: set, magnitude) -> None:
     if isinstance(node, L.IfExp):
         parts = [node.body, node.orelse]
     elif isinstance(node, L.BoolOp) or isinstance(node, L.Call) and node.func in ("min", "max"):
@@ -171,10 +174,44 @@ def _check_meeting(item, node, typed: dict, helpers: set) -> None:
         return
     types = [infer_type(part, typed) for part in parts]
     from_helper = [any(isinstance(n, L.Ref) and n.target in helpers for n in L.walk(p)) for p in parts]
-    if "float" in types and any(t in ("int", "bool", "any") and h for t, h in zip(types, from_helper)):
+    if "float" in types and any(t in ("int", "bool", "any") and h and not magnitude.exact(p)
+                                for t, h, p in zip(types, from_helper, parts)):
         raise SpaceError(f"{item.kind} '{item.name}': {expr_source(node)} gives a space function's "
                          "integer or a float: compiled code makes both a float, Python keeps the "
                          "integer; write float(...) where you mean a float", item.origin)
+
+
+class _Magnitude:
+    """A bound on the size of an integer expression of the nest (None: not known)."""
+
+    def __init__(self, spec, kinds: dict, intervals: dict):
+        self.spec, self.kinds, self.intervals = spec, kinds, intervals
+
+    def exact(self, expr) -> bool:
+        size = self(expr)
+        return size is not None and size <= EXACT
+
+    def __call__(self, expr):
+        if isinstance(expr, L.Const):
+            return abs(expr.value) if isinstance(expr.value, (int, bool)) else None
+        if isinstance(expr, L.Ref):
+            if expr.target in self.spec.constants and isinstance(self.spec.constants[expr.target], int):
+                return abs(self.spec.constants[expr.target])
+            interval, given = self.intervals.get(expr.target), self.kinds.get(expr.target)
+            if given is not None and INT not in given and given & {SMALL}:
+                return EXACT
+            return None if interval is None else max(abs(interval[0]), abs(interval[1]))
+        sizes = [self(child) for child in expr.children()]
+        if isinstance(expr, L.BinOp) and expr.op == "%" and sizes[1] is not None:
+            return sizes[1]  # |a % m| < |m|
+        if None in sizes or not sizes:
+            return None
+        if isinstance(expr, L.BinOp) and expr.op in ("+", "-", "*", "//"):
+            return sizes[0] * sizes[1] if expr.op == "*" else sizes[0] + sizes[1]
+        if isinstance(expr, L.UnaryOp) and expr.op == "-" or isinstance(expr, L.Call) and expr.func in (
+                "abs", "min", "max"):
+            return max(sizes)
+        return None
 
 
 class _Kinds:
