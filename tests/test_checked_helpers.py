@@ -441,9 +441,9 @@ MIXED_REFUSED = {
     "an element stored into a list": (
         "    v = [0, 0]\n    for i in range(k):\n        v[0] = 0.5\n    return v[0] > 0.2\n", 8,
         "v is a list of ints and floats"),
-    "a derived value returning an int or a float": (
-        "    for i in range(1):\n        if k > 0:\n            return k + 2 ** 53\n    return 0.5\n", 9,
-        "returns an int on one path and a float on another"),
+    "a derived value returning an int or a float, compared": (
+        "    for i in range(1):\n        if k > 0:\n            return k + 2 ** 53\n    return 0.5\n", 12,
+        "d == 9007199254740993 reads d, a space function's value that may be an int or a float"),
 }
 MIXED_ACCEPTED = {  # where the float compiled code holds gives Python's answer: counted, as Python
     "an exact accumulator": "    s = 0\n    for i in range(k):\n        s += 0.5 * i\n    return s > 1\n",
@@ -451,17 +451,18 @@ MIXED_ACCEPTED = {  # where the float compiled code holds gives Python's answer:
                                         "    return v < 1 or v == 2\n"),
     "exact arithmetic on a small int or a float": ("    v = 0\n    for i in range(k):\n"
                                                    "        v = v * 2 + 0.5\n    return v // 2 == 1 or v % 2 > 1\n"),
+    "a derived small int or float, compared": ("DERIVED    if k > 2:\n        return k\n"
+                                               "    for i in range(1):\n        pass\n    return 0.5\n"),
     "a tuple unpacked and compared": ("    for i in range(1):\n        pass\n    a, b = k + 2 ** 53, 0.5\n"
                                       "    return (a, b) == (2 ** 53 + 1, 0.5) or a == 2 ** 53 + 3\n"),
 }
 
 
-def _mixed_space(tmp_path, body: str):
+def _mixed_space(tmp_path, body: str, derived: bool = False):
     path = tmp_path / "space.py"
     head = "import beastgen as beast\nk = beast.values(0, 1, 2, 3, 4)\n\n"
-    if "returns an int" in body:
-        path.write_text(head + "@beast.derived\ndef d():\n" + body.split("|")[0]
-                        + "\n\ng = beast.filter(d == 2 ** 53 + 1)\n")
+    if derived:  # a derived value d, read by filter g
+        path.write_text(head + "@beast.derived\ndef d():\n" + body + "\n\ng = beast.filter(d == 2 ** 53 + 1)\n")
     else:
         path.write_text(head + "@beast.filter\ndef f():\n" + body)
     return beastgen.load(str(path))
@@ -477,25 +478,26 @@ def test_a_helper_mixing_ints_and_floats_where_compiled_code_differs_is_refused(
     differs (the count was 0 for min((k, 4.5)) where the reference counts 4; `in` compared an int
     past 2**53 rounded): one SpaceError at the line, on every path; the reference still counts."""
     body, line, what = MIXED_REFUSED[case]
-    derived = "returns an int" in what
-    space = _mixed_space(tmp_path, body + ("|returns an int" if derived else ""))
+    derived = "reads d" in what
+    space = _mixed_space(tmp_path, body, derived)
     assert reference_count(space, "h100") >= 0
-    label = "derived 'd'" if derived else "filter 'f'"
+    label = "filter 'g'" if derived else "filter 'f'"
     for name, env in PATHS.items():
         with pytest.MonkeyPatch.context() as patch:
             for key, value in env.items():
                 patch.setenv(key, value)
             with pytest.raises(SpaceError, match=rf"space.py:{line}: {label}: .*({what}).*: compiled code "
-                               "gives a variable or container one type") as raised:
+                               "(gives a variable or container one type|makes it a float)") as raised:
                 compile_space(space, "h100", {}, str(tmp_path / name)).count()
-            assert "\n" not in str(raised.value)
+            assert "\n" not in str(raised.value) and "write float(...)" in str(raised.value)
 
 
 @pytest.mark.parametrize("case", list(MIXED_ACCEPTED), ids=list(MIXED_ACCEPTED))
 def test_a_helper_mixing_ints_and_floats_exactly_counts_as_python(tmp_path, case):
     """An int that a float holds exactly, read only where a float gives the same answer (arithmetic
     with a float, a comparison): counted on every path, as the reference counts."""
-    space = _mixed_space(tmp_path, MIXED_ACCEPTED[case])
+    body = MIXED_ACCEPTED[case]
+    space = _mixed_space(tmp_path, body.removeprefix("DERIVED"), body.startswith("DERIVED"))
     counts = _both_paths(space, tmp_path)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BEASTGEN_NATIVE", "0")

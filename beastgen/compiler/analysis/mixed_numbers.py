@@ -121,7 +121,7 @@ def check_mixed_numbers(item, params: dict, constants: dict) -> frozenset:
     uses = _Uses(item, kinds)
     uses.visit(node)
     results = kinds.results
-    if _mixed(results) and item.kind != "filter" and not (_exact(results) and item.kind == "bound"):
+    if _mixed(results) and (item.kind == "iterator" or item.kind == "bound" and not _exact(results)):
         given = [n for n in ast.walk(node) if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
         verb = "yields" if isinstance(given[0], ast.Yield) else "returns"
         uses.refuse(given[0], f"{verb} an int on one path and a float on another (here "
@@ -144,21 +144,46 @@ def check_nest_expressions(spec, kinds: dict, intervals: dict) -> None:
         value_type = item.value_type
         if item.function is not None and kinds.get(name) is not None:
             given = {FLOAT if k == FLOAT else INT if k in (SMALL, INT) else OTHER for k in kinds[name]}
-            value_type = {frozenset({INT}): "int", frozenset({FLOAT}): "float"}.get(frozenset(given), "any")
+            value_type = {frozenset({INT}): "int", frozenset({FLOAT}): "float",  # an int or a float:
+                          frozenset({INT, FLOAT}): "float"}.get(frozenset(given), "any")  # compiled, a float
         if item.function is not None and value_type == "int" or item.function is None and any(
                 isinstance(n, L.Ref) and n.target in helpers for part in _parts(item) for n in L.walk(part)):
             helpers.add(name)  # an integer of a space function's, or computed from one
         if item.function is None and item.expr is not None:
             value_type = infer_type(item.expr, typed)
         typed[name] = SimpleNamespace(value_type=value_type)
+    mixed = {name: given for name, given in kinds.items() if given is not None and _mixed(given)}
     for item in spec.items.values():
         for part in _parts(item) if item.function is None else []:
+            _check_readers(item, part, mixed, typed)
             for node in L.walk(part):
                 _check_meeting(item, node, typed, helpers, _Magnitude(spec, kinds, intervals))
             if item.kind == "iterator" and item.domain[0] == "range" and infer_type(part, typed) == "float":
                 raise SpaceError(f"range bounds and step of '{item.name}' must be integers: "
                                  f"{expr_source(part)} is a float (compiled code would truncate it, "
                                  "Python's range raises)", item.origin)
+
+
+def _check_readers(item, part, mixed: dict, typed: dict) -> None:
+    """Each read of a derived helper's value that may be an int or a float (compiled code's is a
+    float) where that float can give another answer: only a comparison (its ints within 2**53), or
+    arithmetic with a float, gives Python's; a filter's truth test too."""
+    parents = {id(child): node for node in L.walk(part) for child in node.children()}
+    for node in L.walk(part):
+        if not (isinstance(node, L.Ref) and node.target in mixed):
+            continue
+        parent = parents.get(id(node))
+        if parent is None and item.kind == "filter" or isinstance(parent, L.Compare) and \
+                parent.op in ("<", "<=", ">", ">=", "==", "!=") and _exact(mixed[node.target]):
+            continue
+        if isinstance(parent, L.BinOp) and infer_type(
+                parent.right if node is parent.left else parent.left, typed) == "float":
+            continue
+        shown = expr_source(parent if parent is not None else node)
+        raise SpaceError(f"{item.kind} '{item.name}': {shown} reads {node.target}, a space function's "
+                         "value that may be an int or a float: compiled code makes it a float, Python "
+                         f"keeps each value's own; write float(...) in {node.target} where you mean a "
+                         "float", item.origin)
 
 
 def _parts(item) -> list:
@@ -461,8 +486,8 @@ class _Uses(ast.NodeVisitor):
             return exact  # compared exactly (nestlib.cmp_*); ``in``: see check_compare
         if isinstance(parent, ast.Call):
             return self.passes_call(parent, exact)
-        if isinstance(parent, ast.Return):  # a filter's: a truth test; a bound's: compared
-            return self.item.kind == "filter" or exact and self.item.kind == "bound"
+        if isinstance(parent, ast.Return):  # a filter's: a truth test; a bound's: compared; a
+            return self.item.kind in ("filter", "derived") or exact and self.item.kind == "bound"  # derived's: its readers
         return False
 
     def passes_call(self, call, exact: bool) -> bool:
