@@ -213,6 +213,12 @@ def _abs(x):
 
 
 @numba.njit(nogil=True)
+def _within_2_53(x):
+    """An integer a float holds exactly (its value meets a float in the nest), or past 2**53."""
+    return x, OK if -2 ** 53 <= x <= 2 ** 53 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
 def _gcd(x, y):
     g = math.gcd(x, y)  # negative only as gcd(INT64_MIN, 0 or INT64_MIN) = 2**63, wrapped
     return g, OK if g >= 0 else PAST_64_BITS
@@ -350,6 +356,7 @@ int_of, int_round = _unary(_trunc, int, converts=True), _unary(_round, round, co
 int_floor, int_ceil = _unary(_floor, math.floor, converts=True), _unary(_ceil, math.ceil, converts=True)
 int_trunc = _unary(_trunc, math.trunc, converts=True)
 int_gcd = _binary(_gcd, math.gcd)
+int_exact = _unary(_within_2_53, operator.pos)  # a helper's result meeting a float (mixed_numbers)
 
 
 def _choice(plain):

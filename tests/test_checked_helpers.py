@@ -441,9 +441,9 @@ MIXED_REFUSED = {
     "an element stored into a list": (
         "    v = [0, 0]\n    for i in range(k):\n        v[0] = 0.5\n    return v[0] > 0.2\n", 8,
         "v is a list of ints and floats"),
-    "a derived value returning an int or a float, compared": (
-        "    for i in range(1):\n        if k > 0:\n            return k + 2 ** 53\n    return 0.5\n", 12,
-        "d == 9007199254740993 reads d, a space function's value that may be an int or a float"),
+    "a derived value returning an int or a float, floor-divided": (
+        "    for i in range(1):\n        if k > 0:\n            return k\n    return 0.5\n", 12,
+        "d // 2 reads d, a space function's value that may be an int or a float"),
 }
 MIXED_ACCEPTED = {  # where the float compiled code holds gives Python's answer: counted, as Python
     "an exact accumulator": "    s = 0\n    for i in range(k):\n        s += 0.5 * i\n    return s > 1\n",
@@ -458,11 +458,11 @@ MIXED_ACCEPTED = {  # where the float compiled code holds gives Python's answer:
 }
 
 
-def _mixed_space(tmp_path, body: str, derived: bool = False):
+def _mixed_space(tmp_path, body: str, reader: str | None = None):
     path = tmp_path / "space.py"
     head = "import beastgen as beast\nk = beast.values(0, 1, 2, 3, 4)\n\n"
-    if derived:  # a derived value d, read by filter g
-        path.write_text(head + "@beast.derived\ndef d():\n" + body + "\n\ng = beast.filter(d == 2 ** 53 + 1)\n")
+    if reader:  # a derived value d, read by filter g
+        path.write_text(head + "@beast.derived\ndef d():\n" + body + f"\n\ng = beast.filter({reader})\n")
     else:
         path.write_text(head + "@beast.filter\ndef f():\n" + body)
     return beastgen.load(str(path))
@@ -479,7 +479,7 @@ def test_a_helper_mixing_ints_and_floats_where_compiled_code_differs_is_refused(
     past 2**53 rounded): one SpaceError at the line, on every path; the reference still counts."""
     body, line, what = MIXED_REFUSED[case]
     derived = "reads d" in what
-    space = _mixed_space(tmp_path, body, derived)
+    space = _mixed_space(tmp_path, body, "d // 2 == 1" if derived else None)
     assert reference_count(space, "h100") >= 0
     label = "filter 'g'" if derived else "filter 'f'"
     for name, env in PATHS.items():
@@ -497,7 +497,8 @@ def test_a_helper_mixing_ints_and_floats_exactly_counts_as_python(tmp_path, case
     """An int that a float holds exactly, read only where a float gives the same answer (arithmetic
     with a float, a comparison): counted on every path, as the reference counts."""
     body = MIXED_ACCEPTED[case]
-    space = _mixed_space(tmp_path, body.removeprefix("DERIVED"), body.startswith("DERIVED"))
+    reader = "d == 2 ** 53 + 1" if body.startswith("DERIVED") else None
+    space = _mixed_space(tmp_path, body.removeprefix("DERIVED"), reader)
     counts = _both_paths(space, tmp_path)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BEASTGEN_NATIVE", "0")
@@ -509,8 +510,11 @@ NEST_MEETINGS = {  # the helper's value, the space's tail, the refusal
     "min feeding a range": ("k", "e = beast.min(d, 2.5)\nx = beast.range(0, e)\n",
                             r"space.py:13: range bounds and step of 'x' must be integers: e is a float"),
     "where past 2**53": ("k + 2 ** 53", "e = beast.where(y > 1, d, 0.5)\nf = beast.filter(e == 2 ** 53 + 1)\n",
-                         r"space.py:12: derived 'e': d if y > 1 else 0.5 gives a space function's integer "
-                         "or a float: compiled code makes both a float"),
+                         r"space.py:10: derived 'd': t gives an integer past 2\*\*53 that meets a float "
+                         "in the nest"),
+    "min of a helper's int past 2**53 and a float": (
+        "k + 2 ** 53", "e = beast.min(d * 1, 0.5)\nf = beast.filter(e == 2 ** 53 + 1)\n",
+        r"space.py:12: derived 'e': min\(d \* 1, 0.5\) gives a space function's integer or a float"),
 }
 
 
@@ -519,14 +523,15 @@ def test_a_nest_expression_letting_a_helpers_int_meet_a_float_is_refused(tmp_pat
     """``range(0, min(d, 2.5))`` of a looping derived d = 0..3: Python's min keeps the int d
     (range(0, 2.5) of d = 3 raises, rejected), the nest's is a float (truncated: it counted 10
     where the reference counts 6); ``where(y > 1, d, 0.5) == 2**53 + 1`` of d = k + 2**53 rounded d
-    (8 where the reference counts 9): one SpaceError naming it, on every path."""
+    (8 where the reference counts 9): d's results are checked within 2**53 as they run (the count
+    stops naming it), and ``d * 1``, which no check of d bounds, is refused: on every path."""
     value, tail, message = NEST_MEETINGS[case]
     path = tmp_path / "space.py"
     path.write_text("import beastgen as beast\nk = beast.values(0, 1, 2, 3)\ny = beast.values(1, 2)\n\n"
                     f"@beast.derived\ndef d():\n    t = 0\n    for i in range(1):\n        t = {value}\n"
                     f"    return t\n\n{tail}")
     space = beastgen.load(str(path))
-    assert reference_count(space, "h100") == (6 if "range" in tail else 7)
+    assert reference_count(space, "h100") == (6 if "range" in tail else 8 if "min" in tail else 7)
     for name, env in PATHS.items():
         with pytest.MonkeyPatch.context() as patch:
             for key, val in env.items():

@@ -129,7 +129,7 @@ def check_mixed_numbers(item, params: dict, constants: dict) -> frozenset:
     return results
 
 
-def check_nest_expressions(spec, kinds: dict, intervals: dict) -> None:
+def check_nest_expressions(spec, kinds: dict, intervals: dict) -> set:
     """Raise :class:`SpaceError` where an expression of the nest lets a space function's integer
     value and a float meet in one value (``where``, ``and``/``or``, ``min``/``max``): the nest's
     compiled code makes it a float (``min(d, 2.5)`` of d = 1 is a float, and ``range`` of it
@@ -138,7 +138,8 @@ def check_nest_expressions(spec, kinds: dict, intervals: dict) -> None:
     (None: unknown), ``intervals``: of the int items. An integer a float holds exactly (within
     2**53, as ``fib % (c - 1)`` of c in 0..1) meets a float as it would in Python, unless a range
     bound takes the result; ``analysis.intervals`` refuses the same of integers with known
-    intervals."""
+    intervals. Returns the helpers (a value's or a generator's) whose integer results meet a float
+    as they are, their size unknown: those results are checked within 2**53 as they run."""
     typed, helpers = {}, set()
     for name, item in spec.items.items():  # dependency order: an expression's type from its reads'
         value_type = item.value_type
@@ -153,28 +154,37 @@ def check_nest_expressions(spec, kinds: dict, intervals: dict) -> None:
             value_type = infer_type(item.expr, typed)
         typed[name] = SimpleNamespace(value_type=value_type)
     mixed = {name: given for name, given in kinds.items() if given is not None and _mixed(given)}
+    checkable = {name for name, item in spec.items.items()
+                 if item.function is not None and item.function.form in ("value", "generator")}
+    exact: set = set()
     for item in spec.items.values():
         for part in _parts(item) if item.function is None else []:
-            _check_readers(item, part, mixed, typed)
+            exact |= _check_readers(item, part, mixed, typed, checkable)
             for node in L.walk(part):
-                _check_meeting(item, node, typed, helpers, _Magnitude(spec, kinds, intervals))
+                exact |= _check_meeting(item, node, typed, helpers, _Magnitude(spec, kinds, intervals), checkable)
             if item.kind == "iterator" and item.domain[0] == "range" and infer_type(part, typed) == "float":
                 raise SpaceError(f"range bounds and step of '{item.name}' must be integers: "
                                  f"{expr_source(part)} is a float (compiled code would truncate it, "
                                  "Python's range raises)", item.origin)
+    return exact
 
 
-def _check_readers(item, part, mixed: dict, typed: dict) -> None:
-    """Each read of a derived helper's value that may be an int or a float (compiled code's is a
-    float) where that float can give another answer: only a comparison (its ints within 2**53), or
-    arithmetic with a float, gives Python's; a filter's truth test too."""
+def _check_readers(item, part, mixed: dict, typed: dict, checkable: set) -> set:
+    """Raise at each read of a derived helper's value that may be an int or a float (compiled
+    code's is a float) where that float can give another answer: only a comparison (its ints within
+    2**53, checked as they run where not known: the helpers returned), or arithmetic with a float,
+    gives Python's; a filter's truth test too."""
     parents = {id(child): node for node in L.walk(part) for child in node.children()}
+    exact = set()
     for node in L.walk(part):
         if not (isinstance(node, L.Ref) and node.target in mixed):
             continue
         parent = parents.get(id(node))
-        if parent is None and item.kind == "filter" or isinstance(parent, L.Compare) and \
-                parent.op in ("<", "<=", ">", ">=", "==", "!=") and _exact(mixed[node.target]):
+        compared = isinstance(parent, L.Compare) and parent.op in ("<", "<=", ">", ">=", "==", "!=")
+        if compared and not _exact(mixed[node.target]) and node.target in checkable:
+            exact.add(node.target)
+            continue
+        if parent is None and item.kind == "filter" or compared and _exact(mixed[node.target]):
             continue
         if isinstance(parent, L.BinOp) and infer_type(
                 parent.right if node is parent.left else parent.left, typed) == "float":
@@ -184,26 +194,34 @@ def _check_readers(item, part, mixed: dict, typed: dict) -> None:
                          "value that may be an int or a float: compiled code makes it a float, Python "
                          f"keeps each value's own; write float(...) in {node.target} where you mean a "
                          "float", item.origin)
+    return exact
 
 
 def _parts(item) -> list:
     return [p for p in (item.domain[1:] if item.kind == "iterator" else [item.expr]) if p is not None]
 
 
-def _check_meeting(item, node, typed: dict, helpers: set, magnitude) -> None:
+def _check_meeting(item, node, typed: dict, helpers: set, magnitude, checkable: set) -> set:
+    """The helpers whose results to check within 2**53 where ``node`` lets one's integer meet a
+    float; an error where such an integer, computed from a helper's, may pass 2**53."""
     if isinstance(node, L.IfExp):
         parts = [node.body, node.orelse]
     elif isinstance(node, L.BoolOp) or isinstance(node, L.Call) and node.func in ("min", "max"):
         parts = list(node.children())
     else:
-        return
+        return set()
     types = [infer_type(part, typed) for part in parts]
+    if "float" not in types:
+        return set()
     from_helper = [any(isinstance(n, L.Ref) and n.target in helpers for n in L.walk(p)) for p in parts]
-    if "float" in types and any(t in ("int", "bool", "any") and h and not magnitude.exact(p)
-                                for t, h, p in zip(types, from_helper, parts)):
+    unknown = [p for t, h, p in zip(types, from_helper, parts)
+               if t in ("int", "bool", "any") and h and not magnitude.exact(p)]
+    exact = {p.target for p in unknown if isinstance(p, L.Ref) and p.target in checkable}
+    if len(exact) < len(unknown):
         raise SpaceError(f"{item.kind} '{item.name}': {expr_source(node)} gives a space function's "
                          "integer or a float: compiled code makes both a float, Python keeps the "
                          "integer; write float(...) where you mean a float", item.origin)
+    return exact
 
 
 class _Magnitude:
@@ -486,8 +504,9 @@ class _Uses(ast.NodeVisitor):
             return exact  # compared exactly (nestlib.cmp_*); ``in``: see check_compare
         if isinstance(parent, ast.Call):
             return self.passes_call(parent, exact)
-        if isinstance(parent, ast.Return):  # a filter's: a truth test; a bound's: compared; a
-            return self.item.kind in ("filter", "derived") or exact and self.item.kind == "bound"  # derived's: its readers
+        if isinstance(parent, ast.Return):  # a filter's: a truth test; a bound's: compared;
+            kind = self.item.kind  # a derived value's: where the nest reads it (_check_readers)
+            return kind in ("filter", "derived") or exact and kind == "bound"
         return False
 
     def passes_call(self, call, exact: bool) -> bool:
