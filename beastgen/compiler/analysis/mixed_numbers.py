@@ -16,10 +16,12 @@ ranges of those, parameters by their interval) a comparison, ``int``/``round``/`
 ``in``, a bound term's result and ``+ - * / // %`` with another such number (compiled code's
 float is then Python's result rounded once, as ``float()`` of it would be). ``min``/``max`` of an
 int and a float is left to ``nestlib.int_min`` (it stops the count). So ``s = 0; for ...:
-s += 0.5 * i; return s > 1`` counts, and ``return s`` of a derived value, which the nest would
-read as a float, is refused (as is ``t = 0; for i in range(3): t = 0.5 * i; return t``: the pass
-does not count trips). The nest's own expressions letting a helper's integer meet a float are
-refused alike (:func:`check_nest_expressions`).
+s += 0.5 * i; return s > 1`` counts. A derived value's result that may be an int or a float is
+checked where the nest reads it, and so are the nest's own expressions letting a helper's integer
+meet a float (:func:`check_nest_expressions`): where the integer's size is not known, the helper's
+results are checked within 2**53 as they run (``nestlib.int_exact``). A generator or a sequence
+yielding both is refused (its values are the loop's, one type), as is ``t = 0; for i in range(3):
+t = 0.5 * i; yield t`` (the pass does not count trips).
 """
 from __future__ import annotations
 
