@@ -250,6 +250,12 @@ def _abs(x):
 
 
 @numba.njit(nogil=True)
+def _within_2_53(x):
+    """An integer a float holds exactly (its value meets a float in the nest), or past 2**53."""
+    return x, OK if -2 ** 53 <= x <= 2 ** 53 else PAST_64_BITS
+
+
+@numba.njit(nogil=True)
 def _gcd(x, y):
     g = math.gcd(x, y)  # negative only as gcd(INT64_MIN, 0 or INT64_MIN) = 2**63, wrapped
     return g, OK if g >= 0 else PAST_64_BITS
@@ -387,6 +393,7 @@ int_of, int_round = _unary(_trunc, int, converts=True), _unary(_round, round, co
 int_floor, int_ceil = _unary(_floor, math.floor, converts=True), _unary(_ceil, math.ceil, converts=True)
 int_trunc = _unary(_trunc, math.trunc, converts=True)
 int_gcd = _binary(_gcd, math.gcd)
+int_exact = _unary(_within_2_53, operator.pos)  # a helper's result meeting a float (mixed_numbers)
 
 
 def _choice(plain):
@@ -510,8 +517,25 @@ def _one_argument(builtin):
     return typer
 
 
+def sequence_len(values):
+    """``len(values)`` (a space function's helper calls this): Python's raises TypeError for a
+    number, where Numba's cannot type it (the count stopped with a compiler's dump)."""
+    return len(values)
+
+
 overload(sequence_min)(_one_argument(min))
 overload(sequence_max)(_one_argument(max))
+
+
+@overload(sequence_len)
+def _sequence_len(values):
+    if isinstance(values, (types.Number, types.Boolean)):
+        def refuse(values):  # returns an int to the typer; never returns
+            if values == values or values != values:
+                raise TypeError("len() of a number: it takes a sequence")
+            return 0
+        return refuse
+    return lambda values: len(values)
 
 
 def range_argument(value):

@@ -147,7 +147,7 @@ def make_plan(spec: Specialized, order: list[str] | None = None) -> Plan:
             placed[max((position[i] for i in closure[name]), default=0)].append(item)
     for index, level in enumerate(levels):
         level.body = _order_within_level(placed[index], graph)
-    plan = Plan(spec, graph, levels, intervals, checked_helpers(spec), checked_expressions(spec, intervals))
+    plan = Plan(spec, graph, levels, intervals, checked_helpers(spec, intervals), checked_expressions(spec, intervals))
     solve_equality_filters(plan)
     return plan
 

@@ -38,6 +38,7 @@ from ..language.identity import IdentityMapper
 from ..language.printer import expr_source
 from ..specialize import Item, Specialized
 from .intervals import unproven_integer_operations
+from .mixed_numbers import INT, check_mixed_numbers, check_nest_expressions, elements, parameter_kinds
 
 _BINARY = {ast.Add: "int_add", ast.Sub: "int_sub", ast.Mult: "int_mul", ast.FloorDiv: "int_floordiv",
            ast.Mod: "int_mod", ast.Pow: "int_pow", ast.LShift: "int_lshift", ast.RShift: "int_rshift",
@@ -49,7 +50,7 @@ _MATH = {"floor": "int_floor", "ceil": "int_ceil", "trunc": "int_trunc", "gcd": 
 #: the checked functions the generated module imports from nestlib
 _CHOICES = {"min": "int_min", "max": "int_max"}  # of two or more arguments: one type, as in Python
 NESTLIB_NAMES = sorted({*_BINARY.values(), *_BUILTINS.values(), *_MATH.values(), *_COMPARE.values(),
-                        *_CHOICES.values(), "int_neg", "int_span", "int_dividend"})
+                        *_CHOICES.values(), "int_neg", "int_span", "int_dividend", "int_exact"})
 
 
 @dataclass
@@ -81,17 +82,30 @@ class CheckedHelper:
         return lines
 
 
-def checked_helpers(spec: Specialized) -> dict[str, CheckedHelper]:
-    """Each helper's checked form, by item name."""
-    return {item.name: _checked(item) for item in spec.items.values() if item.function is not None}
+def checked_helpers(spec: Specialized, intervals: dict) -> dict[str, CheckedHelper]:
+    """Each helper's checked form, by item name; an error where one mixes ints and floats as
+    compiled code cannot (:mod:`.mixed_numbers`; ``intervals``: of the int items). A helper whose
+    integer value meets a float in the nest has its results checked within 2**53 (``int_exact``)."""
+    kinds = {}  # what each helper gives, for the helpers and the nest reading it
+    for item in spec.items.values():  # dependency order
+        if item.function is None:
+            continue
+        fn = item.function
+        params = {p: kinds.get(p) or parameter_kinds(spec.items[p].value_type, intervals.get(p))
+                  for p in fn.params}
+        given = check_mixed_numbers(item, params, fn.info.constant_refs)
+        kinds[item.name] = {"range": frozenset({INT}), "sequence": elements(given)}.get(fn.form, given) or None
+    exact = check_nest_expressions(spec, kinds, intervals)
+    return {item.name: _checked(item, item.name in exact) for item in spec.items.values()
+            if item.function is not None}
 
 
-def _checked(item: Item) -> CheckedHelper:
+def _checked(item: Item, exact: bool = False) -> CheckedHelper:
     fn = item.function
     node = copy.deepcopy(fn.node)
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(fn.params)
     left = next(name for name in ("_left", "_left64", "_left_64_bits") if name not in names)
-    rewriter = _Rewriter(item, left)
+    rewriter = _Rewriter(item, left, exact)
     node = rewriter.visit(node)
     node.args.args.append(ast.arg(left))
     node.args.defaults = [ast.Constant(None)]
@@ -123,6 +137,10 @@ def _raise_function(helper: CheckedHelper, decorator: str) -> list[str]:
             cases = [(index, "divides an integer that no float holds exactly (past 2**53): Python "
                       "rounds the exact quotient once, compiled code each operand first; write "
                       "float(...) / ... to round as compiled code does")]
+        if function == "int_exact":
+            cases = [(index, "gives an integer past 2**53 that meets a float in the nest (where, min, max, "
+                      "a comparison): Python keeps it exact, compiled code rounds it to a float; bound it "
+                      "or write float(...)")]
         if function in _CHOICES.values():
             cases = [(-index, "chooses between an integer and a float: Python's result keeps the type "
                       "of the argument it picks, compiled code makes every result a float; convert "
@@ -276,10 +294,20 @@ class _Sites(IdentityMapper):
 class _Rewriter(ast.NodeTransformer):
     """Integer operations into checked calls; ``sites``: (function, source, file:line) of each."""
 
-    def __init__(self, item: Item, left: str):
+    def __init__(self, item: Item, left: str, exact: bool = False):
         self.item, self.left = item, left
         self.info = item.function.info
         self.sites: list[tuple[str, str, str]] = []
+        self.exact = exact  # each result (return, yield) checked within 2**53
+
+    def visit_Return(self, node):
+        original = copy.deepcopy(node.value)
+        self.generic_visit(node)
+        if self.exact and node.value is not None:
+            node.value = self._call("int_exact", [node.value], original)
+        return node
+
+    visit_Yield = visit_Return
 
     def _call(self, function: str, args: list, original: ast.AST) -> ast.Call:
         self.sites.append((function, ast.unparse(original),

@@ -345,8 +345,8 @@ def may_raise(node: ast.FunctionDef) -> bool:
                 and sub.func.attr not in _MATH_FUNCTIONS_THAT_CANNOT_RAISE):
             return True
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and (sub.func.id in (
-                "range", "int", "round") or sub.func.id in ("min", "max") and len(sub.args) == 1):
-            return True  # min/max of one argument: of a number, or an empty sequence, raises
+                "range", "int", "round", "len") or sub.func.id in ("min", "max") and len(sub.args) == 1):
+            return True  # min/max of one argument: of a number, or an empty sequence, raises; len of a number
     return False
 
 
@@ -381,8 +381,9 @@ class RangeReturnsToTuples(ast.NodeTransformer):
 
 class PythonBuiltins(ast.NodeTransformer):
     """Builtins whose Numba versions differ from Python's, spelled to agree: ``min(x)`` /
-    ``max(x)`` become ``sequence_min(x)`` / ``sequence_max(x)`` (``nestlib``: Numba's of a number
-    returns it, where Python raises and the helper rejects), ``float(x)`` becomes
+    ``max(x)`` / ``len(x)`` become ``sequence_min(x)`` / ``sequence_max(x)`` / ``sequence_len(x)``
+    (``nestlib``: Numba's min of a number returns it, its len cannot type it, where Python raises
+    and the helper rejects), ``float(x)`` becomes
     ``float(x * 1)`` (Numba has no ``float`` of a bool; ``x * 1`` keeps every other value) and
     each argument of ``range`` is ``range_argument(x)`` (Numba's truncates a float, Python's raises)."""
 
@@ -394,7 +395,7 @@ class PythonBuiltins(ast.NodeTransformer):
                          for a in node.args]
         if not isinstance(node.func, ast.Name) or node.keywords or len(node.args) != 1:
             return node
-        if node.func.id in ("min", "max"):
+        if node.func.id in ("min", "max", "len"):
             node.func = ast.copy_location(ast.Name(f"sequence_{node.func.id}", ast.Load()), node.func)
         elif node.func.id == "float":
             node.args = [ast.copy_location(ast.BinOp(node.args[0], ast.Mult(), ast.Constant(1)), node.args[0])]
