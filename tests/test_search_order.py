@@ -71,11 +71,10 @@ def test_either_model_alone_proves_the_exhaustive_best(seed, share):
 @pytest.mark.parametrize("seed", range(4))
 def test_crossover_and_derived_features_prove_the_exhaustive_best(seed):
     """Every model proposal a crossover child when one is open (the others from the forest on
-    derived features), spread initial proposals: the proof stands whatever proposes."""
+    derived features): the proof stands whatever proposes."""
     codes, bounds, terms, times = _space(seed + 40)
     values = (2.0 ** codes).astype(float)
-    constants = Constants(cross_share=1.0, forest_share=1.0, forest_derived=1, initial_spread=1,
-                          local_every=0)
+    constants = Constants(cross_share=1.0, forest_share=1.0, forest_derived=1, local_every=0)
     order_seen = []
     best, measured = _search(codes, bounds, terms, times, seed, constants=constants, values=values,
                              seen=order_seen)

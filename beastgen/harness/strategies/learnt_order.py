@@ -20,7 +20,13 @@ ridge regression of log run time, refitted on this run's own measurements:
   prior sources), the open configuration with the smallest mean minus ``forest_kappa`` spreads
   of its trees. Trees capture what the additive regression cannot (an island of fast
   configurations whose other members are slow) and fail differently, so the two together rarely
-  both miss the optimum for long;
+  both miss the optimum for long; without priors the forest also splits on the pairwise sums and
+  differences of the numeric parameters' log values (log products and ratios: threads = block x
+  times block y, work per thread = tile x times tile y), computed alike for every space;
+- without priors, a share of the model's proposals (``cross_share``) is a genetic crossover: of
+  256 children of two of the best 8 measured configurations (each parameter's value from either
+  parent, one in d redrawn at random), the open one the regression predicts fastest. Kernel
+  Tuner's best strategies on the replay files (genetic, pso, diff_evo) are such recombinations;
 - every ``local_every``-th proposal is the predicted fastest among the open neighbours (one
   parameter changed) of the best few measured configurations: the last percent is found there;
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
@@ -89,19 +95,17 @@ class Constants:
     forest_refit: float = 0.1
     #: the forest ranks at most this many open configurations (drawn at random) per refit
     forest_candidates: int = 16384
-    #: share of the model's proposals taken from crossover children of the best measured
-    #: configurations, screened by the regression (0: never)
-    cross_share: float = 0.0
+    #: share of the model's proposals (without priors) taken from crossover children of the
+    #: best measured configurations, screened by the regression (0: never)
+    cross_share: float = 0.2
     #: parents are drawn among this many of the best measured configurations
     cross_top: int = 8
     #: children drawn per crossover proposal (the predicted fastest open one is proposed)
     cross_children: int = 256
-    #: the forest also splits on derived features: pairwise sums and differences of the numeric
-    #: parameters' log values (log products and ratios, such as threads = block x by block y)
-    forest_derived: int = 0
-    #: initial proposals: 0 uniform random; 1 the most distant (fewest shared parameter values)
-    #: of 64 random open configurations from those measured
-    initial_spread: int = 0
+    #: without priors, the forest also splits on derived features: pairwise sums and differences
+    #: of the numeric parameters' log values (log products and ratios, such as threads = block x
+    #: by block y; 0: never)
+    forest_derived: int = 1
 
 
 DEFAULT = Constants()
@@ -181,7 +185,7 @@ class LearntOrder:
             self.prior_columns = self.prior.shape[1]
         self.dense = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
         trees = [codes[:, j] for j in varying] + bound  # the forest: codes, bound, sources
-        if self.c.forest_derived and values is not None:
+        if self.c.forest_derived and values is not None and self.prior is None:
             logs = [np.log2(np.maximum(values[:, j], 0) + 1) for j in varying
                     if not np.isnan(values[:, j]).any()]
             trees += [logs[a] + sign * logs[b] for a in range(len(logs))
@@ -222,10 +226,6 @@ class LearntOrder:
                 return None
             if not self.measured and self.valid[alive].max() > 0:  # Telamon's: the smallest bound
                 return int(alive[np.argmin(self.valid[alive])])
-            if self.c.initial_spread and self.measured:
-                drawn = self.rng.choice(alive, min(64, len(alive)), replace=False)
-                shared = (self.codes[drawn][:, None, :] == self.codes[self.measured][None]).sum(axis=2)
-                return int(drawn[np.argmin(shared.max(axis=1))])
             return int(self.rng.choice(alive))
         if len(self.measured) >= self.fitted_at + max(1, int(self.c.refit_fraction * len(self.measured))):
             self._refit()
@@ -236,7 +236,7 @@ class LearntOrder:
                 return i
         self.model_turns += 1
         share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
-        cross = self.c.cross_share
+        cross = self.c.cross_share if self.prior is None else 0.0
         if int(self.model_turns * cross) > int((self.model_turns - 1) * cross):
             i = self._crossover(best)
             if i is not None:
