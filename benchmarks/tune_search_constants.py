@@ -32,7 +32,8 @@ sys.path.insert(0, REPO)
 
 from beastgen.harness.strategies.learnt_order import Constants, LearntOrder  # noqa: E402
 
-INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "forest_trees", "forest_candidates"}
+INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "forest_trees", "forest_candidates", "cross_top",
+            "cross_children", "forest_derived"}
 
 
 def load(path: str):

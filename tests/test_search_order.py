@@ -26,8 +26,9 @@ def _space(seed):
     return codes, bounds, terms, times
 
 
-def _search(codes, bounds, terms, times, seed, prior=None, constants=Constants()):
-    order = LearntOrder(codes, bounds, terms, seed, prior=prior, constants=constants)
+def _search(codes, bounds, terms, times, seed, prior=None, constants=Constants(), values=None,
+            seen=None):
+    order = LearntOrder(codes, bounds, terms, seed, prior=prior, constants=constants, values=values)
     best, measured = math.inf, 0
     while True:
         lower = order.lower_bound(best)
@@ -39,6 +40,8 @@ def _search(codes, bounds, terms, times, seed, prior=None, constants=Constants()
         open_times = times[order.open & ~((terms == 2) & (bounds > times))]
         assert lower <= open_times.min() or best <= open_times.min()
         measured += 1
+        if seen is not None:
+            seen.append(i)
         order.observe(i, times[i])
         if times[i] < bounds[i]:
             order.violate(terms[i])
@@ -63,6 +66,20 @@ def test_either_model_alone_proves_the_exhaustive_best(seed, share):
     constants = Constants(forest_share=share, prior_forest_share=share, local_every=0)
     best, measured = _search(codes, bounds, terms, times, seed, constants=constants)
     assert best == times.min() and measured <= len(times)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_crossover_and_derived_features_prove_the_exhaustive_best(seed):
+    """Every model proposal a crossover child when one is open (the others from the forest on
+    derived features): the proof stands whatever proposes."""
+    codes, bounds, terms, times = _space(seed + 40)
+    values = (2.0 ** codes).astype(float)
+    constants = Constants(cross_share=1.0, forest_share=1.0, forest_derived=1, local_every=0)
+    order_seen = []
+    best, measured = _search(codes, bounds, terms, times, seed, constants=constants, values=values,
+                             seen=order_seen)
+    assert best == times.min() and measured <= len(times)
+    assert len(set(order_seen)) == len(order_seen)  # never the same configuration twice
 
 
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))

@@ -20,7 +20,13 @@ ridge regression of log run time, refitted on this run's own measurements:
   prior sources), the open configuration with the smallest mean minus ``forest_kappa`` spreads
   of its trees. Trees capture what the additive regression cannot (an island of fast
   configurations whose other members are slow) and fail differently, so the two together rarely
-  both miss the optimum for long;
+  both miss the optimum for long; without priors the forest also splits on the pairwise sums and
+  differences of the numeric parameters' log values (log products and ratios: threads = block x
+  times block y, work per thread = tile x times tile y), computed alike for every space;
+- without priors, a share of the model's proposals (``cross_share``) is a genetic crossover: of
+  256 children of two of the best 8 measured configurations (each parameter's value from either
+  parent, one in d redrawn at random), the open one the regression predicts fastest. Kernel
+  Tuner's best strategies on the replay files (genetic, pso, diff_evo) are such recombinations;
 - every ``local_every``-th proposal is the predicted fastest among the open neighbours (one
   parameter changed) of the best few measured configurations: the last percent is found there;
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
@@ -89,6 +95,17 @@ class Constants:
     forest_refit: float = 0.1
     #: the forest ranks at most this many open configurations (drawn at random) per refit
     forest_candidates: int = 16384
+    #: share of the model's proposals (without priors) taken from crossover children of the
+    #: best measured configurations, screened by the regression (0: never)
+    cross_share: float = 0.2
+    #: parents are drawn among this many of the best measured configurations
+    cross_top: int = 8
+    #: children drawn per crossover proposal (the predicted fastest open one is proposed)
+    cross_children: int = 256
+    #: without priors, the forest also splits on derived features: pairwise sums and differences
+    #: of the numeric parameters' log values (log products and ratios, such as threads = block x
+    #: by block y; 0: never)
+    forest_derived: int = 1
 
 
 DEFAULT = Constants()
@@ -168,10 +185,17 @@ class LearntOrder:
             self.prior_columns = self.prior.shape[1]
         self.dense = np.stack(dense, axis=1) if dense else np.zeros((n, 0))
         trees = [codes[:, j] for j in varying] + bound  # the forest: codes, bound, sources
+        if self.c.forest_derived and values is not None and self.prior is None:
+            logs = [np.log2(np.maximum(values[:, j], 0) + 1) for j in varying
+                    if not np.isnan(values[:, j]).any()]
+            trees += [logs[a] + sign * logs[b] for a in range(len(logs))
+                      for b in range(a + 1, len(logs)) for sign in (1, -1)]
         if self.prior is not None:  # lacking: past the source's slowest
             trees += [np.where(np.isnan(c), np.nanmax(c, initial=0.0) + 1, c) for c in self.prior.T]
         self.tree_x = np.stack(trees, axis=1).astype(float) if trees else np.zeros((n, 1))
         self.hot_width = offset
+        self.codes = codes[:, varying]
+        self.sizes = np.array(sizes, dtype=np.int64)
         self.width = offset + self.dense.shape[1]
         self.prior_variance = np.full(self.width, 1.0 / self.c.ridge)
         self.prior_variance[main_width:offset] /= self.c.pair_ridge  # pairs: shrunk harder
@@ -212,6 +236,11 @@ class LearntOrder:
                 return i
         self.model_turns += 1
         share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
+        cross = self.c.cross_share if self.prior is None else 0.0
+        if int(self.model_turns * cross) > int((self.model_turns - 1) * cross):
+            i = self._crossover(best)
+            if i is not None:
+                return i
         if int(self.model_turns * share) > int((self.model_turns - 1) * share):
             i = self._from_forest(best)
             if i is not None:
@@ -237,6 +266,10 @@ class LearntOrder:
             self.hashes = [full - codes[:, j].astype(np.uint64) * weights[j]
                            for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
         self.by_hash = [np.argsort(h, kind="stable") for h in self.hashes]
+        varying = np.array([codes[:, j].max(initial=0) > 0 for j in range(codes.shape[1])], bool)
+        self.full_weights = weights[varying]
+        self.full_order = np.argsort(full, kind="stable")
+        self.full_sorted = full[self.full_order]
         self.sorted_hashes = [h[order] for h, order in zip(self.hashes, self.by_hash)]
         self.near: dict[int, np.ndarray] = {}
 
@@ -261,6 +294,27 @@ class LearntOrder:
             if len(near):
                 return int(near[np.argmin(self.predicted[near])])
         return None
+
+    def _crossover(self, best: float) -> int | None:
+        """The predicted fastest open child of two of the ``cross_top`` best measured
+        configurations (each parameter's value from either parent, one in d of them redrawn at
+        random), or None when no child is an open candidate."""
+        if len(self.measured) < 2 or not self.codes.shape[1]:
+            return None
+        k = min(self.c.cross_top, len(self.measured))
+        top = np.asarray(self.measured)[np.argsort(self.log_times, kind="stable")[:k]]
+        m, d = self.c.cross_children, self.codes.shape[1]
+        first = self.codes[top[self.rng.integers(k, size=m)]]
+        second = self.codes[top[self.rng.integers(k, size=m)]]
+        child = np.where(self.rng.random((m, d)) < 0.5, first, second)
+        redrawn = self.rng.random((m, d)) < 1.0 / d
+        child = np.where(redrawn, (self.rng.random((m, d)) * self.sizes).astype(np.int64), child)
+        with np.errstate(over="ignore"):
+            hashes = (child.astype(np.uint64) * self.full_weights).sum(axis=1, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(self.full_sorted, hashes), len(self.full_sorted) - 1)
+        found = self.full_order[at[self.full_sorted[at] == hashes]]
+        found = found[self.open[found] & (self.valid[found] < best)]
+        return int(found[np.argmin(self.predicted[found])]) if len(found) else None
 
     def _from_forest(self, best: float) -> int | None:
         """The open configuration with the smallest lower confidence bound of the forest, or None."""
