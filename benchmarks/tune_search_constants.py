@@ -30,9 +30,10 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from beastgen.harness.priors import source_column  # noqa: E402
 from beastgen.harness.strategies.learnt_order import Constants, LearntOrder  # noqa: E402
 
-INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "forest_trees", "forest_candidates"}
+INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "prior_local_top", "forest_trees", "forest_candidates"}
 
 
 def load(path: str):
@@ -58,13 +59,7 @@ def prior_columns(target: str, rows, data) -> np.ndarray:
     for other, (other_rows, other_times) in data.items():
         if other == target or kernel_of(other) != kernel_of(target):
             continue
-        measured = dict(zip(other_rows, other_times))
-        logs = np.log(other_times[np.isfinite(other_times)])
-        mean, spread = logs.mean(), logs.std()
-        slowest = (logs.max() - mean) / spread
-        columns.append([np.nan if r not in measured else
-                        (math.log(measured[r]) - mean) / spread if math.isfinite(measured[r]) else slowest
-                        for r in rows])
+        columns.append(source_column(dict(zip(other_rows, other_times)), rows))
     return np.array(columns, dtype=float).T
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .extra_trees import ExtraTrees
+from .prior_transfer import Transfer
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class Constants:
     local_every: int = 2
     #: neighbours of at most this many of the best measured configurations
     local_top: int = 3
+    #: the same with priors
+    prior_local_top: int = 6
     #: log times above this quantile of those measured are trained as that quantile: the model
     #: tells fast configurations apart rather than the very slow ones (1: no clipping)
     clip_quantile: float = 1.0
@@ -89,6 +92,12 @@ class Constants:
     forest_refit: float = 0.1
     #: the forest ranks at most this many open configurations (drawn at random) per refit
     forest_candidates: int = 16384
+    #: with priors: share of the model's proposals taken in the order of the sources' consensus,
+    #: each source trusted by its rank correlation with this run's measurements (0: never)
+    transfer_share: float = 0.25
+    #: trust falls by e for every ``transfer_temperature`` of a source's rank correlation below
+    #: the best source's
+    transfer_temperature: float = 0.1
 
 
 DEFAULT = Constants()
@@ -126,7 +135,7 @@ class LearntOrder:
         self._neighbour_index(codes)
         self.predicted = np.zeros(n)
         self.proposals = 0
-        self.model_turns = 0
+        self.model_turns = self.transfer_turns = 0
         self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
@@ -134,6 +143,7 @@ class LearntOrder:
             total = np.where(known, self.prior, 0.0).sum(axis=1)
             mean = np.where(known.any(axis=1), total / np.maximum(known.sum(axis=1), 1), np.inf)
             self.prior_order = np.argsort(mean, kind="stable")
+            self.transfer = Transfer(self.prior, self.c.transfer_temperature)
 
     # -- features ------------------------------------------------------------------------------
     def _features(self, codes: np.ndarray, values: np.ndarray | None) -> None:
@@ -210,6 +220,12 @@ class LearntOrder:
             i = self._local(best)
             if i is not None:
                 return i
+        if self.prior is not None:  # the priors' consensus takes its share first
+            self.transfer_turns += 1
+            if _turn(self.transfer_turns, self.c.transfer_share):
+                i = self._from_transfer(best)
+                if i is not None:
+                    return i
         self.model_turns += 1
         share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
         if int(self.model_turns * share) > int((self.model_turns - 1) * share):
@@ -254,7 +270,8 @@ class LearntOrder:
 
     def _local(self, best: float) -> int | None:
         """The predicted fastest open configuration one parameter away from one of the
-        ``local_top`` best measured ones (the best first), or None."""
+        ``local_top`` (with priors ``prior_local_top``) best measured ones (the best first), or
+        None."""
         for _, i in self.top:
             near = self._neighbours(i)
             near = near[self.open[near] & (self.valid[near] < best)]
@@ -278,6 +295,12 @@ class LearntOrder:
             self._refit_forest(best)  # ran dry (failures give no time): queue what is open again
         return None
 
+    def _from_transfer(self, best: float) -> int | None:
+        """The open configuration first in the priors' trust-weighted consensus, or None."""
+        if len(self.measured) > self.transfer.fitted:
+            self.transfer.refit(self.measured, self.log_times)
+        return self.transfer.next(self.open & (self.valid < best))
+
     def _refit_forest(self, best: float) -> None:
         """Grow the forest on every measurement and queue the open candidates not cut by
         ``best`` (at most ``forest_candidates`` of them) by mean minus ``forest_kappa`` spreads
@@ -300,8 +323,9 @@ class LearntOrder:
         if time is not None and math.isfinite(time) and time > 0:
             self.measured.append(i)
             self.log_times.append(math.log(time))
-            if len(self.top) < self.c.local_top or time < self.top[-1][0]:
-                self.top = sorted(self.top + [(time, i)])[:self.c.local_top]
+            top = self.c.local_top if self.prior is None else self.c.prior_local_top
+            if len(self.top) < top or time < self.top[-1][0]:
+                self.top = sorted(self.top + [(time, i)])[:top]
 
     def violate(self, term: int) -> None:
         """A measurement proved term ``term`` wrong: it cuts nothing any more."""
@@ -355,6 +379,11 @@ class LearntOrder:
         self.predicted = predicted
         self.position = 0
         self.fitted_at = len(self.measured)
+
+
+def _turn(turn: int, share: float) -> bool:
+    """Whether the ``turn``-th proposal (1-based) falls to an arm taking ``share`` of them."""
+    return int(turn * share) > int((turn - 1) * share)
 
 
 def _standard(column: np.ndarray) -> np.ndarray:
