@@ -97,7 +97,7 @@ class Constants:
     transfer_share: float = 0.25
     #: trust falls by e for every ``transfer_temperature`` of a source's rank correlation below
     #: the best source's
-    transfer_temperature: float = 0.1
+    transfer_temperature: float = 0.3
 
 
 DEFAULT = Constants()

@@ -61,10 +61,8 @@ class Transfer:
         """The first configuration in consensus order that ``available`` allows, or None."""
         while self.position < len(self.queue):
             i = int(self.queue[self.position])
-            if available[i] and np.isfinite(self._score_known(i)):
+            if available[i] and self.known[i].any():
                 return i
             self.position += 1
         return None
 
-    def _score_known(self, i: int) -> float:
-        return 0.0 if self.known[i].any() else np.inf
