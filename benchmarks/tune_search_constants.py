@@ -10,7 +10,8 @@ failures included; without priors, or with the other GPUs' files of the same ker
 found). For each file held out, the setting with the smallest geometric mean of the median
 evaluations over the *other* files is chosen, and its median on the held-out file is what
 cross-validation predicts there. Results are appended to ``--log`` (JSON lines) and reused, so the
-grid can grow between runs.
+grid can grow between runs; a record with a ``code`` field was run with an earlier version of the
+search (described there) and is kept for the record but not reused.
 """
 from __future__ import annotations
 
@@ -111,7 +112,7 @@ def main(argv=None):
     for combination in itertools.product(*choices):
         setting = dict(zip(names, combination))
         if any(d["prior"] == args.priors and d["constants"] == setting and d["seeds"] == args.seeds
-               and d["budget"] == args.budget for d in done):
+               and d["budget"] == args.budget and "code" not in d for d in done):
             continue
         started, runs = time.perf_counter(), {}
         for name, (rows, times) in data.items():
@@ -125,7 +126,7 @@ def main(argv=None):
             f.write(json.dumps(record) + "\n")
         print(f"{setting}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     report([d for d in done if d["prior"] == args.priors and d["seeds"] == args.seeds
-            and d["budget"] == args.budget], args.priors)
+            and d["budget"] == args.budget and "code" not in d], args.priors)
 
 
 def report(records, priors: bool) -> None:

@@ -5,7 +5,8 @@ Each source is a column of standardised log times (nan where it lacks a configur
 every few measurements here, each source's Spearman rank correlation with the measured log times
 (over the configurations both know) becomes its trust: ``exp((rho - best rho) / temperature)``,
 so a source that disagrees with what is measured here loses its say fast. The consensus of a
-configuration is the trust-weighted mean of the sources that know it. :class:`Transfer` proposes
+configuration is the trust-weighted mean of the sources' values (a source lacking it counts it at
+its median, 0: no say). :class:`Transfer` proposes
 the open configurations in consensus order; :mod:`.learnt_order` mixes those proposals with its
 models'. Nothing here cuts or proves anything.
 """
@@ -15,16 +16,21 @@ import numpy as np
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rho of two equally long vectors (ties by order of appearance; 0 when constant
-    or fewer than 3 values)."""
+    """Spearman's rho of two equally long vectors (tied values share their mean rank; 0 when
+    either is constant or there are fewer than 3 values)."""
     if len(a) < 3:
         return 0.0
-    ra = np.argsort(np.argsort(a, kind="stable"), kind="stable").astype(float)
-    rb = np.argsort(np.argsort(b, kind="stable"), kind="stable").astype(float)
-    ra -= ra.mean()
-    rb -= rb.mean()
+    ra, rb = _ranks(a), _ranks(b)
     norm = np.sqrt((ra @ ra) * (rb @ rb))
     return float(ra @ rb / norm) if norm > 0 else 0.0
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Each value's rank (ties: their mean rank), centred on 0."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    first = np.cumsum(counts) - counts
+    ranks = (first + (counts - 1) / 2.0)[inverse.reshape(-1)]
+    return ranks - ranks.mean()
 
 
 class Transfer:
@@ -41,11 +47,8 @@ class Transfer:
         self.queue, self.position, self.fitted = self._order(), 0, 0
 
     def _order(self) -> np.ndarray:
-        weight = np.where(self.known, self.trust, 0.0)
-        total = weight.sum(axis=1)
-        score = np.where(total > 0, (weight * np.nan_to_num(self.prior)).sum(axis=1)
-                         / np.maximum(total, 1e-300), np.inf)
-        return np.argsort(score, kind="stable")
+        """Configurations by consensus: a source lacking one counts it at its median (0)."""
+        return np.argsort(np.nan_to_num(self.prior) @ self.trust, kind="stable")
 
     def refit(self, measured: list[int], log_times: list[float]) -> None:
         """Re-weigh the sources by their rank correlation with this run's measurements."""
@@ -61,7 +64,7 @@ class Transfer:
         """The first configuration in consensus order that ``available`` allows, or None."""
         while self.position < len(self.queue):
             i = int(self.queue[self.position])
-            if available[i] and self.known[i].any():
+            if available[i]:
                 return i
             self.position += 1
         return None
