@@ -26,11 +26,14 @@ ridge regression of log run time, refitted on this run's own measurements:
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
   at random among the open configurations.
 
-Priors (``prior``: one column per source, another GPU's or problem size's log time standardised
-within that source, nan where the source lacks the configuration) warm-start it: the first
+Priors (``prior``: one column per source, the normal score of each configuration's rank in another
+GPU's or problem size's measurements, nan where the source lacks it) warm-start it: the first
 proposals are the best by the sources' mean, and each source is a feature whose weight starts at
 an equal share of one and is then learnt from this run's measurements, so a source that disagrees
-with what is measured here loses its weight. Priors only order the search: they cut nothing.
+with what is measured here loses its weight. A share of the model's proposals (``transfer_share``)
+follows the sources' consensus, each source trusted by its rank correlation with this run's
+measurements (:mod:`.prior_transfer`), and the local proposals look around more of the best
+measured (``prior_local_top``). Priors only order the search: they cut nothing.
 
 The certificate at any moment: the true optimum is at least the smallest valid bound among the
 open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
