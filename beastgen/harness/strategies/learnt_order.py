@@ -97,7 +97,7 @@ class Constants:
     forest_candidates: int = 16384
     #: with priors: share of the model's proposals taken in the order of the sources' consensus,
     #: each source trusted by its rank correlation with this run's measurements (0: never)
-    transfer_share: float = 0.25
+    transfer_share: float = 0.5
     #: trust falls by e for every ``transfer_temperature`` of a source's rank correlation below
     #: the best source's
     transfer_temperature: float = 0.3
