@@ -59,7 +59,7 @@ class Constants:
     #: uniform random proposals before the model is used (no priors)
     initial: int = 8
     #: proposals taken in the priors' order before the model is used
-    initial_prior: int = 4
+    initial_prior: int = 2
     #: prior precision of every weight (ridge penalty) on standardized features
     ridge: float = 1.0
     #: extra shrinkage of the pairwise one-hot features
