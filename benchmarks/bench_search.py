@@ -148,7 +148,7 @@ def benchmark(replay_path, space, others, seeds, budget, strategies, kt_strategi
           f"budget {budget}, medians over {seeds} seeds")
     header = (f"{'tool':9} {'strategy':20} {'optimum':>8} {'1%':>6} {'5%':>6} {'found':>6} "
               f"{'vs KT':>6} {'sim. s':>8}")
-    rows, overhead = [], None
+    rows, overhead = [], {}
     with tempfile.TemporaryDirectory() as workdir:
         cache_json = os.path.join(workdir, "cache.json")
         opener = gzip.open if replay_path.endswith(".gz") else open
@@ -166,8 +166,8 @@ def benchmark(replay_path, space, others, seeds, budget, strategies, kt_strategi
                     evaluations, seconds, proposals = run_beastgen(
                         strategy, space, replay_path, others if "priors" in strategy else None,
                         seed, budget, workdir, replay.keys)
-                    if strategy == "guided":
-                        overhead = (overhead or []) + [seconds / max(proposals, 1) * 1e3]
+                    if strategy.startswith("guided"):
+                        overhead.setdefault(strategy, []).append(seconds / max(proposals, 1) * 1e3)
                 else:
                     evaluations = run_kernel_tuner(strategy, cache_json, seed, budget)
                 reached = first_reaching([t for _, t in evaluations], optimum)
@@ -190,9 +190,9 @@ def benchmark(replay_path, space, others, seeds, budget, strategies, kt_strategi
               f"{'-' if math.isnan(ratio) else f'{ratio:.2f}':>6} "
               f"{'-' if math.isinf(cost) else f'{cost:.0f}':>8}   "
               f"(to optimum: {[r.get('optimum') for r in runs]})", flush=True)
-    if overhead:
-        print(f"guided: {statistics.median(overhead):.1f} ms of search per proposal (model, listing "
-              f"and bookkeeping; the replay answers cost nothing)")
+    for strategy, each in overhead.items():
+        print(f"{strategy}: {statistics.median(each):.1f} ms of search per proposal (model, "
+              f"listing and bookkeeping; the replay answers cost nothing)")
     return rows
 
 

@@ -10,7 +10,8 @@ failures included; without priors, or with the other GPUs' files of the same ker
 found). For each file held out, the setting with the smallest geometric mean of the median
 evaluations over the *other* files is chosen, and its median on the held-out file is what
 cross-validation predicts there. Results are appended to ``--log`` (JSON lines) and reused, so the
-grid can grow between runs.
+grid can grow between runs; a record with a ``code`` field was run with an earlier version of the
+search (described there) and is kept for the record but not reused.
 """
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from beastgen.harness.priors import source_column  # noqa: E402
 from beastgen.harness.strategies.learnt_order import Constants, LearntOrder  # noqa: E402
 
-INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "forest_trees", "forest_candidates", "cross_top",
-            "cross_children", "forest_derived"}
+INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "prior_local_top", "forest_trees",
+            "forest_candidates", "cross_top", "cross_children", "forest_derived"}
 
 
 def load(path: str):
@@ -59,13 +61,7 @@ def prior_columns(target: str, rows, data) -> np.ndarray:
     for other, (other_rows, other_times) in data.items():
         if other == target or kernel_of(other) != kernel_of(target):
             continue
-        measured = dict(zip(other_rows, other_times))
-        logs = np.log(other_times[np.isfinite(other_times)])
-        mean, spread = logs.mean(), logs.std()
-        slowest = (logs.max() - mean) / spread
-        columns.append([np.nan if r not in measured else
-                        (math.log(measured[r]) - mean) / spread if math.isfinite(measured[r]) else slowest
-                        for r in rows])
+        columns.append(source_column(dict(zip(other_rows, other_times)), rows))
     return np.array(columns, dtype=float).T
 
 
@@ -117,7 +113,7 @@ def main(argv=None):
     for combination in itertools.product(*choices):
         setting = dict(zip(names, combination))
         if any(d["prior"] == args.priors and d["constants"] == setting and d["seeds"] == args.seeds
-               and d["budget"] == args.budget for d in done):
+               and d["budget"] == args.budget and "code" not in d for d in done):
             continue
         started, runs = time.perf_counter(), {}
         for name, (rows, times) in data.items():
@@ -131,7 +127,7 @@ def main(argv=None):
             f.write(json.dumps(record) + "\n")
         print(f"{setting}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     report([d for d in done if d["prior"] == args.priors and d["seeds"] == args.seeds
-            and d["budget"] == args.budget], args.priors)
+            and d["budget"] == args.budget and "code" not in d], args.priors)
 
 
 def report(records, priors: bool) -> None:

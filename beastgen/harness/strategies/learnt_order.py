@@ -32,11 +32,14 @@ ridge regression of log run time, refitted on this run's own measurements:
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
   at random among the open configurations.
 
-Priors (``prior``: one column per source, another GPU's or problem size's log time standardised
-within that source, nan where the source lacks the configuration) warm-start it: the first
+Priors (``prior``: one column per source, the normal score of each configuration's rank in another
+GPU's or problem size's measurements, nan where the source lacks it) warm-start it: the first
 proposals are the best by the sources' mean, and each source is a feature whose weight starts at
 an equal share of one and is then learnt from this run's measurements, so a source that disagrees
-with what is measured here loses its weight. Priors only order the search: they cut nothing.
+with what is measured here loses its weight. A share of the model's proposals (``transfer_share``)
+follows the sources' consensus, each source trusted by its rank correlation with this run's
+measurements (:mod:`.prior_transfer`), and the local proposals look around more of the best
+measured (``prior_local_top``). Priors only order the search: they cut nothing.
 
 The certificate at any moment: the true optimum is at least the smallest valid bound among the
 open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
@@ -54,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .extra_trees import ExtraTrees
+from .prior_transfer import Transfer
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Constants:
     #: uniform random proposals before the model is used (no priors)
     initial: int = 8
     #: proposals taken in the priors' order before the model is used
-    initial_prior: int = 4
+    initial_prior: int = 2
     #: prior precision of every weight (ridge penalty) on standardized features
     ridge: float = 1.0
     #: extra shrinkage of the pairwise one-hot features
@@ -79,6 +83,8 @@ class Constants:
     local_every: int = 2
     #: neighbours of at most this many of the best measured configurations
     local_top: int = 3
+    #: the same with priors
+    prior_local_top: int = 6
     #: log times above this quantile of those measured are trained as that quantile: the model
     #: tells fast configurations apart rather than the very slow ones (1: no clipping)
     clip_quantile: float = 1.0
@@ -106,6 +112,12 @@ class Constants:
     #: of the numeric parameters' log values (log products and ratios, such as threads = block x
     #: by block y; 0: never)
     forest_derived: int = 1
+    #: with priors: share of the model's proposals taken in the order of the sources' consensus,
+    #: each source trusted by its rank correlation with this run's measurements (0: never)
+    transfer_share: float = 0.5
+    #: trust falls by e for every ``transfer_temperature`` of a source's rank correlation below
+    #: the best source's
+    transfer_temperature: float = 0.3
 
 
 DEFAULT = Constants()
@@ -143,7 +155,7 @@ class LearntOrder:
         self._neighbour_index(codes)
         self.predicted = np.zeros(n)
         self.proposals = 0
-        self.model_turns = 0
+        self.model_turns = self.transfer_turns = 0
         self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
@@ -151,6 +163,7 @@ class LearntOrder:
             total = np.where(known, self.prior, 0.0).sum(axis=1)
             mean = np.where(known.any(axis=1), total / np.maximum(known.sum(axis=1), 1), np.inf)
             self.prior_order = np.argsort(mean, kind="stable")
+            self.transfer = Transfer(self.prior, self.c.transfer_temperature)
 
     # -- features ------------------------------------------------------------------------------
     def _features(self, codes: np.ndarray, values: np.ndarray | None) -> None:
@@ -234,6 +247,12 @@ class LearntOrder:
             i = self._local(best)
             if i is not None:
                 return i
+        if self.prior is not None:  # the priors' consensus takes its share first
+            self.transfer_turns += 1
+            if _turn(self.transfer_turns, self.c.transfer_share):
+                i = self._from_transfer(best)
+                if i is not None:
+                    return i
         self.model_turns += 1
         share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
         cross = self.c.cross_share if self.prior is None else 0.0
@@ -287,7 +306,8 @@ class LearntOrder:
 
     def _local(self, best: float) -> int | None:
         """The predicted fastest open configuration one parameter away from one of the
-        ``local_top`` best measured ones (the best first), or None."""
+        ``local_top`` (with priors ``prior_local_top``) best measured ones (the best first), or
+        None."""
         for _, i in self.top:
             near = self._neighbours(i)
             near = near[self.open[near] & (self.valid[near] < best)]
@@ -332,6 +352,12 @@ class LearntOrder:
             self._refit_forest(best)  # ran dry (failures give no time): queue what is open again
         return None
 
+    def _from_transfer(self, best: float) -> int | None:
+        """The open configuration first in the priors' trust-weighted consensus, or None."""
+        if len(self.measured) > self.transfer.fitted:
+            self.transfer.refit(self.measured, self.log_times)
+        return self.transfer.next(self.open & (self.valid < best))
+
     def _refit_forest(self, best: float) -> None:
         """Grow the forest on every measurement and queue the open candidates not cut by
         ``best`` (at most ``forest_candidates`` of them) by mean minus ``forest_kappa`` spreads
@@ -354,8 +380,9 @@ class LearntOrder:
         if time is not None and math.isfinite(time) and time > 0:
             self.measured.append(i)
             self.log_times.append(math.log(time))
-            if len(self.top) < self.c.local_top or time < self.top[-1][0]:
-                self.top = sorted(self.top + [(time, i)])[:self.c.local_top]
+            top = self.c.local_top if self.prior is None else self.c.prior_local_top
+            if len(self.top) < top or time < self.top[-1][0]:
+                self.top = sorted(self.top + [(time, i)])[:top]
 
     def violate(self, term: int) -> None:
         """A measurement proved term ``term`` wrong: it cuts nothing any more."""
@@ -409,6 +436,11 @@ class LearntOrder:
         self.predicted = predicted
         self.position = 0
         self.fitted_at = len(self.measured)
+
+
+def _turn(turn: int, share: float) -> bool:
+    """Whether the ``turn``-th proposal (1-based) falls to an arm taking ``share`` of them."""
+    return int(turn * share) > int((turn - 1) * share)
 
 
 def _standard(column: np.ndarray) -> np.ndarray:
