@@ -3,7 +3,7 @@ file's optimum (and to come within 1% and 5% of it), on every replay file, again
 own strategies on the same file, in one run.
 
     python benchmarks/bench_search.py [--seeds 5] [--budget 1000] [--files PATTERN ...]
-                                      [--strategies ...] [--kt-strategies ...] [--json OUT]
+                                      [--strategies ...] [--kt-strategies ... | --no-kt] [--json OUT]
 
 Every ``data/replay/<kernel>_<gpu>.json.gz`` is searched in the space whose name is the longest
 prefix of the file's (``spaces/*.py`` first, then ``data/reference-spaces/*.json``):
@@ -227,9 +227,12 @@ def main(argv=None):
     parser.add_argument("--files", nargs="*", default=["*"], metavar="PATTERN",
                         help="replay files to run (shell patterns on the file name)")
     parser.add_argument("--strategies", nargs="*", default=BEASTGEN, choices=BEASTGEN)
-    parser.add_argument("--kt-strategies", nargs="*", default=KERNEL_TUNER)
+    parser.add_argument("--kt-strategies", nargs="*", default=KERNEL_TUNER, choices=KERNEL_TUNER,
+                        help="Kernel Tuner strategies to run (default, or the flag alone: all five)")
+    parser.add_argument("--no-kt", action="store_true", help="run no Kernel Tuner strategy")
     parser.add_argument("--json", default=None, metavar="OUT", help="write every run's numbers here")
     args = parser.parse_args(argv)
+    kt_strategies = [] if args.no_kt else args.kt_strategies or KERNEL_TUNER
     files = sorted(glob.glob(os.path.join(REPO, "data", "replay", "*.json.gz")))
     started, rows = time.perf_counter(), []
     for path in files:
@@ -240,7 +243,7 @@ def main(argv=None):
             continue
         others = [f for f in files if f != path and space_for(f) == space]
         rows += benchmark(path, space, others, args.seeds, args.budget, args.strategies,
-                          args.kt_strategies)
+                          kt_strategies)
     summary(rows)
     print(f"\nbenchmark took {time.perf_counter() - started:.0f} s")
     if args.json:
