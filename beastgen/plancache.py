@@ -196,18 +196,12 @@ class CachedPlan(CompiledPlan):
         return self._native_all or None
 
     def _recorded_library(self, known: dict | None) -> str | None:
-        """The path of the library a record entry names, when it is a plain file name in the
-        generated directory, the file is this user's alone and its sha256 is the recorded one."""
-        if (not isinstance(known, dict) or not isinstance(known.get("library"), str)
-                or not isinstance(known.get("functions"), list)
-                or not set(known["functions"]) <= set(native.SIGNATURES)):
+        """The path of the library a record entry names, when it checks out
+        (:func:`beastgen.compiler.native.recorded_library`)."""
+        if not isinstance(known, dict):
             return None
         check_generated_directory(os.path.dirname(self.path))
-        library = os.path.join(os.path.dirname(self.path), known["library"])
-        if (os.path.basename(known["library"]) == known["library"] and trusted_file(library)
-                and native.library_digest(library) == known.get("sha256")):
-            return library
-        return None
+        return native.recorded_library(os.path.dirname(self.path), known)
 
 
 def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] | None:

@@ -149,10 +149,5 @@ def _library(directory: str, record: dict) -> tuple[str, str] | None:
             or not isinstance(target["settings"], dict)
             or not isinstance(record.get("counted_tail"), str) or not record["counted_tail"].isdigit()):
         return None
-    name = known.get("library")
-    if not isinstance(name, str) or os.path.basename(name) != name:
-        return None
-    path = os.path.join(directory, name)
-    if not trusted_file(path) or native.library_digest(path) != known.get("sha256"):
-        return None
-    return path, known["sha256"]
+    path = native.recorded_library(directory, known)
+    return None if path is None else (path, known["sha256"])

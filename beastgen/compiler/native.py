@@ -60,6 +60,21 @@ def library_digest(path: str) -> str | None:
         return None
 
 
+def recorded_library(directory: str, entry) -> str | None:
+    """The path of the library a plan record's entry names (``{"library", "sha256", "functions"}``)
+    when it is a plain file name in ``directory``, the file is this user's alone and its sha256 is
+    the recorded one; None otherwise (the plan cache and the warm count's short way share it)."""
+    if (not isinstance(entry, dict) or not isinstance(entry.get("library"), str)
+            or not isinstance(entry.get("functions"), list)
+            or not set(entry["functions"]) <= set(SIGNATURES)):
+        return None
+    name = entry["library"]
+    path = os.path.join(directory, name)
+    if os.path.basename(name) == name and trusted_file(path) and library_digest(path) == entry.get("sha256"):
+        return path
+    return None
+
+
 def recorded_digest(target: str) -> str | None:
     """The sha256 that this user recorded beside ``target`` when building it (``<target>.sha256``),
     when the library still matches it; None otherwise (not built here, changed, truncated)."""
