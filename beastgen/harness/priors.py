@@ -68,7 +68,7 @@ def source_column(times: dict[tuple, float], keys) -> np.ndarray:
 
 def prior_matrix(paths: list[str], columns: list[str], rows) -> np.ndarray:
     """One column per prior file: each configuration's (a row of the structured array ``rows``)
-    standardised log time in that source (see the module docstring); an error naming the
+    normal score in that source (see the module docstring); an error naming the
     parameters when a source does not match the space."""
     matrix = np.full((len(rows), len(paths)), np.nan)
     for s, path in enumerate(paths):

@@ -256,11 +256,11 @@ class LearntOrder:
         self.model_turns += 1
         share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
         cross = self.c.cross_share if self.prior is None else 0.0
-        if int(self.model_turns * cross) > int((self.model_turns - 1) * cross):
+        if _turn(self.model_turns, cross):
             i = self._crossover(best)
             if i is not None:
                 return i
-        if int(self.model_turns * share) > int((self.model_turns - 1) * share):
+        if _turn(self.model_turns, share):
             i = self._from_forest(best)
             if i is not None:
                 return i

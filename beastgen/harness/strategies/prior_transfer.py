@@ -1,7 +1,8 @@
 """Rank transfer from prior sources (other GPUs' or problem sizes' measurements of the same space),
 trusted by how well each source ranks this run's own measurements.
 
-Each source is a column of standardised log times (nan where it lacks a configuration). After
+Each source is a column of normal scores of its ranks (:func:`beastgen.harness.priors.source_column`;
+nan where it lacks a configuration). After
 every few measurements here, each source's Spearman rank correlation with the measured log times
 (over the configurations both know) becomes its trust: ``exp((rho - best rho) / temperature)``,
 so a source that disagrees with what is measured here loses its say fast. The consensus of a
