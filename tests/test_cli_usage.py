@@ -1,4 +1,4 @@
-"""Command-line usage: --version, and --set before the space path."""
+"""Command-line usage: --version, --set before the space path, the garbage collector at exit."""
 import subprocess
 import sys
 
@@ -20,3 +20,20 @@ def test_set_before_the_space_path_does_not_swallow_it(write_space, capsys, orde
     argv = ["count", *args, path, "--json"] if order == "set_first" else ["count", path, *args, "--json"]
     assert main(argv) == 0
     assert '"count": 5' in capsys.readouterr().out
+
+
+def test_only_the_process_own_command_line_freezes_the_garbage_collector(write_space, capsys):
+    """``main()`` with this process's own command line freezes what the command built out of the
+    garbage collector's reach (the interpreter's exit then skips walking it); ``main(argv)``, as
+    a program embedding beastgen calls it, leaves the collector as it was."""
+    import gc
+    import os
+    path = write_space("import beastgen as beast\nx = beast.range(1, 9)\n")
+    before = gc.get_freeze_count()
+    assert main(["count", path, "--no-progress"]) == 0 and gc.get_freeze_count() == before
+    probe = ("import gc, sys\nfrom beastgen.cli import main\n"
+             f"sys.argv = ['beastgen', 'count', {path!r}]\n"
+             "status = main()\nprint('frozen', status, gc.get_freeze_count() > 0)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(beastgen.__file__))))
+    assert "8 valid configurations" in run.stdout and "frozen 0 True" in run.stdout, run
