@@ -160,3 +160,28 @@ def test_a_count_in_c_writes_no_numba_module(tmp_path):
     with open(again.path, "a") as f:
         f.write("# edited\n")
     assert not isinstance(compile_cached(str(space), generated_dir=generated), CachedPlan)
+
+
+def test_a_cold_build_works_out_its_key_while_the_compiler_runs(space_with_helper, tmp_path,
+                                                                  monkeypatch):
+    """Where nothing is recorded for the space and device, the record's key (beastgen's source and
+    the space's local imports hashed) is worked out while the C compiler runs; where a record for
+    other settings is there, before the build (it may answer). Either way the next run reads it."""
+    from beastgen import plancache
+    from beastgen.compiler import native
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    path, _ = space_with_helper
+    generated = tmp_path / "gen"
+    compiling, real_key = [], plancache._cache_key
+
+    def key(*args):  # the compiler's source, named by this process, is there while it runs
+        compiling.append(any(f".{os.getpid()}.c" in p.name for p in generated.iterdir()))
+        return real_key(*args)
+    monkeypatch.setattr(plancache, "_cache_key", key)
+    cold = compile_cached(path, generated_dir=str(generated))
+    assert compiling == [] and cold.count() == 12 and compiling == [True]
+    other = compile_cached(path, generated_dir=str(generated), settings={"n": 7})
+    assert compiling == [True, False] and other.count() == 14
+    warm = compile_cached(path, generated_dir=str(generated))
+    assert isinstance(warm, CachedPlan) and warm.count() == 12
