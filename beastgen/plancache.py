@@ -24,7 +24,7 @@ from .compiler.runtime import (
     file_name_part,
     write_if_changed,
 )
-from .devices import DeviceProfile, load_profile
+from .devices import DEFAULT_DEVICE, DeviceProfile, load_profile
 from .trust import check_generated_directory, generated_directory, trusted_file
 from .version import __version__
 from .warm_count import PACKAGE_DIR, index_path, package_digest
@@ -45,14 +45,16 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
         from .loading import load
         return deeply(lambda: compile_space(load(path), device=device, settings=settings,
                                             generated_dir=generated_dir))
-    profile = device if isinstance(device, DeviceProfile) else load_profile(device)
+    # the default device's profile is package data (beastgen's source in the key covers it): it is
+    # read (TOML) only for a build
+    profile = device if isinstance(device, DeviceProfile) or device is None else load_profile(device)
     directory = generated_directory(generated_dir)
-    stem = f"{file_name_part(_space_name(shown))}__{file_name_part(profile.key)}__"
+    stem = f"{file_name_part(_space_name(shown))}__{file_name_part(_device_key(profile))}__"
 
     def build() -> CompiledPlan:
         from .loading import load
-        return deeply(lambda: compile_space(load(path), device=profile, settings=settings,
-                                            generated_dir=generated_dir))
+        return deeply(lambda: compile_space(load(path), device=profile or load_profile(None),
+                                            settings=settings, generated_dir=generated_dir))
 
     def key() -> tuple[str, str]:
         digest = _cache_key(shown, source, profile, settings)
@@ -243,16 +245,21 @@ def _records_begin_with(directory: str, stem: str) -> bool:
         return False
 
 
-def _cache_key(shown: str, source: bytes, profile: DeviceProfile, settings: dict) -> str:
+def _device_key(profile: DeviceProfile | None) -> str:
+    """The device's key (None: the built-in default)."""
+    return DEFAULT_DEVICE if profile is None else profile.key
+
+
+def _cache_key(shown: str, source: bytes, profile: DeviceProfile | None, settings: dict) -> str:
     """The sha256 of everything the compiled plan of the space file ``shown`` (its content:
-    ``source``) depends on."""
+    ``source``) depends on, on the device ``profile`` (None: the built-in default)."""
     blob = json.dumps({
         "beastgen": [__version__, package_digest()],
         "path": shown,  # origins in the generated code name it
         "space": hashlib.sha256(source).hexdigest(),
         # a T1 file is data: it imports nothing
         "imports": {} if shown.endswith(".json") else _local_import_digests(source, shown),
-        "device": profile.fingerprint(),
+        "device": ["built-in", DEFAULT_DEVICE] if profile is None else profile.fingerprint(),
         "settings": sorted((k, repr(v)) for k, v in settings.items()),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
