@@ -300,3 +300,17 @@ def test_work_beside_the_compiler_runs_while_it_compiles(tmp_path):
     assert native.load(*built, ("split_nodes",)).split_nodes() == 7
     again = native.build_library(str(tmp_path), "s", source, "-O0", lambda: seen.append("again"))
     assert again == built and seen == [[".c"]]  # a library already built: nothing compiles
+
+
+def test_an_error_beside_the_compiler_is_that_error_not_the_compiler_s(tmp_path, capsys):
+    """An OSError of the work beside the compiler (say a local import that vanished while its
+    digest was taken) comes out as itself: not reported as the compiler failing."""
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+
+    def vanished():
+        raise FileNotFoundError(2, "No such file or directory", "helper.py")
+    with pytest.raises(FileNotFoundError):
+        native.build_library(str(tmp_path), "s", "int x;\n", "-O0", vanished)
+    assert "C compiler" not in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

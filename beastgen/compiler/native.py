@@ -124,6 +124,8 @@ def build_library(directory: str, space_name: str, c_source: str, optimization: 
         os.replace(tmp_source, stem + SOURCE_SUFFIX)
         os.replace(tmp, target)
         os.replace(tmp_digest, target + DIGEST_SUFFIX)
+    except WorkBesideFailed as e:  # not the compiler's failure: the caller's own error, as it was
+        raise e.error from None
     except (OSError, subprocess.CalledProcessError) as e:
         detail = (getattr(e, "stderr", "") or getattr(e, "strerror", "") or "").strip().splitlines()
         reason = detail[0] if detail else getattr(e, "returncode", None) and f"exit status {e.returncode}"
@@ -136,16 +138,28 @@ def build_library(directory: str, space_name: str, c_source: str, optimization: 
     return target, digest
 
 
+class WorkBesideFailed(Exception):
+    """An error of the work done while the compiler ran (``error``): not the compiler's."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
 def _compile(command: list[str], while_compiling=None) -> None:
     """Run the C compiler, ``while_compiling()`` meanwhile; CalledProcessError (its stderr) when it
-    fails. An exception in ``while_compiling`` (Ctrl-C too) stops the compiler before it goes on."""
+    fails. An exception in ``while_compiling`` (Ctrl-C too) stops the compiler before it goes on;
+    an error there comes as :class:`WorkBesideFailed`."""
     import subprocess
 
     compiling = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+                                 stderr=subprocess.PIPE, text=True, errors="replace")
     try:
-        if while_compiling is not None:
-            while_compiling()
+        try:
+            if while_compiling is not None:
+                while_compiling()
+        except Exception as error:  # noqa: BLE001 - handed on as it was, after the compiler stops
+            raise WorkBesideFailed(error) from None
         output, errors = compiling.communicate()
     except BaseException:
         compiling.kill()
