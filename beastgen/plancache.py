@@ -48,8 +48,11 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     # the default device's profile is package data (beastgen's source in the key covers it): it is
     # read (TOML) only for a build
     profile = device if isinstance(device, DeviceProfile) or device is None else load_profile(device)
+    device_key = DEFAULT_DEVICE if profile is None else profile.key
+    built_in = profile is None or (not isinstance(device, DeviceProfile) and profile.source == "built-in")
+    fingerprint = ["built-in", device_key] if built_in else profile.fingerprint()
     directory = generated_directory(generated_dir)
-    stem = f"{file_name_part(_space_name(shown))}__{file_name_part(_device_key(profile))}__"
+    stem = f"{file_name_part(_space_name(shown))}__{file_name_part(device_key)}__"
 
     def build() -> CompiledPlan:
         from .loading import load
@@ -57,7 +60,7 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
                                             settings=settings, generated_dir=generated_dir))
 
     def key() -> tuple[str, str]:
-        digest = _cache_key(shown, source, profile, settings)
+        digest = _cache_key(shown, source, fingerprint, settings)
         return os.path.join(directory, f"{stem}{digest[:16]}{RECORD_SUFFIX}"), digest
 
     check_generated_directory(directory)
@@ -245,21 +248,17 @@ def _records_begin_with(directory: str, stem: str) -> bool:
         return False
 
 
-def _device_key(profile: DeviceProfile | None) -> str:
-    """The device's key (None: the built-in default)."""
-    return DEFAULT_DEVICE if profile is None else profile.key
-
-
-def _cache_key(shown: str, source: bytes, profile: DeviceProfile | None, settings: dict) -> str:
+def _cache_key(shown: str, source: bytes, device, settings: dict) -> str:
     """The sha256 of everything the compiled plan of the space file ``shown`` (its content:
-    ``source``) depends on, on the device ``profile`` (None: the built-in default)."""
+    ``source``) depends on, on the device of that fingerprint (a built-in profile's: its key, the
+    profile being package data, which beastgen's source covers)."""
     blob = json.dumps({
         "beastgen": [__version__, package_digest()],
         "path": shown,  # origins in the generated code name it
         "space": hashlib.sha256(source).hexdigest(),
         # a T1 file is data: it imports nothing
         "imports": {} if shown.endswith(".json") else _local_import_digests(source, shown),
-        "device": ["built-in", DEFAULT_DEVICE] if profile is None else profile.fingerprint(),
+        "device": device,
         "settings": sorted((k, repr(v)) for k, v in settings.items()),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()

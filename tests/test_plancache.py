@@ -186,3 +186,18 @@ def test_a_cold_build_works_out_its_key_while_the_compiler_runs(space_with_helpe
     assert compiling == [True, False] and other.count() == 14
     warm = compile_cached(path, generated_dir=str(generated))
     assert isinstance(warm, CachedPlan) and warm.count() == 12
+
+
+def test_a_built_in_device_is_keyed_by_its_name_and_beastgen_s_source(space_with_helper, tmp_path):
+    """The default device and the same built-in device named on the command line share a record
+    (a built-in profile is package data, which beastgen's source in the key covers); another
+    built-in device, or a profile of the user's own with the same key, do not."""
+    from beastgen.devices import load_profile
+    path, _ = space_with_helper
+    generated = str(tmp_path / "gen")
+    assert not isinstance(_built(path, generated), CachedPlan)
+    assert isinstance(compile_cached(path, device="h100", generated_dir=generated), CachedPlan)
+    assert not isinstance(compile_cached(path, device="a100", generated_dir=generated), CachedPlan)
+    built_in = load_profile("h100")
+    own = type(built_in)(built_in.key, built_in.name, dict(built_in.properties, sm_count=1), "mine.toml")
+    assert not isinstance(compile_cached(path, device=own, generated_dir=generated), CachedPlan)
