@@ -19,11 +19,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
-    import tomli as tomllib
-
 from beastgen.errors import DeviceError, did_you_mean
 
 DEFAULT_DEVICE = "h100"
@@ -97,6 +92,15 @@ class DeviceProfile:
         return hash((self.key, self.fingerprint()))
 
 
+def parse_toml(text: str) -> dict:
+    """TOML text as a dict (tomllib imported here: a warm count on the default device reads none)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
 def _norm(name: str) -> str:
     """Lower-case, without spaces, '-', '_' and other punctuation: 'Titan-RTX' -> 'titanrtx'."""
     return re.sub(r"[^a-z0-9]", "", name.lower())
@@ -107,7 +111,7 @@ def _database(file: str = "devices.toml") -> tuple[dict[str, DeviceProfile], dic
     """The profiles of a data file and the map from normalised key/alias/name to key."""
     text = (resources.files("beastgen") / "data" / file).read_text(encoding="utf-8")
     profiles, names = {}, {}
-    for key, table in tomllib.loads(text).items():
+    for key, table in parse_toml(text).items():
         props = {k: v for k, v in table.items() if k not in ("name", "aliases")}
         profiles[key] = DeviceProfile(key, table["name"], props, "built-in")
         for alias in (key, table["name"], *table.get("aliases", ())):
@@ -209,7 +213,7 @@ def _load_file(path: Path) -> DeviceProfile:
     where = str(path)
     try:
         text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
+        data = parse_toml(text)
     except OSError as e:
         raise DeviceError(f"cannot read device profile: {e.strerror}", where) from None
     except ValueError as e:  # tomllib.TOMLDecodeError, or not UTF-8

@@ -24,7 +24,7 @@ from .compiler.runtime import (
     file_name_part,
     write_if_changed,
 )
-from .devices import DeviceProfile, load_profile
+from .devices import DEFAULT_DEVICE, DeviceProfile, load_profile
 from .trust import check_generated_directory, generated_directory, trusted_file
 from .version import __version__
 from .warm_count import PACKAGE_DIR, index_path, package_digest
@@ -35,42 +35,67 @@ RECORD_SUFFIX = ".plan.json"
 def compile_cached(path: str | os.PathLike, device=None, settings: dict | None = None,
                    generated_dir: str | None = None) -> CompiledPlan:
     """The compiled plan of the space file at ``path``, from the plan cache when nothing it depends
-    on changed, else built (and recorded): ``.py`` space files and T1 ``.json`` files alike."""
+    on changed, else built (and recorded): ``.py`` space files and T1 ``.json`` files alike. Where
+    nothing is recorded for the space and device at all (a cold run), the record's key is worked
+    out while the C compiler runs (:meth:`RecordingPlan._while_compiling`), not before the build."""
     shown = display_path(os.fspath(path))
     settings = settings or {}
-    key = _cache_key(shown, device, settings)
-    if key is None:
+    source = _read_bytes(shown)
+    if source is None:  # the normal build reports why
         from .loading import load
         return deeply(lambda: compile_space(load(path), device=device, settings=settings,
                                             generated_dir=generated_dir))
-    profile, digest = key
+    # the default device's profile is package data (beastgen's source in the key covers it): it is
+    # read (TOML) only for a build
+    profile = device if isinstance(device, DeviceProfile) or device is None else load_profile(device)
+    device_key = DEFAULT_DEVICE if profile is None else profile.key
+    built_in = profile is None or (not isinstance(device, DeviceProfile) and profile.source == "built-in")
+    fingerprint = ["built-in", device_key] if built_in else profile.fingerprint()
     directory = generated_directory(generated_dir)
-    record_path = os.path.join(directory, f"{file_name_part(_space_name(shown))}__"
-                                          f"{file_name_part(profile.key)}__{digest[:16]}{RECORD_SUFFIX}")
+    stem = f"{file_name_part(_space_name(shown))}__{file_name_part(device_key)}__"
 
     def build() -> CompiledPlan:
         from .loading import load
-        return deeply(lambda: compile_space(load(path), device=profile, settings=settings,
-                                            generated_dir=generated_dir))
+        return deeply(lambda: compile_space(load(path), device=profile or load_profile(None),
+                                            settings=settings, generated_dir=generated_dir))
+
+    def key() -> tuple[str, str]:
+        digest = _cache_key(shown, source, fingerprint, settings)
+        return os.path.join(directory, f"{stem}{digest[:16]}{RECORD_SUFFIX}"), digest
 
     check_generated_directory(directory)
     # a default-device T1 count's short way (beastgen.warm_count) finds the record by this index
     index = index_path(directory, shown) if device is None and shown.endswith(".json") else None
+    if not _records_begin_with(directory, stem):
+        return RecordingPlan(build(), key, index)
+    record_path, digest = key()
     cached = _read_record(record_path, digest, directory, build)
     if cached is not None:
         _write_index(index, digest, record_path)
         return cached
-    return RecordingPlan(build(), record_path, digest, index)
+    return RecordingPlan(build(), lambda: (record_path, digest), index)
 
 
 class RecordingPlan(CompiledPlan):
     """A freshly built plan that records itself in the plan cache once its module is written (so
-    that nothing lands in the generated directory before the command's own checks pass)."""
+    that nothing lands in the generated directory before the command's own checks pass).
+    ``key()`` is the record's path and key, asked once, when first needed."""
 
-    def __init__(self, built: CompiledPlan, record_path: str, digest: str, index: str | None = None):
+    def __init__(self, built: CompiledPlan, key, index: str | None = None):
         self.__dict__.update(built.__dict__)
-        self._record_path, self._digest, self._index = record_path, digest, index
+        self._key, self._keyed, self._index = key, None, index
         self._written = False
+
+    def record_key(self) -> tuple[str, str]:
+        """The record's path and key (the sha256 of what the plan depends on), worked out once."""
+        if self._keyed is None:
+            self._keyed = self._key()
+        return self._keyed
+
+    def _while_compiling(self) -> None:
+        """Also the record's key (beastgen's source and the space's local imports hashed)."""
+        super()._while_compiling()
+        self.record_key()
 
     def write(self) -> str | None:
         path = super().write()
@@ -96,8 +121,9 @@ class RecordingPlan(CompiledPlan):
             self._record(self._native, self._native_all)
 
     def _record(self, nest, every=None) -> None:
-        _write_record(self._record_path, self._digest, self, nest, every)
-        _write_index(self._index, self._digest, self._record_path)
+        record_path, digest = self.record_key()
+        _write_record(record_path, digest, self, nest, every)
+        _write_index(self._index, digest, record_path)
 
     @property
     def module_sha256(self) -> str | None:
@@ -204,25 +230,38 @@ class CachedPlan(CompiledPlan):
         return native.recorded_library(os.path.dirname(self.path), known)
 
 
-def _cache_key(shown: str, device, settings: dict) -> tuple[DeviceProfile, str] | None:
-    """The device profile and the sha256 of everything the compiled plan depends on; None when the
-    space file cannot be read (the normal build reports why)."""
+def _read_bytes(path: str) -> bytes | None:
+    """The content of the file at ``path``; None when it cannot be read."""
     try:
-        with open(shown, "rb") as f:
-            source = f.read()
+        with open(path, "rb") as f:
+            return f.read()
     except OSError:
         return None
-    profile = device if isinstance(device, DeviceProfile) else load_profile(device)
+
+
+def _records_begin_with(directory: str, stem: str) -> bool:
+    """Whether ``directory`` holds a plan record whose name begins with ``stem``."""
+    try:
+        with os.scandir(directory) as entries:
+            return any(e.name.startswith(stem) and e.name.endswith(RECORD_SUFFIX) for e in entries)
+    except OSError:
+        return False
+
+
+def _cache_key(shown: str, source: bytes, device, settings: dict) -> str:
+    """The sha256 of everything the compiled plan of the space file ``shown`` (its content:
+    ``source``) depends on, on the device of that fingerprint (a built-in profile's: its key, the
+    profile being package data, which beastgen's source covers)."""
     blob = json.dumps({
         "beastgen": [__version__, package_digest()],
         "path": shown,  # origins in the generated code name it
         "space": hashlib.sha256(source).hexdigest(),
         # a T1 file is data: it imports nothing
         "imports": {} if shown.endswith(".json") else _local_import_digests(source, shown),
-        "device": profile.fingerprint(),
+        "device": device,
         "settings": sorted((k, repr(v)) for k, v in settings.items()),
     }, sort_keys=True)
-    return profile, hashlib.sha256(blob.encode()).hexdigest()
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
@@ -230,21 +269,19 @@ def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
     modules found on ``sys.path`` outside the standard library, site-packages and beastgen (found
     without being executed; a local package counts with all its ``.py`` files)."""
     import importlib.machinery
-    import sysconfig
 
-    installed = {os.path.abspath(p) for key, p in sysconfig.get_paths().items()
-                 if key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    installed.add(PACKAGE_DIR)
+    installed = None  # sysconfig's paths: a few ms the first time, asked only for a module found
     digests: dict[str, str] = {}
     pending = [(source, path)]
     while pending:
         text, where = pending.pop()
-        for name in imported_module_names(text, where) - {"beastgen"}:
+        for name in _imported_names(text, where) - {"beastgen"}:
             spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
             origin = getattr(spec, "origin", None)
             if not origin or not os.path.isfile(origin):
                 continue
             origin = os.path.abspath(origin)
+            installed = installed or _installed_roots()
             if any(origin.startswith(root + os.sep) for root in installed):
                 continue
             files = [origin]
@@ -259,6 +296,28 @@ def _local_import_digests(source: bytes, path: str) -> dict[str, str]:
                 digests[file] = hashlib.sha256(content).hexdigest()
                 pending.append((content, file))
     return digests
+
+
+#: the lines importing beastgen alone that space files begin with
+_BEASTGEN_IMPORTS = frozenset({b"import beastgen", b"import beastgen as beast"})
+
+
+def _imported_names(source: bytes, path: str) -> set[str]:
+    """The top-level modules a file imports: ``{"beastgen"}`` at once when every line holding the
+    word ``import`` is a plain import of beastgen (every import statement holds it), else from the
+    file's syntax tree (:func:`~beastgen.compiler.model.imported_module_names`)."""
+    if all(line.strip() in _BEASTGEN_IMPORTS for line in source.splitlines() if b"import" in line):
+        return {"beastgen"}
+    return imported_module_names(source, path)
+
+
+def _installed_roots() -> set[str]:
+    """The standard library's, site-packages' and beastgen's folders: modules there are not local."""
+    import sysconfig
+
+    roots = {os.path.abspath(p) for key, p in sysconfig.get_paths().items()
+             if key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return roots | {PACKAGE_DIR}
 
 
 def _space_name(shown: str) -> str:

@@ -36,13 +36,13 @@ TARGET_FIELDS = {"space", "path", "device", "device_name", "device_source", "set
 
 @functools.cache
 def package_digest() -> str:
-    """sha256 over beastgen's own source: a changed compiler rebuilds, even at the same version
-    (read once a process)."""
+    """sha256 over beastgen's own source, the C target's headers included: a changed compiler
+    rebuilds, even at the same version (read once a process)."""
     digest = hashlib.sha256()
     for folder, dirs, files in os.walk(PACKAGE_DIR):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
-            if name.endswith((".py", ".toml")):
+            if name.endswith((".py", ".toml", ".h")):
                 with open(os.path.join(folder, name), "rb") as f:
                     digest.update(name.encode() + b"\0" + f.read())
     return digest.hexdigest()

@@ -231,3 +231,86 @@ def test_a_command_that_enumerates_compiles_one_library(tmp_path):
     cached = compile_cached(str(path), generated_dir=generated)
     cached.load_every_native_function()
     assert isinstance(cached, CachedPlan) and cached.native.path == plan.native.path
+
+
+def _fake_compiler(tmp_path, script: str) -> str:
+    """An executable standing in for the C compiler (``$CC``)."""
+    path = tmp_path / "fake-cc"
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_compile_that_fails_while_python_works_on_is_one_line_and_keeps_the_record(
+        write_space, tmp_path, monkeypatch, capsys):
+    """The C compiler runs beside the Python work that follows it (native.build_library's
+    ``while_compiling``); when it fails late, the count says so in one line, counts without it,
+    leaves no temporary file and keeps the plan record (the next run reads it)."""
+    import json
+
+    from beastgen.cli import main
+    monkeypatch.setenv("CC", _fake_compiler(tmp_path, "sleep 0.3\necho 'cc1: fatal error: no room' >&2\n"
+                                                      "exit 1\n"))
+    path = write_space("import beastgen as beast\nx = beast.range(1, 50)\nf = beast.filter(x % 7 == 0)\n")
+    generated = tmp_path / "gen"
+    assert main(["count", path, "--generated-dir", str(generated)]) == 0
+    out, err = capsys.readouterr()
+    assert "42 valid configurations" in out
+    assert [line for line in err.splitlines() if line.startswith("beastgen:")] == [
+        line for line in err.splitlines() if "the C compiler" in line and "no room" in line]
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert [p.name.endswith(".plan.json") for p in generated.iterdir() if p.is_file()] == [True]
+    (record,) = generated.glob("*.plan.json")
+    assert json.loads(record.read_text())["columns"] == ["x"]
+    cached = compile_cached(path, generated_dir=str(generated))
+    assert isinstance(cached, CachedPlan) and cached.count() == 42  # (the compiler is tried again)
+
+
+def test_work_beside_the_compiler_that_raises_stops_it(tmp_path):
+    """Ctrl-C (or an error) in the work done while the compiler runs stops the compiler at once
+    and removes its files."""
+    import time
+    compiler = _fake_compiler(tmp_path, "sleep 60\n")
+    folder = tmp_path / "gen"
+    folder.mkdir()
+    calls = []
+
+    def interrupted():
+        calls.append(sorted(p.name for p in folder.iterdir()))
+        raise KeyboardInterrupt
+    start = time.perf_counter()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CC", compiler)
+        with pytest.raises(KeyboardInterrupt):
+            native.build_library(str(folder), "s", "int64_t count(void);\n", "-O0", interrupted)
+    assert time.perf_counter() - start < 30
+    assert len(calls) == 1 and calls[0][0].endswith(".c")  # the source, written before it ran
+    assert not list(folder.iterdir())
+
+
+def test_work_beside_the_compiler_runs_while_it_compiles(tmp_path):
+    """``while_compiling`` runs once, before the library is in place; the library then loads."""
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    source = "#include <stdint.h>\nint64_t split_nodes(void) { return 7; }\n"
+    seen = []
+    built = native.build_library(str(tmp_path), "s", source, "-O0",
+                                 lambda: seen.append(sorted(p.suffix for p in tmp_path.iterdir())))
+    assert seen == [[".c"]]
+    assert native.load(*built, ("split_nodes",)).split_nodes() == 7
+    again = native.build_library(str(tmp_path), "s", source, "-O0", lambda: seen.append("again"))
+    assert again == built and seen == [[".c"]]  # a library already built: nothing compiles
+
+
+def test_an_error_beside_the_compiler_is_that_error_not_the_compiler_s(tmp_path, capsys):
+    """An OSError of the work beside the compiler (say a local import that vanished while its
+    digest was taken) comes out as itself: not reported as the compiler failing."""
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+
+    def vanished():
+        raise FileNotFoundError(2, "No such file or directory", "helper.py")
+    with pytest.raises(FileNotFoundError):
+        native.build_library(str(tmp_path), "s", "int x;\n", "-O0", vanished)
+    assert "C compiler" not in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -98,12 +98,13 @@ WARM_SPACES = {
 @pytest.mark.parametrize("name", sorted(WARM_SPACES))
 def test_a_warm_command_imports_no_sympy(tmp_path, name):
     """A second `beastgen count` on the same space (a .py space file or a T1 .json) imports neither
-    sympy, networkx nor the planner, nor (counting through the C target) Numba or NumPy."""
+    sympy, networkx nor the planner, nor (counting through the C target) Numba or NumPy, nor (on
+    the default device, whose profile the key covers as package data) the TOML parser."""
     space = tmp_path / name
     space.write_text(WARM_SPACES[name])
     probe = ("import sys\nfrom beastgen.cli import main\ncode = main(['count', sys.argv[1]])\n"
              "heavy = [m for m in ('sympy', 'networkx', 'beastgen.compiler.plan', "
-             "'beastgen.compiler.specialize', 'numba', 'numpy') if m in sys.modules]\nprint('HEAVY', heavy)\n")
+             "'beastgen.compiler.specialize', 'numba', 'numpy', 'tomllib') if m in sys.modules]\nprint('HEAVY', heavy)\n")
     env = dict(os.environ, PYTHONPATH=REPO, BEASTGEN_GENERATED_DIR=str(tmp_path / "gen"))
     runs = [subprocess.run([sys.executable, "-c", probe, str(space)], capture_output=True, text=True,
                            env=env, cwd=tmp_path, timeout=300) for _ in range(2)]
@@ -160,3 +161,43 @@ def test_a_count_in_c_writes_no_numba_module(tmp_path):
     with open(again.path, "a") as f:
         f.write("# edited\n")
     assert not isinstance(compile_cached(str(space), generated_dir=generated), CachedPlan)
+
+
+def test_a_cold_build_works_out_its_key_while_the_compiler_runs(space_with_helper, tmp_path,
+                                                                  monkeypatch):
+    """Where nothing is recorded for the space and device, the record's key (beastgen's source and
+    the space's local imports hashed) is worked out while the C compiler runs; where a record for
+    other settings is there, before the build (it may answer). Either way the next run reads it."""
+    from beastgen import plancache
+    from beastgen.compiler import native
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    path, _ = space_with_helper
+    generated = tmp_path / "gen"
+    compiling, real_key = [], plancache._cache_key
+
+    def key(*args):  # the compiler's source, named by this process, is there while it runs
+        compiling.append(any(f".{os.getpid()}.c" in p.name for p in generated.iterdir()))
+        return real_key(*args)
+    monkeypatch.setattr(plancache, "_cache_key", key)
+    cold = compile_cached(path, generated_dir=str(generated))
+    assert compiling == [] and cold.count() == 12 and compiling == [True]
+    other = compile_cached(path, generated_dir=str(generated), settings={"n": 7})
+    assert compiling == [True, False] and other.count() == 14
+    warm = compile_cached(path, generated_dir=str(generated))
+    assert isinstance(warm, CachedPlan) and warm.count() == 12
+
+
+def test_a_built_in_device_is_keyed_by_its_name_and_beastgen_s_source(space_with_helper, tmp_path):
+    """The default device and the same built-in device named on the command line share a record
+    (a built-in profile is package data, which beastgen's source in the key covers); another
+    built-in device, or a profile of the user's own with the same key, do not."""
+    from beastgen.devices import load_profile
+    path, _ = space_with_helper
+    generated = str(tmp_path / "gen")
+    assert not isinstance(_built(path, generated), CachedPlan)
+    assert isinstance(compile_cached(path, device="h100", generated_dir=generated), CachedPlan)
+    assert not isinstance(compile_cached(path, device="a100", generated_dir=generated), CachedPlan)
+    built_in = load_profile("h100")
+    own = type(built_in)(built_in.key, built_in.name, dict(built_in.properties, sm_count=1), "mine.toml")
+    assert not isinstance(compile_cached(path, device=own, generated_dir=generated), CachedPlan)

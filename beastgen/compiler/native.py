@@ -89,13 +89,15 @@ def recorded_digest(target: str) -> str | None:
     return recorded if library_digest(target) == recorded else None
 
 
-def build_library(directory: str, space_name: str, c_source: str,
-                  optimization: str = "-O2") -> tuple[str, str] | None:
+def build_library(directory: str, space_name: str, c_source: str, optimization: str = "-O2",
+                  while_compiling=None) -> tuple[str, str] | None:
     """The compiled library of ``c_source`` and its sha256: the one already there when its recorded
     sha256 matches, else compiled afresh (a file under that name that this user did not build, or
     that changed since, is replaced unread); None when there is no C compiler, or it fails (said on
     stderr: counting goes on with Numba). An OSError writing the source (a full disk, a read-only
-    directory) is raised: Numba could not write its module there either."""
+    directory) is raised: Numba could not write its module there either. ``while_compiling()`` is
+    called while the compiler runs (in another process, so on another core): work the caller needs
+    next; if it raises, the compiler is stopped and its files removed."""
     import subprocess  # here: a count whose library is built never starts the compiler
 
     target = library_path(directory, space_name, c_source, optimization)
@@ -115,23 +117,56 @@ def build_library(directory: str, space_name: str, c_source: str,
         _remove(tmp_source)
         raise
     try:
-        subprocess.run([compiler, optimization, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], check=True,
-                       capture_output=True, text=True)
+        _compile([compiler, optimization, *C_FLAGS, "-o", tmp, tmp_source, "-lm"], while_compiling)
         os.chmod(tmp, 0o755)
         digest = library_digest(tmp)
         _write_private(tmp_digest, digest + "\n")
         os.replace(tmp_source, stem + SOURCE_SUFFIX)
         os.replace(tmp, target)
         os.replace(tmp_digest, target + DIGEST_SUFFIX)
+    except WorkBesideFailed as e:  # not the compiler's failure: the caller's own error, as it was
+        raise e.error from None
     except (OSError, subprocess.CalledProcessError) as e:
-        detail = (getattr(e, "stderr", "") or getattr(e, "strerror", "") or str(e)).strip().splitlines()
-        print(f"beastgen: the C compiler ({compiler}) failed on {tmp_source}"
-              f"{': ' + detail[0] if detail else ''}; counting with Numba", file=sys.stderr)
+        detail = (getattr(e, "stderr", "") or getattr(e, "strerror", "") or "").strip().splitlines()
+        reason = detail[0] if detail else getattr(e, "returncode", None) and f"exit status {e.returncode}"
+        print(f"beastgen: the C compiler ({compiler}) failed on {tmp_source}: {reason or e}; "
+              "counting with Numba", file=sys.stderr)
         return None
     finally:  # an error or SIGTERM (see beastgen.interrupt) leaves no temporary file
         for path in (tmp_source, tmp, tmp_digest):
             _remove(path)
     return target, digest
+
+
+class WorkBesideFailed(Exception):
+    """An error of the work done while the compiler ran (``error``): not the compiler's."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _compile(command: list[str], while_compiling=None) -> None:
+    """Run the C compiler, ``while_compiling()`` meanwhile; CalledProcessError (its stderr) when it
+    fails. An exception in ``while_compiling`` (Ctrl-C too) stops the compiler before it goes on;
+    an error there comes as :class:`WorkBesideFailed`."""
+    import subprocess
+
+    compiling = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        try:
+            if while_compiling is not None:
+                while_compiling()
+        except Exception as error:  # noqa: BLE001 - handed on as it was, after the compiler stops
+            raise WorkBesideFailed(error) from None
+        output, errors = compiling.communicate()
+    except BaseException:
+        compiling.kill()
+        compiling.wait()
+        raise
+    if compiling.returncode != 0:
+        raise subprocess.CalledProcessError(compiling.returncode, command, output, errors)
 
 
 def _write_private(path: str, text: str) -> None:

@@ -1,5 +1,23 @@
+#if defined(__GNUC__)
+/* The few <math.h> and <stdint.h> names used, as the compiler's own builtins and types: the two
+   headers are most of what gcc parses here (about 5 ms of a cold count's 80 ms compile). */
+#define fmod __builtin_fmod
+#define copysign __builtin_copysign
+#define floor __builtin_floor
+#define ceil __builtin_ceil
+#define fabs __builtin_fabs
+#define pow __builtin_pow
+#define isfinite __builtin_isfinite
+#define isinf __builtin_isinf
+#define NAN __builtin_nan("")
+#define INFINITY __builtin_inf()
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT64_TYPE__ uint64_t;
+typedef __UINT32_TYPE__ uint32_t;
+#else
 #include <math.h>
 #include <stdint.h>
+#endif
 
 /* C's / and % on 64-bit integers, through the CPU's much faster 32-bit division when both fit
    (as LLVM does for Numba on x86). */

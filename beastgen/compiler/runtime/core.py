@@ -147,8 +147,14 @@ class PlanCore:
         def build():
             private_directory(directory)
             return native.build_library(directory, file_name_part(self.specialized.space.name),
-                                        source, self.c_optimization)
+                                        source, self.c_optimization, self._while_compiling)
         return self._writing(build)
+
+    def _while_compiling(self) -> None:
+        """What runs while the C compiler does (another process: on a second core, hidden): the
+        imports of the threads that a count of a nest that is not small runs on next."""
+        if not self.small:
+            import concurrent.futures  # noqa: F401 - with logging, some milliseconds
 
     def _every_native_function(self) -> NativeNest:
         """The library of every C function (``fill``, a chunk's ``count``...), built on first use:
