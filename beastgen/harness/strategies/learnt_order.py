@@ -38,8 +38,11 @@ proposals are the best by the sources' mean, and each source is a feature whose 
 an equal share of one and is then learnt from this run's measurements, so a source that disagrees
 with what is measured here loses its weight. A share of the model's proposals (``transfer_share``)
 follows the sources' consensus, each source trusted by its rank correlation with this run's
-measurements (:mod:`.prior_transfer`), and the local proposals look around more of the best
-measured (``prior_local_top``). Priors only order the search: they cut nothing.
+measurements (:mod:`.prior_transfer`), the forest learns the residual of a ridge regression of
+this run's log times on the sources' scores and adds it back (``prior_residual``,
+:mod:`.prior_residual`: it extrapolates "this parameter value is relatively better on this GPU" to
+configurations not measured yet, which rank transfer cannot), and the local proposals look around
+more of the best measured (``prior_local_top``). Priors only order the search: they cut nothing.
 
 The certificate at any moment: the true optimum is at least the smallest valid bound among the
 open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
