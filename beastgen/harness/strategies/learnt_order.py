@@ -38,8 +38,11 @@ proposals are the best by the sources' mean, and each source is a feature whose 
 an equal share of one and is then learnt from this run's measurements, so a source that disagrees
 with what is measured here loses its weight. A share of the model's proposals (``transfer_share``)
 follows the sources' consensus, each source trusted by its rank correlation with this run's
-measurements (:mod:`.prior_transfer`), and the local proposals look around more of the best
-measured (``prior_local_top``). Priors only order the search: they cut nothing.
+measurements (:mod:`.prior_transfer`), the forest learns the residual of a ridge regression of
+this run's log times on the sources' scores and adds it back (``prior_residual``,
+:mod:`.prior_residual`: it extrapolates "this parameter value is relatively better on this GPU" to
+configurations not measured yet, which rank transfer cannot), and the local proposals look around
+more of the best measured (``prior_local_top``). Priors only order the search: they cut nothing.
 
 The certificate at any moment: the true optimum is at least the smallest valid bound among the
 open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
@@ -57,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .extra_trees import ExtraTrees
+from .prior_residual import linear_part
 from .prior_transfer import Transfer
 
 
@@ -92,7 +96,7 @@ class Constants:
     #: of the regression (0: never)
     forest_share: float = 0.5
     #: the same with priors
-    prior_forest_share: float = 0.25
+    prior_forest_share: float = 0.5
     #: trees in the forest
     forest_trees: int = 16
     #: the forest proposes the smallest mean - ``forest_kappa`` x spread over its trees
@@ -118,6 +122,11 @@ class Constants:
     #: trust falls by e for every ``transfer_temperature`` of a source's rank correlation below
     #: the best source's
     transfer_temperature: float = 0.3
+    #: with priors, the forest learns the residual of a ridge regression on the sources' scores
+    #: (:mod:`.prior_residual`; 0: it learns the log times themselves, the sources as features)
+    prior_residual: int = 1
+    #: ridge penalty of the sources' weights in that regression
+    residual_ridge: float = 1.0
 
 
 DEFAULT = Constants()
@@ -361,14 +370,19 @@ class LearntOrder:
     def _refit_forest(self, best: float) -> None:
         """Grow the forest on every measurement and queue the open candidates not cut by
         ``best`` (at most ``forest_candidates`` of them) by mean minus ``forest_kappa`` spreads
-        of its trees' predictions (never below a valid bound)."""
+        of its trees' predictions (never below a valid bound). With priors (``prior_residual``)
+        the trees learn the residual of the sources' linear part (:mod:`.prior_residual`), which
+        is added back to their predictions."""
+        y = np.asarray(self.log_times)
+        base = linear_part(self.prior, np.asarray(self.measured), y, self.c.residual_ridge) \
+            if self.prior is not None and self.c.prior_residual else np.zeros(len(self.open))
         forest = ExtraTrees(self.c.forest_trees, rng=self.rng)
-        forest.fit(self.tree_x[self.measured], np.asarray(self.log_times))
+        forest.fit(self.tree_x[self.measured], y - base[self.measured])
         candidates = np.flatnonzero(self.open & (self.valid < best))
         if len(candidates) > self.c.forest_candidates:
             candidates = self.rng.choice(candidates, self.c.forest_candidates, replace=False)
         each = forest.predict_all(self.tree_x[candidates])
-        score = each.mean(axis=0) - self.c.forest_kappa * each.std(axis=0)
+        score = base[candidates] + each.mean(axis=0) - self.c.forest_kappa * each.std(axis=0)
         with np.errstate(divide="ignore"):
             score = np.maximum(score, np.log(self.valid[candidates]))
         self.forest_queue = candidates[np.argsort(score, kind="stable")]
