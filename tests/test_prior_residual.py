@@ -63,7 +63,8 @@ def _space(seed):
 @settings(max_examples=20, deadline=None)
 def test_the_residual_forest_alone_proves_the_exhaustive_best(seed, kind):
     """Every model proposal from the residual forest (no local ones, no transfer), whatever the
-    priors say: the search proves the exhaustive best and never proposes a configuration twice."""
+    priors say: the search proves the best of every configuration with a valid bound and never
+    proposes a configuration twice."""
     codes, bounds, terms, times = _space(seed % 1000)
     rng = np.random.default_rng(seed)
     logs = np.log(times)
@@ -79,4 +80,6 @@ def test_the_residual_forest_alone_proves_the_exhaustive_best(seed, kind):
         if times[i] < bounds[i]:
             order.violate(terms[i])
         best = min(best, times[i])
-    assert best == times.min() and len(set(seen)) == len(seen)
+    # a configuration whose bound is wrong (above its time) may be cut before a measurement shows
+    # the term violated: the proof covers every configuration whose bound is valid
+    assert best <= times[bounds <= times].min() and len(set(seen)) == len(seen)
