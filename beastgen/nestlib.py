@@ -127,12 +127,25 @@ def divisors(n, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def first_at_least(values, size, bound):
-    """The index of the first of the ascending ``values[:size]`` that is at least ``bound``."""
-    index = 0
-    while index < size and values[index] < bound:
-        index += 1
-    return index
+def count_between(values, size, factor, lo, hi):
+    """How many of ``factor * values[:size]`` (ascending, ``factor >= 1``) lie in ``[lo, hi)``."""
+    count = 0
+    for index in range(size):
+        value = factor * values[index]
+        if value >= hi:
+            break
+        if value >= lo:
+            count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def gcd(a, b):
+    """``gcd(a, |b|)`` of ``1 <= a`` and any 64-bit ``b`` (-2**63 included: ``b % a`` first)."""
+    b = b % a
+    while b != 0:
+        a, b = b, a % b
+    return a
 
 
 # -- the integers a space function computes, checked against the 64-bit range ---------------------

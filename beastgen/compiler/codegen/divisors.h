@@ -14,3 +14,16 @@ static int64_t bg_divisors(int64_t n, int64_t *out) {
     while (big > 0) out[small++] = large[--big];
     return small;
 }
+/* gcd(a, |b|) of 1 <= a and any 64-bit b (INT64_MIN included), by Stein's binary algorithm: no division. */
+static int64_t bg_gcd(int64_t a, int64_t b) {
+    uint64_t u = (uint64_t)a, v = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+    if (v == 0) return a;
+    int shift = __builtin_ctzll(u | v);
+    u >>= __builtin_ctzll(u);
+    do {
+        v >>= __builtin_ctzll(v);
+        if (u > v) { uint64_t t = v; v = u; u = t; }
+        v -= u;
+    } while (v != 0);
+    return (int64_t)(u << shift);
+}
