@@ -242,7 +242,7 @@ class CNest(NestWalker):
                 self.emit(f"if (bg_mod_nz({part}, {part}__c) != 0) {none} = 1;")
                 self.emit(f"else {part} /= {part}__c;  // c >= 1 proven: no overflow")
             self.emit(f"{target} = bg_gcd({target}, {part});")
-        self.emit(f"{var}__mul = {num} / {whole};  // the solution divides {whole}: {name} is a multiple of this")
+        self.emit(f"{var}__mul = {num} / {whole};  // the solution divides __whole: {name} is a multiple of this")
         self.emit(f"{top} = !{none} && {top} % {var}__mul == 0 ? {top} / {var}__mul : 0;")
 
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
