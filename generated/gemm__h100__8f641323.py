@@ -169,7 +169,7 @@ def count(_lo, _hi):
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
-                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__list, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, blk_m_a__div, 0
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
@@ -196,10 +196,10 @@ def count(_lo, _hi):
                                 if blk_m_a__top != blk_m_a__top_of:
                                     blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
                                     blk_m_a__top_of = blk_m_a__top
-                                blk_m_a__list, blk_m_a__size = blk_m_a__top_div, blk_m_a__top_ndiv
+                                blk_m_a__size = blk_m_a__top_ndiv
                             blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__mul * blk_m_a__list[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
                                 if blk_m_a < blk_m_a__first:
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
@@ -226,7 +226,7 @@ def count(_lo, _hi):
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
-                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__list, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, blk_m_b__div, 0
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
@@ -253,10 +253,10 @@ def count(_lo, _hi):
                                     if blk_m_b__top != blk_m_b__top_of:
                                         blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
                                         blk_m_b__top_of = blk_m_b__top
-                                    blk_m_b__list, blk_m_b__size = blk_m_b__top_div, blk_m_b__top_ndiv
+                                    blk_m_b__size = blk_m_b__top_ndiv
                                 blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__mul * blk_m_b__list[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
                                     if blk_m_b < blk_m_b__first:
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
@@ -423,7 +423,7 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
-                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__list, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, blk_m_a__div, 0
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
@@ -434,7 +434,8 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 else:
                                     blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
                                     blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
-                                _rejections[40] += max((blk_m_a__hi - blk_m_a__lo), 0) - count_between(blk_m_a__div, blk_m_a__ndiv, 1, blk_m_a__first, blk_m_a__last)  # skipped by the divisor loop: rejected
+                                blk_m_a__inside = count_between(blk_m_a__div, blk_m_a__ndiv, 1, blk_m_a__first, blk_m_a__last)  # divisors whose solution lies in its range
+                                _rejections[40] += max((blk_m_a__hi - blk_m_a__lo), 0) - blk_m_a__inside  # skipped by the divisor loop: rejected
                                 # filter a_incongruent rejects unless blk_m_a divides gcd(n, X // c) for each X % (blk_m_a * c) != 0 it tests, and n // blk_m_a (= blk_n_a) divides gcd(n, Y // c) for each Y % (blk_n_a * c) != 0
                                 blk_m_a__top, blk_m_a__whole, blk_m_a__none = blk_m_a__num, blk_m_a__num, False
                                 blk_m_a__x0 = blk_m
@@ -451,11 +452,11 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 if blk_m_a__top != blk_m_a__top_of:
                                     blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
                                     blk_m_a__top_of = blk_m_a__top
-                                blk_m_a__list, blk_m_a__size = blk_m_a__top_div, blk_m_a__top_ndiv
-                                _rejections[41] += count_between(blk_m_a__div, blk_m_a__ndiv, 1, blk_m_a__first, blk_m_a__last) - count_between(blk_m_a__list, blk_m_a__size, blk_m_a__mul, blk_m_a__first, blk_m_a__last)  # skipped by the divisor loop: rejected
+                                blk_m_a__size = blk_m_a__top_ndiv
+                                _rejections[41] += blk_m_a__inside - count_between(blk_m_a__top_div, blk_m_a__size, blk_m_a__mul, blk_m_a__first, blk_m_a__last)  # skipped by the divisor loop: rejected
                             blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__mul * blk_m_a__list[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
                                 if blk_m_a < blk_m_a__first:
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
@@ -487,7 +488,7 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
-                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__list, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, blk_m_b__div, 0
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
@@ -498,7 +499,8 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     else:
                                         blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
                                         blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
-                                    _rejections[44] += max((blk_m_b__hi - blk_m_b__lo), 0) - count_between(blk_m_b__div, blk_m_b__ndiv, 1, blk_m_b__first, blk_m_b__last)  # skipped by the divisor loop: rejected
+                                    blk_m_b__inside = count_between(blk_m_b__div, blk_m_b__ndiv, 1, blk_m_b__first, blk_m_b__last)  # divisors whose solution lies in its range
+                                    _rejections[44] += max((blk_m_b__hi - blk_m_b__lo), 0) - blk_m_b__inside  # skipped by the divisor loop: rejected
                                     # filter b_incongruent rejects unless blk_m_b divides gcd(n, X // c) for each X % (blk_m_b * c) != 0 it tests, and n // blk_m_b (= blk_n_b) divides gcd(n, Y // c) for each Y % (blk_n_b * c) != 0
                                     blk_m_b__top, blk_m_b__whole, blk_m_b__none = blk_m_b__num, blk_m_b__num, False
                                     blk_m_b__x0 = blk_k
@@ -515,11 +517,11 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     if blk_m_b__top != blk_m_b__top_of:
                                         blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
                                         blk_m_b__top_of = blk_m_b__top
-                                    blk_m_b__list, blk_m_b__size = blk_m_b__top_div, blk_m_b__top_ndiv
-                                    _rejections[45] += count_between(blk_m_b__div, blk_m_b__ndiv, 1, blk_m_b__first, blk_m_b__last) - count_between(blk_m_b__list, blk_m_b__size, blk_m_b__mul, blk_m_b__first, blk_m_b__last)  # skipped by the divisor loop: rejected
+                                    blk_m_b__size = blk_m_b__top_ndiv
+                                    _rejections[45] += blk_m_b__inside - count_between(blk_m_b__top_div, blk_m_b__size, blk_m_b__mul, blk_m_b__first, blk_m_b__last)  # skipped by the divisor loop: rejected
                                 blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__mul * blk_m_b__list[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
                                     if blk_m_b < blk_m_b__first:
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
@@ -658,7 +660,7 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
-                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__list, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, blk_m_a__div, 0
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
@@ -685,10 +687,10 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 if blk_m_a__top != blk_m_a__top_of:
                                     blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
                                     blk_m_a__top_of = blk_m_a__top
-                                blk_m_a__list, blk_m_a__size = blk_m_a__top_div, blk_m_a__top_ndiv
+                                blk_m_a__size = blk_m_a__top_ndiv
                             blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__mul * blk_m_a__list[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
                                 if blk_m_a < blk_m_a__first:
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
@@ -715,7 +717,7 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
-                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__list, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, blk_m_b__div, 0
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
@@ -742,10 +744,10 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                     if blk_m_b__top != blk_m_b__top_of:
                                         blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
                                         blk_m_b__top_of = blk_m_b__top
-                                    blk_m_b__list, blk_m_b__size = blk_m_b__top_div, blk_m_b__top_ndiv
+                                    blk_m_b__size = blk_m_b__top_ndiv
                                 blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__mul * blk_m_b__list[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
                                     if blk_m_b < blk_m_b__first:
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
@@ -1166,7 +1168,7 @@ def count_pruned(_threshold):
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
-                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__list, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, blk_m_a__div, 0
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
@@ -1193,10 +1195,10 @@ def count_pruned(_threshold):
                                 if blk_m_a__top != blk_m_a__top_of:
                                     blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
                                     blk_m_a__top_of = blk_m_a__top
-                                blk_m_a__list, blk_m_a__size = blk_m_a__top_div, blk_m_a__top_ndiv
+                                blk_m_a__size = blk_m_a__top_ndiv
                             blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__mul * blk_m_a__list[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
                                 if blk_m_a < blk_m_a__first:
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
@@ -1223,7 +1225,7 @@ def count_pruned(_threshold):
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
-                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__list, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, blk_m_b__div, 0
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
@@ -1250,10 +1252,10 @@ def count_pruned(_threshold):
                                     if blk_m_b__top != blk_m_b__top_of:
                                         blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
                                         blk_m_b__top_of = blk_m_b__top
-                                    blk_m_b__list, blk_m_b__size = blk_m_b__top_div, blk_m_b__top_ndiv
+                                    blk_m_b__size = blk_m_b__top_ndiv
                                 blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__mul * blk_m_b__list[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
                                     if blk_m_b < blk_m_b__first:
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
@@ -1586,7 +1588,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
-                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__list, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, blk_m_a__div, 0
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
@@ -1613,10 +1615,10 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 if blk_m_a__top != blk_m_a__top_of:
                                     blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
                                     blk_m_a__top_of = blk_m_a__top
-                                blk_m_a__list, blk_m_a__size = blk_m_a__top_div, blk_m_a__top_ndiv
+                                blk_m_a__size = blk_m_a__top_ndiv
                             blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__mul * blk_m_a__list[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
                                 if blk_m_a < blk_m_a__first:
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
@@ -1643,7 +1645,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
-                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__list, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, blk_m_b__div, 0
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
@@ -1670,10 +1672,10 @@ def rank(_threshold, _bounds, _terms, _rows):
                                     if blk_m_b__top != blk_m_b__top_of:
                                         blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
                                         blk_m_b__top_of = blk_m_b__top
-                                    blk_m_b__list, blk_m_b__size = blk_m_b__top_div, blk_m_b__top_ndiv
+                                    blk_m_b__size = blk_m_b__top_ndiv
                                 blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__mul * blk_m_b__list[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
                                     if blk_m_b < blk_m_b__first:
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors

@@ -131,7 +131,7 @@ def divisor_narrowing(plan: Plan, index: int, symbolic: SymbolicContext) -> Narr
     items = plan.specialized.items
 
     def outer(expr: L.Expr) -> bool:
-        return (infer_type(expr, items) in ("int", "bool")
+        return (infer_type(expr, items) == "int"
                 and not {n.target for n in L.walk(expr) if isinstance(n, L.Ref)} & inner)
 
     def positive(expr: L.Expr) -> bool:

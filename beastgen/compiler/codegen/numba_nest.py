@@ -333,7 +333,8 @@ class NumbaNest(NestWalker):
         cheaper = "" if narrowing.filter else (f" and ({v}__num == {v}__of or {span} >= 1024 or "
                                                f"{v}__num < {span} * {span})")
         self.emit(f"{v}__by_divisors = {v}__lo >= 1 and 1 <= {v}__num <= DIVISORS_LIMIT{cheaper}")
-        self.emit(f"{v}__first, {v}__last, {v}__mul, {v}__list, {v}__size = {v}__lo, {v}__hi, 1, {v}__div, 0")
+        listed = f"{v}__top_div" if narrowing.filter else f"{v}__div"  # the values visited, over __mul
+        self.emit(f"{v}__first, {v}__last, {v}__mul, {v}__size = {v}__lo, {v}__hi, 1, 0")
         self.emit(f"if {v}__by_divisors:")
         self.depth += 1
         self.emit(f"if {v}__num != {v}__of:")
@@ -348,10 +349,13 @@ class NumbaNest(NestWalker):
             self.emit(f"    {v}__first = max({v}__lo, {v}__num // {partner}__phi + 1)")
             self.emit(f"    {v}__last = min({v}__hi, {v}__num // {partner}__plo + 1)")
         inside = f"count_between({v}__div, {v}__ndiv, 1, {v}__first, {v}__last)"
+        if self.COUNTS_SKIPPED and narrowing.filter:
+            self.emit(f"{v}__inside = {inside}  # divisors whose solution lies in its range")
+            inside = f"{v}__inside"
         self.skipped(solution.filter, f"max({span}, 0) - {inside}")
         if narrowing.filter:
             self.divisibility(level, index, narrowing)
-            self.skipped(narrowing.filter, f"{inside} - count_between({v}__list, {v}__size, {v}__mul, "
+            self.skipped(narrowing.filter, f"{inside} - count_between({listed}, {v}__size, {v}__mul, "
                                            f"{v}__first, {v}__last)")
         self.depth -= 1
         self.emit(f"{v}__k, {v}__end = (0, {v}__size if {v}__first < {v}__last else 0) if {v}__by_divisors "
@@ -359,7 +363,7 @@ class NumbaNest(NestWalker):
         self.emit(f"for {v}__i in range({v}__k, {v}__end):")
         self.depth += 1
         self.loops += 1
-        self.emit(f"{v} = {v}__mul * {v}__list[{v}__i] if {v}__by_divisors else {v}__i")
+        self.emit(f"{v} = {v}__mul * {listed}[{v}__i] if {v}__by_divisors else {v}__i")
         self.emit(f"if {v} < {v}__first:")
         self.emit("    continue")
         self.emit(f"if {v} >= {v}__last:  # past the range: so are the larger divisors")
@@ -377,7 +381,7 @@ class NumbaNest(NestWalker):
         self.emit(f"{level.iterator.name}__positive = {level.iterator.name}__num > 0")
 
     def divisibility(self, level, index: int, narrowing) -> None:
-        """``__list[:__size]`` times ``__mul``: the values that pass the filter's divisibility tests,
+        """``__top_div[:__size]`` times ``__mul``: the values that pass the filter's divisibility tests,
         the multiples of ``__mul`` dividing the numerator and ``__top * __mul`` (none: ``__size`` 0)."""
         v = level.iterator.name
         solved = self.plan.levels[index + 1].iterator.name
@@ -401,11 +405,14 @@ class NumbaNest(NestWalker):
         self.emit(f"if {v}__top != {v}__top_of:")
         self.emit(f"    {v}__top_ndiv = divisors({v}__top, {v}__top_div)")
         self.emit(f"    {v}__top_of = {v}__top")
-        self.emit(f"{v}__list, {v}__size = {v}__top_div, {v}__top_ndiv")
+        self.emit(f"{v}__size = {v}__top_ndiv")
 
     def leaving(self, item: Item, iterator: str) -> None:
         """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
         statistics count the values it leaves)."""
+
+    #: whether :meth:`skipped` counts the values a divisor loop skips (the statistics)
+    COUNTS_SKIPPED = False
 
     def skipped(self, item: Item, count: str) -> None:
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
