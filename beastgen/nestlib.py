@@ -109,16 +109,17 @@ def divisors(n, out):
     """The positive divisors of ``0 <= n <= DIVISORS_LIMIT``, ascending, into ``out``; how many
     (none of 0): those up to its square root, then their partners ``n // d`` (no allocation)."""
     small = 0
-    d = 1
-    while d * d <= n:
-        if n % d == 0:
+    u = numba.uint64(n)  # unsigned: no sign fix-ups in % and //
+    d = numba.uint64(1)
+    while d * d <= u:
+        if u % d == 0:
             out[small] = d
             small += 1
-        d += 1
+        d += numba.uint64(1)
     size = small
     for index in range(small - 1, -1, -1):
-        partner = n // out[index]
-        if partner != out[index]:
+        partner = u // numba.uint64(out[index])
+        if partner != numba.uint64(out[index]):
             out[size] = partner
             size += 1
     return size
