@@ -135,7 +135,7 @@ def divisor_spaces(draw):
     else:
         lines += [f"y = {y_domain}"]
     lines += [f"shape = beast.filter(x * y{offset} != n)"]
-    extra = draw(st.sampled_from(["", "odd = beast.filter(x % 3 == 1)",
+    extra = draw(st.sampled_from(["", "", "", "odd = beast.filter(x % 3 == 1)",
                                   "r = 12 // (x - 2)\nfar = beast.filter(r + y > 30)",
                                   "big = beast.filter(3 * x > n + 20)",  # ends x's loop
                                   "q = n // (x + 1)\nbig = beast.filter(3 * x > q + 20)"]))
