@@ -106,33 +106,46 @@ DIVISORS_MAX = 256
 
 @numba.njit(cache=True, nogil=True)
 def divisors(n, out):
-    """The positive divisors of ``1 <= n <= DIVISORS_LIMIT``, ascending, into ``out``; how many."""
+    """The positive divisors of ``0 <= n <= DIVISORS_LIMIT``, ascending, into ``out``; how many
+    (none of 0): those up to its square root, then their partners ``n // d`` (no allocation)."""
     small = 0
-    large = np.empty(DIVISORS_MAX, np.int64)
-    big = 0
-    d = 1
-    while d * d <= n:
-        if n % d == 0:
+    u = numba.uint64(n)  # unsigned: no sign fix-ups in % and //
+    d = numba.uint64(1)
+    while d * d <= u:
+        if u % d == 0:
             out[small] = d
             small += 1
-            if d * d != n:
-                large[big] = n // d
-                big += 1
-        d += 1
-    while big > 0:
-        big -= 1
-        out[small] = large[big]
-        small += 1
-    return small
+        d += numba.uint64(1)
+    size = small
+    for index in range(small - 1, -1, -1):
+        partner = u // numba.uint64(out[index])
+        if partner != numba.uint64(out[index]):
+            out[size] = partner
+            size += 1
+    return size
 
 
 @numba.njit(cache=True, nogil=True)
-def first_at_least(values, size, bound):
-    """The index of the first of the ascending ``values[:size]`` that is at least ``bound``."""
-    index = 0
-    while index < size and values[index] < bound:
-        index += 1
-    return index
+def count_between(values, size, factor, lo, hi):
+    """How many of ``factor * values[:size]`` (ascending, ``factor >= 1``) lie in ``[lo, hi)``."""
+    count = 0
+    for index in range(size):
+        value = factor * values[index]
+        if value >= hi:
+            break
+        if value >= lo:
+            count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def gcd(a, b):
+    """``gcd(a, |b|)`` of ``1 <= a`` and any 64-bit ``b`` (-2**63 included), in unsigned 64 bits."""
+    u = numba.uint64(a)
+    v = numba.uint64(0) - numba.uint64(b) if b < 0 else numba.uint64(b)
+    while v != 0:
+        u, v = v, u % v
+    return numba.int64(u)
 
 
 # -- the integers a space function computes, checked against the 64-bit range ---------------------

@@ -1,7 +1,7 @@
-"""Divisor loops (``nest.divides_next``): loop iterations and warm in-process count times of this
-checkout against another one (``--baseline``, e.g. the main checkout), in one run: one worker
-process per checkout, each holding the space compiled, asked in turn (alternating, so a change of
-load hits both alike).
+"""Divisor loops (``nest.divides_next``, narrowed by ``nest.divisor_narrowing``): loop iterations
+and warm in-process count times of this checkout against another one (``--baseline``, e.g. the
+main checkout), in one run: one worker process per checkout, each holding the space compiled,
+asked in turn (alternating, so a change of load hits both alike).
 
     PYTHONPATH=. python benchmarks/bench_divisor_loops.py --baseline /work/main
                       [--spaces spaces/gemm.py ...] [--device h100] [--repeats 9]

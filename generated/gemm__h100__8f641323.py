@@ -18,7 +18,7 @@ import math
 import numba
 import numpy as np
 
-from beastgen.nestlib import float_power, heap_offer, DIVISORS_LIMIT, DIVISORS_MAX, divisors, first_at_least
+from beastgen.nestlib import float_power, heap_offer, DIVISORS_LIMIT, DIVISORS_MAX, count_between, divisors, gcd
 
 # -- constants: settings, device properties and constant derived values --
 precision = 's'  # setting
@@ -63,10 +63,16 @@ BOUND_TERMS = ('compute_time', 'fma_time', 'issue_time', 'lsu_time', 'wave_time'
 @numba.njit(cache=True, error_model='python', nogil=True)
 def count(_lo, _hi):
     """Number of valid configurations below split nodes _lo <= node < _hi."""
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
+    blk_m_b__top_ndiv = 0
+    blk_m_b__top_of = 0
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__ndiv = 0
     blk_m_b__of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
+    blk_m_a__top_ndiv = 0
+    blk_m_a__top_of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__ndiv = 0
     blk_m_a__of = 0
     _n = 0
@@ -156,21 +162,47 @@ def count(_lo, _hi):
                             blk_m_a__lo = 1
                             blk_m_a__hi = blk_m // type_len + 1
                             blk_m_a__num = numba.int64(threads)
+                            # filter a_shape also rejects a solution outside blk_n_a's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_a <= num // __plo pass
+                            blk_n_a__plo = 1
+                            blk_n_a__phi = blk_k + 1
+                            blk_m_a__positive = blk_m_a__num > 0
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
-                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
                                     blk_m_a__of = blk_m_a__num
-                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
-                            else:
-                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                                blk_m_a__size = blk_m_a__ndiv
+                                if not blk_m_a__positive or blk_n_a__phi < 1:
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                else:
+                                    blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
+                                    blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
+                                # filter a_incongruent rejects unless blk_m_a divides gcd(n, X // c) for each X % (blk_m_a * c) != 0 it tests, and n // blk_m_a (= blk_n_a) divides gcd(n, Y // c) for each Y % (blk_n_a * c) != 0
+                                blk_m_a__top, blk_m_a__whole, blk_m_a__none = blk_m_a__num, blk_m_a__num, False
+                                blk_m_a__x0 = blk_m
+                                blk_m_a__x0__c = type_len
+                                if blk_m_a__x0 % blk_m_a__x0__c != 0:
+                                    blk_m_a__none = True
+                                else:
+                                    blk_m_a__x0 //= blk_m_a__x0__c  # c >= 1 proven: no overflow
+                                blk_m_a__top = gcd(blk_m_a__top, blk_m_a__x0)
+                                blk_m_a__x1 = blk_k
+                                blk_m_a__whole = gcd(blk_m_a__whole, blk_m_a__x1)
+                                blk_m_a__mul = blk_m_a__num // blk_m_a__whole  # the solution divides __whole: blk_m_a is a multiple of this
+                                blk_m_a__top = blk_m_a__top // blk_m_a__mul if not blk_m_a__none and blk_m_a__top % blk_m_a__mul == 0 else 0
+                                if blk_m_a__top != blk_m_a__top_of:
+                                    blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
+                                    blk_m_a__top_of = blk_m_a__top
+                                blk_m_a__size = blk_m_a__top_ndiv
+                            blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
-                                if blk_m_a < blk_m_a__lo:
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__first:
                                     continue
-                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -187,21 +219,47 @@ def count(_lo, _hi):
                                 blk_m_b__lo = 1
                                 blk_m_b__hi = blk_k // type_len + 1
                                 blk_m_b__num = numba.int64(threads)
+                                # filter b_shape also rejects a solution outside blk_n_b's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_b <= num // __plo pass
+                                blk_n_b__plo = 1
+                                blk_n_b__phi = blk_n + 1
+                                blk_m_b__positive = blk_m_b__num > 0
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
-                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
                                         blk_m_b__of = blk_m_b__num
-                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
-                                else:
-                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                    blk_m_b__size = blk_m_b__ndiv
+                                    if not blk_m_b__positive or blk_n_b__phi < 1:
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                    else:
+                                        blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
+                                        blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
+                                    # filter b_incongruent rejects unless blk_m_b divides gcd(n, X // c) for each X % (blk_m_b * c) != 0 it tests, and n // blk_m_b (= blk_n_b) divides gcd(n, Y // c) for each Y % (blk_n_b * c) != 0
+                                    blk_m_b__top, blk_m_b__whole, blk_m_b__none = blk_m_b__num, blk_m_b__num, False
+                                    blk_m_b__x0 = blk_k
+                                    blk_m_b__x0__c = type_len
+                                    if blk_m_b__x0 % blk_m_b__x0__c != 0:
+                                        blk_m_b__none = True
+                                    else:
+                                        blk_m_b__x0 //= blk_m_b__x0__c  # c >= 1 proven: no overflow
+                                    blk_m_b__top = gcd(blk_m_b__top, blk_m_b__x0)
+                                    blk_m_b__x1 = blk_n
+                                    blk_m_b__whole = gcd(blk_m_b__whole, blk_m_b__x1)
+                                    blk_m_b__mul = blk_m_b__num // blk_m_b__whole  # the solution divides __whole: blk_m_b is a multiple of this
+                                    blk_m_b__top = blk_m_b__top // blk_m_b__mul if not blk_m_b__none and blk_m_b__top % blk_m_b__mul == 0 else 0
+                                    if blk_m_b__top != blk_m_b__top_of:
+                                        blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
+                                        blk_m_b__top_of = blk_m_b__top
+                                    blk_m_b__size = blk_m_b__top_ndiv
+                                blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
-                                    if blk_m_b < blk_m_b__lo:
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__first:
                                         continue
-                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                    if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -247,10 +305,16 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
     or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
     SPLIT_LEVEL are walked whole whatever the chunk."""
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
+    blk_m_b__top_ndiv = 0
+    blk_m_b__top_of = 0
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__ndiv = 0
     blk_m_b__of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
+    blk_m_a__top_ndiv = 0
+    blk_m_a__top_of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__ndiv = 0
     blk_m_a__of = 0
     _n = 0
@@ -352,22 +416,50 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             blk_m_a__lo = 1
                             blk_m_a__hi = blk_m // type_len + 1
                             blk_m_a__num = numba.int64(threads)
+                            # filter a_shape also rejects a solution outside blk_n_a's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_a <= num // __plo pass
+                            blk_n_a__plo = 1
+                            blk_n_a__phi = blk_k + 1
+                            blk_m_a__positive = blk_m_a__num > 0
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
-                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
                                     blk_m_a__of = blk_m_a__num
-                                _rejections[40] += max((blk_m_a__hi - blk_m_a__lo), 0) - (first_at_least(blk_m_a__div, blk_m_a__ndiv, blk_m_a__hi) - first_at_least(blk_m_a__div, blk_m_a__ndiv, blk_m_a__lo))  # skipped by the divisor loop: rejected
-                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
-                            else:
-                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                                blk_m_a__size = blk_m_a__ndiv
+                                if not blk_m_a__positive or blk_n_a__phi < 1:
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                else:
+                                    blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
+                                    blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
+                                blk_m_a__inside = count_between(blk_m_a__div, blk_m_a__ndiv, 1, blk_m_a__first, blk_m_a__last)  # divisors whose solution lies in its range
+                                _rejections[40] += max((blk_m_a__hi - blk_m_a__lo), 0) - blk_m_a__inside  # skipped by the divisor loop: rejected
+                                # filter a_incongruent rejects unless blk_m_a divides gcd(n, X // c) for each X % (blk_m_a * c) != 0 it tests, and n // blk_m_a (= blk_n_a) divides gcd(n, Y // c) for each Y % (blk_n_a * c) != 0
+                                blk_m_a__top, blk_m_a__whole, blk_m_a__none = blk_m_a__num, blk_m_a__num, False
+                                blk_m_a__x0 = blk_m
+                                blk_m_a__x0__c = type_len
+                                if blk_m_a__x0 % blk_m_a__x0__c != 0:
+                                    blk_m_a__none = True
+                                else:
+                                    blk_m_a__x0 //= blk_m_a__x0__c  # c >= 1 proven: no overflow
+                                blk_m_a__top = gcd(blk_m_a__top, blk_m_a__x0)
+                                blk_m_a__x1 = blk_k
+                                blk_m_a__whole = gcd(blk_m_a__whole, blk_m_a__x1)
+                                blk_m_a__mul = blk_m_a__num // blk_m_a__whole  # the solution divides __whole: blk_m_a is a multiple of this
+                                blk_m_a__top = blk_m_a__top // blk_m_a__mul if not blk_m_a__none and blk_m_a__top % blk_m_a__mul == 0 else 0
+                                if blk_m_a__top != blk_m_a__top_of:
+                                    blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
+                                    blk_m_a__top_of = blk_m_a__top
+                                blk_m_a__size = blk_m_a__top_ndiv
+                                _rejections[41] += blk_m_a__inside - count_between(blk_m_a__top_div, blk_m_a__size, blk_m_a__mul, blk_m_a__first, blk_m_a__last)  # skipped by the divisor loop: rejected
+                            blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
-                                if blk_m_a < blk_m_a__lo:
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__first:
                                     continue
-                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
                                 _visits[6] += 1
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
@@ -389,22 +481,50 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 blk_m_b__lo = 1
                                 blk_m_b__hi = blk_k // type_len + 1
                                 blk_m_b__num = numba.int64(threads)
+                                # filter b_shape also rejects a solution outside blk_n_b's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_b <= num // __plo pass
+                                blk_n_b__plo = 1
+                                blk_n_b__phi = blk_n + 1
+                                blk_m_b__positive = blk_m_b__num > 0
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
-                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
                                         blk_m_b__of = blk_m_b__num
-                                    _rejections[44] += max((blk_m_b__hi - blk_m_b__lo), 0) - (first_at_least(blk_m_b__div, blk_m_b__ndiv, blk_m_b__hi) - first_at_least(blk_m_b__div, blk_m_b__ndiv, blk_m_b__lo))  # skipped by the divisor loop: rejected
-                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
-                                else:
-                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                    blk_m_b__size = blk_m_b__ndiv
+                                    if not blk_m_b__positive or blk_n_b__phi < 1:
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                    else:
+                                        blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
+                                        blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
+                                    blk_m_b__inside = count_between(blk_m_b__div, blk_m_b__ndiv, 1, blk_m_b__first, blk_m_b__last)  # divisors whose solution lies in its range
+                                    _rejections[44] += max((blk_m_b__hi - blk_m_b__lo), 0) - blk_m_b__inside  # skipped by the divisor loop: rejected
+                                    # filter b_incongruent rejects unless blk_m_b divides gcd(n, X // c) for each X % (blk_m_b * c) != 0 it tests, and n // blk_m_b (= blk_n_b) divides gcd(n, Y // c) for each Y % (blk_n_b * c) != 0
+                                    blk_m_b__top, blk_m_b__whole, blk_m_b__none = blk_m_b__num, blk_m_b__num, False
+                                    blk_m_b__x0 = blk_k
+                                    blk_m_b__x0__c = type_len
+                                    if blk_m_b__x0 % blk_m_b__x0__c != 0:
+                                        blk_m_b__none = True
+                                    else:
+                                        blk_m_b__x0 //= blk_m_b__x0__c  # c >= 1 proven: no overflow
+                                    blk_m_b__top = gcd(blk_m_b__top, blk_m_b__x0)
+                                    blk_m_b__x1 = blk_n
+                                    blk_m_b__whole = gcd(blk_m_b__whole, blk_m_b__x1)
+                                    blk_m_b__mul = blk_m_b__num // blk_m_b__whole  # the solution divides __whole: blk_m_b is a multiple of this
+                                    blk_m_b__top = blk_m_b__top // blk_m_b__mul if not blk_m_b__none and blk_m_b__top % blk_m_b__mul == 0 else 0
+                                    if blk_m_b__top != blk_m_b__top_of:
+                                        blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
+                                        blk_m_b__top_of = blk_m_b__top
+                                    blk_m_b__size = blk_m_b__top_ndiv
+                                    _rejections[45] += blk_m_b__inside - count_between(blk_m_b__top_div, blk_m_b__size, blk_m_b__mul, blk_m_b__first, blk_m_b__last)  # skipped by the divisor loop: rejected
+                                blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
-                                    if blk_m_b < blk_m_b__lo:
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__first:
                                         continue
-                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                    if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
                                     _visits[8] += 1
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
@@ -434,10 +554,16 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
 def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector, _col_blk_m_a, _col_blk_n_a, _col_blk_m_b, _col_blk_n_b, _col_tex_a, _col_tex_b, _lo, _hi):
     """Write every valid configuration below split nodes _lo <= node < _hi into the
     columns (string values as indices)."""
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
+    blk_m_b__top_ndiv = 0
+    blk_m_b__top_of = 0
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__ndiv = 0
     blk_m_b__of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
+    blk_m_a__top_ndiv = 0
+    blk_m_a__top_of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__ndiv = 0
     blk_m_a__of = 0
     _n = 0
@@ -527,21 +653,47 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                             blk_m_a__lo = 1
                             blk_m_a__hi = blk_m // type_len + 1
                             blk_m_a__num = numba.int64(threads)
+                            # filter a_shape also rejects a solution outside blk_n_a's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_a <= num // __plo pass
+                            blk_n_a__plo = 1
+                            blk_n_a__phi = blk_k + 1
+                            blk_m_a__positive = blk_m_a__num > 0
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
-                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
                                     blk_m_a__of = blk_m_a__num
-                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
-                            else:
-                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                                blk_m_a__size = blk_m_a__ndiv
+                                if not blk_m_a__positive or blk_n_a__phi < 1:
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                else:
+                                    blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
+                                    blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
+                                # filter a_incongruent rejects unless blk_m_a divides gcd(n, X // c) for each X % (blk_m_a * c) != 0 it tests, and n // blk_m_a (= blk_n_a) divides gcd(n, Y // c) for each Y % (blk_n_a * c) != 0
+                                blk_m_a__top, blk_m_a__whole, blk_m_a__none = blk_m_a__num, blk_m_a__num, False
+                                blk_m_a__x0 = blk_m
+                                blk_m_a__x0__c = type_len
+                                if blk_m_a__x0 % blk_m_a__x0__c != 0:
+                                    blk_m_a__none = True
+                                else:
+                                    blk_m_a__x0 //= blk_m_a__x0__c  # c >= 1 proven: no overflow
+                                blk_m_a__top = gcd(blk_m_a__top, blk_m_a__x0)
+                                blk_m_a__x1 = blk_k
+                                blk_m_a__whole = gcd(blk_m_a__whole, blk_m_a__x1)
+                                blk_m_a__mul = blk_m_a__num // blk_m_a__whole  # the solution divides __whole: blk_m_a is a multiple of this
+                                blk_m_a__top = blk_m_a__top // blk_m_a__mul if not blk_m_a__none and blk_m_a__top % blk_m_a__mul == 0 else 0
+                                if blk_m_a__top != blk_m_a__top_of:
+                                    blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
+                                    blk_m_a__top_of = blk_m_a__top
+                                blk_m_a__size = blk_m_a__top_ndiv
+                            blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
-                                if blk_m_a < blk_m_a__lo:
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__first:
                                     continue
-                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -558,21 +710,47 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 blk_m_b__lo = 1
                                 blk_m_b__hi = blk_k // type_len + 1
                                 blk_m_b__num = numba.int64(threads)
+                                # filter b_shape also rejects a solution outside blk_n_b's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_b <= num // __plo pass
+                                blk_n_b__plo = 1
+                                blk_n_b__phi = blk_n + 1
+                                blk_m_b__positive = blk_m_b__num > 0
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
-                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
                                         blk_m_b__of = blk_m_b__num
-                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
-                                else:
-                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                    blk_m_b__size = blk_m_b__ndiv
+                                    if not blk_m_b__positive or blk_n_b__phi < 1:
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                    else:
+                                        blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
+                                        blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
+                                    # filter b_incongruent rejects unless blk_m_b divides gcd(n, X // c) for each X % (blk_m_b * c) != 0 it tests, and n // blk_m_b (= blk_n_b) divides gcd(n, Y // c) for each Y % (blk_n_b * c) != 0
+                                    blk_m_b__top, blk_m_b__whole, blk_m_b__none = blk_m_b__num, blk_m_b__num, False
+                                    blk_m_b__x0 = blk_k
+                                    blk_m_b__x0__c = type_len
+                                    if blk_m_b__x0 % blk_m_b__x0__c != 0:
+                                        blk_m_b__none = True
+                                    else:
+                                        blk_m_b__x0 //= blk_m_b__x0__c  # c >= 1 proven: no overflow
+                                    blk_m_b__top = gcd(blk_m_b__top, blk_m_b__x0)
+                                    blk_m_b__x1 = blk_n
+                                    blk_m_b__whole = gcd(blk_m_b__whole, blk_m_b__x1)
+                                    blk_m_b__mul = blk_m_b__num // blk_m_b__whole  # the solution divides __whole: blk_m_b is a multiple of this
+                                    blk_m_b__top = blk_m_b__top // blk_m_b__mul if not blk_m_b__none and blk_m_b__top % blk_m_b__mul == 0 else 0
+                                    if blk_m_b__top != blk_m_b__top_of:
+                                        blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
+                                        blk_m_b__top_of = blk_m_b__top
+                                    blk_m_b__size = blk_m_b__top_ndiv
+                                blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
-                                    if blk_m_b < blk_m_b__lo:
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__first:
                                         continue
-                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                    if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -869,10 +1047,16 @@ def census(_samples, _seed, _configurations, _iterations):
 def count_pruned(_threshold):
     """Valid configurations whose bound is at most _threshold; each bound term cuts
     its whole subtree at the level where it is first computable."""
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
+    blk_m_b__top_ndiv = 0
+    blk_m_b__top_of = 0
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__ndiv = 0
     blk_m_b__of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
+    blk_m_a__top_ndiv = 0
+    blk_m_a__top_of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__ndiv = 0
     blk_m_a__of = 0
     _n = 0
@@ -977,21 +1161,47 @@ def count_pruned(_threshold):
                             blk_m_a__lo = 1
                             blk_m_a__hi = blk_m // type_len + 1
                             blk_m_a__num = numba.int64(threads)
+                            # filter a_shape also rejects a solution outside blk_n_a's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_a <= num // __plo pass
+                            blk_n_a__plo = 1
+                            blk_n_a__phi = blk_k + 1
+                            blk_m_a__positive = blk_m_a__num > 0
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
-                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
                                     blk_m_a__of = blk_m_a__num
-                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
-                            else:
-                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                                blk_m_a__size = blk_m_a__ndiv
+                                if not blk_m_a__positive or blk_n_a__phi < 1:
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                else:
+                                    blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
+                                    blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
+                                # filter a_incongruent rejects unless blk_m_a divides gcd(n, X // c) for each X % (blk_m_a * c) != 0 it tests, and n // blk_m_a (= blk_n_a) divides gcd(n, Y // c) for each Y % (blk_n_a * c) != 0
+                                blk_m_a__top, blk_m_a__whole, blk_m_a__none = blk_m_a__num, blk_m_a__num, False
+                                blk_m_a__x0 = blk_m
+                                blk_m_a__x0__c = type_len
+                                if blk_m_a__x0 % blk_m_a__x0__c != 0:
+                                    blk_m_a__none = True
+                                else:
+                                    blk_m_a__x0 //= blk_m_a__x0__c  # c >= 1 proven: no overflow
+                                blk_m_a__top = gcd(blk_m_a__top, blk_m_a__x0)
+                                blk_m_a__x1 = blk_k
+                                blk_m_a__whole = gcd(blk_m_a__whole, blk_m_a__x1)
+                                blk_m_a__mul = blk_m_a__num // blk_m_a__whole  # the solution divides __whole: blk_m_a is a multiple of this
+                                blk_m_a__top = blk_m_a__top // blk_m_a__mul if not blk_m_a__none and blk_m_a__top % blk_m_a__mul == 0 else 0
+                                if blk_m_a__top != blk_m_a__top_of:
+                                    blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
+                                    blk_m_a__top_of = blk_m_a__top
+                                blk_m_a__size = blk_m_a__top_ndiv
+                            blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
-                                if blk_m_a < blk_m_a__lo:
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__first:
                                     continue
-                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -1008,21 +1218,47 @@ def count_pruned(_threshold):
                                 blk_m_b__lo = 1
                                 blk_m_b__hi = blk_k // type_len + 1
                                 blk_m_b__num = numba.int64(threads)
+                                # filter b_shape also rejects a solution outside blk_n_b's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_b <= num // __plo pass
+                                blk_n_b__plo = 1
+                                blk_n_b__phi = blk_n + 1
+                                blk_m_b__positive = blk_m_b__num > 0
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
-                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
                                         blk_m_b__of = blk_m_b__num
-                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
-                                else:
-                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                    blk_m_b__size = blk_m_b__ndiv
+                                    if not blk_m_b__positive or blk_n_b__phi < 1:
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                    else:
+                                        blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
+                                        blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
+                                    # filter b_incongruent rejects unless blk_m_b divides gcd(n, X // c) for each X % (blk_m_b * c) != 0 it tests, and n // blk_m_b (= blk_n_b) divides gcd(n, Y // c) for each Y % (blk_n_b * c) != 0
+                                    blk_m_b__top, blk_m_b__whole, blk_m_b__none = blk_m_b__num, blk_m_b__num, False
+                                    blk_m_b__x0 = blk_k
+                                    blk_m_b__x0__c = type_len
+                                    if blk_m_b__x0 % blk_m_b__x0__c != 0:
+                                        blk_m_b__none = True
+                                    else:
+                                        blk_m_b__x0 //= blk_m_b__x0__c  # c >= 1 proven: no overflow
+                                    blk_m_b__top = gcd(blk_m_b__top, blk_m_b__x0)
+                                    blk_m_b__x1 = blk_n
+                                    blk_m_b__whole = gcd(blk_m_b__whole, blk_m_b__x1)
+                                    blk_m_b__mul = blk_m_b__num // blk_m_b__whole  # the solution divides __whole: blk_m_b is a multiple of this
+                                    blk_m_b__top = blk_m_b__top // blk_m_b__mul if not blk_m_b__none and blk_m_b__top % blk_m_b__mul == 0 else 0
+                                    if blk_m_b__top != blk_m_b__top_of:
+                                        blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
+                                        blk_m_b__top_of = blk_m_b__top
+                                    blk_m_b__size = blk_m_b__top_ndiv
+                                blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
-                                    if blk_m_b < blk_m_b__lo:
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__first:
                                         continue
-                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                    if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -1230,10 +1466,16 @@ def rank(_threshold, _bounds, _terms, _rows):
     """The len(_bounds) valid configurations with the smallest bounds (at most _threshold),
     as a max-heap: branch and bound, cutting subtrees whose bound already exceeds the
     largest bound kept. Returns how many were kept."""
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_b__of (loop 8)
+    blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
+    blk_m_b__top_ndiv = 0
+    blk_m_b__top_of = 0
+    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__ndiv = 0
     blk_m_b__of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of blk_m_a__of (loop 6)
+    blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
+    blk_m_a__top_ndiv = 0
+    blk_m_a__top_of = 0
+    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__ndiv = 0
     blk_m_a__of = 0
     _size = 0
@@ -1339,21 +1581,47 @@ def rank(_threshold, _bounds, _terms, _rows):
                             blk_m_a__lo = 1
                             blk_m_a__hi = blk_m // type_len + 1
                             blk_m_a__num = numba.int64(threads)
+                            # filter a_shape also rejects a solution outside blk_n_a's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_a <= num // __plo pass
+                            blk_n_a__plo = 1
+                            blk_n_a__phi = blk_k + 1
+                            blk_m_a__positive = blk_m_a__num > 0
                             if blk_m_a__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                 blk_m_a__num = -blk_m_a__num
-                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT and (blk_m_a__num == blk_m_a__of or (blk_m_a__hi - blk_m_a__lo) >= 1024 or blk_m_a__num < (blk_m_a__hi - blk_m_a__lo) * (blk_m_a__hi - blk_m_a__lo))
+                            blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
+                            blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
                                 if blk_m_a__num != blk_m_a__of:
                                     blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
                                     blk_m_a__of = blk_m_a__num
-                                blk_m_a__k, blk_m_a__end = 0, blk_m_a__ndiv
-                            else:
-                                blk_m_a__k, blk_m_a__end = blk_m_a__lo, blk_m_a__hi
+                                blk_m_a__size = blk_m_a__ndiv
+                                if not blk_m_a__positive or blk_n_a__phi < 1:
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                else:
+                                    blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
+                                    blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
+                                # filter a_incongruent rejects unless blk_m_a divides gcd(n, X // c) for each X % (blk_m_a * c) != 0 it tests, and n // blk_m_a (= blk_n_a) divides gcd(n, Y // c) for each Y % (blk_n_a * c) != 0
+                                blk_m_a__top, blk_m_a__whole, blk_m_a__none = blk_m_a__num, blk_m_a__num, False
+                                blk_m_a__x0 = blk_m
+                                blk_m_a__x0__c = type_len
+                                if blk_m_a__x0 % blk_m_a__x0__c != 0:
+                                    blk_m_a__none = True
+                                else:
+                                    blk_m_a__x0 //= blk_m_a__x0__c  # c >= 1 proven: no overflow
+                                blk_m_a__top = gcd(blk_m_a__top, blk_m_a__x0)
+                                blk_m_a__x1 = blk_k
+                                blk_m_a__whole = gcd(blk_m_a__whole, blk_m_a__x1)
+                                blk_m_a__mul = blk_m_a__num // blk_m_a__whole  # the solution divides __whole: blk_m_a is a multiple of this
+                                blk_m_a__top = blk_m_a__top // blk_m_a__mul if not blk_m_a__none and blk_m_a__top % blk_m_a__mul == 0 else 0
+                                if blk_m_a__top != blk_m_a__top_of:
+                                    blk_m_a__top_ndiv = divisors(blk_m_a__top, blk_m_a__top_div)
+                                    blk_m_a__top_of = blk_m_a__top
+                                blk_m_a__size = blk_m_a__top_ndiv
+                            blk_m_a__k, blk_m_a__end = (0, blk_m_a__size if blk_m_a__first < blk_m_a__last else 0) if blk_m_a__by_divisors else (blk_m_a__lo, blk_m_a__hi)
                             for blk_m_a__i in range(blk_m_a__k, blk_m_a__end):
-                                blk_m_a = blk_m_a__div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
-                                if blk_m_a < blk_m_a__lo:
+                                blk_m_a = blk_m_a__mul * blk_m_a__top_div[blk_m_a__i] if blk_m_a__by_divisors else blk_m_a__i
+                                if blk_m_a < blk_m_a__first:
                                     continue
-                                if blk_m_a >= blk_m_a__hi:  # past the range: so are the larger divisors
+                                if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_k + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -1370,21 +1638,47 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 blk_m_b__lo = 1
                                 blk_m_b__hi = blk_k // type_len + 1
                                 blk_m_b__num = numba.int64(threads)
+                                # filter b_shape also rejects a solution outside blk_n_b's range [__plo, __phi) (__plo >= 1 proven): only num // __phi < blk_m_b <= num // __plo pass
+                                blk_n_b__plo = 1
+                                blk_n_b__phi = blk_n + 1
+                                blk_m_b__positive = blk_m_b__num > 0
                                 if blk_m_b__num < 0:  # -n has the divisors of n (-2**63 stays negative)
                                     blk_m_b__num = -blk_m_b__num
-                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT and (blk_m_b__num == blk_m_b__of or (blk_m_b__hi - blk_m_b__lo) >= 1024 or blk_m_b__num < (blk_m_b__hi - blk_m_b__lo) * (blk_m_b__hi - blk_m_b__lo))
+                                blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
+                                blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
                                     if blk_m_b__num != blk_m_b__of:
                                         blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
                                         blk_m_b__of = blk_m_b__num
-                                    blk_m_b__k, blk_m_b__end = 0, blk_m_b__ndiv
-                                else:
-                                    blk_m_b__k, blk_m_b__end = blk_m_b__lo, blk_m_b__hi
+                                    blk_m_b__size = blk_m_b__ndiv
+                                    if not blk_m_b__positive or blk_n_b__phi < 1:
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                    else:
+                                        blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
+                                        blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
+                                    # filter b_incongruent rejects unless blk_m_b divides gcd(n, X // c) for each X % (blk_m_b * c) != 0 it tests, and n // blk_m_b (= blk_n_b) divides gcd(n, Y // c) for each Y % (blk_n_b * c) != 0
+                                    blk_m_b__top, blk_m_b__whole, blk_m_b__none = blk_m_b__num, blk_m_b__num, False
+                                    blk_m_b__x0 = blk_k
+                                    blk_m_b__x0__c = type_len
+                                    if blk_m_b__x0 % blk_m_b__x0__c != 0:
+                                        blk_m_b__none = True
+                                    else:
+                                        blk_m_b__x0 //= blk_m_b__x0__c  # c >= 1 proven: no overflow
+                                    blk_m_b__top = gcd(blk_m_b__top, blk_m_b__x0)
+                                    blk_m_b__x1 = blk_n
+                                    blk_m_b__whole = gcd(blk_m_b__whole, blk_m_b__x1)
+                                    blk_m_b__mul = blk_m_b__num // blk_m_b__whole  # the solution divides __whole: blk_m_b is a multiple of this
+                                    blk_m_b__top = blk_m_b__top // blk_m_b__mul if not blk_m_b__none and blk_m_b__top % blk_m_b__mul == 0 else 0
+                                    if blk_m_b__top != blk_m_b__top_of:
+                                        blk_m_b__top_ndiv = divisors(blk_m_b__top, blk_m_b__top_div)
+                                        blk_m_b__top_of = blk_m_b__top
+                                    blk_m_b__size = blk_m_b__top_ndiv
+                                blk_m_b__k, blk_m_b__end = (0, blk_m_b__size if blk_m_b__first < blk_m_b__last else 0) if blk_m_b__by_divisors else (blk_m_b__lo, blk_m_b__hi)
                                 for blk_m_b__i in range(blk_m_b__k, blk_m_b__end):
-                                    blk_m_b = blk_m_b__div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
-                                    if blk_m_b < blk_m_b__lo:
+                                    blk_m_b = blk_m_b__mul * blk_m_b__top_div[blk_m_b__i] if blk_m_b__by_divisors else blk_m_b__i
+                                    if blk_m_b < blk_m_b__first:
                                         continue
-                                    if blk_m_b >= blk_m_b__hi:  # past the range: so are the larger divisors
+                                    if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping

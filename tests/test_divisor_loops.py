@@ -18,7 +18,7 @@ from beastgen.commands.common import format_stats
 from beastgen.compiler.analysis.symbolic import SymbolicContext
 from beastgen.compiler.codegen import numba_functions
 from beastgen.compiler.codegen.module import generate_module
-from beastgen.compiler.codegen.nest import divides_next, skips_only_solution_rejects, stat_slots
+from beastgen.compiler.codegen.nest import divides_next, divisor_narrowing, skips_only_solution_rejects, stat_slots
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import SpaceError
 from beastgen.reference import ReferenceEnumerator
@@ -111,15 +111,20 @@ def divisor_spaces(draw):
     ns = draw(st.lists(st.integers(-40, 72), min_size=1, max_size=4, unique=True))
     ns += draw(st.sampled_from([[], [], [], [2 ** 62], [-2 ** 63], [0]]))
     ms = draw(st.lists(st.integers(-2, 2), min_size=1, max_size=3, unique=True))
+    edge = draw(st.sampled_from([0, 7, -2 ** 63, 2 ** 62]))  # w and c: derived above x (where it is planned)
+    w = f"beast.where(m == {draw(st.integers(-2, 2))}, {edge}, n * {draw(st.integers(-3, 3))} + {draw(st.integers(-6, 6))})"
+    c = draw(st.sampled_from(["m + 3", "m + 3", "m"]))  # positive, or maybe zero and negative
     x_range = draw(st.sampled_from(X_RANGES[:1] * 4 + X_RANGES)).format(lo=draw(st.integers(1, 3)), k=draw(st.integers(0, 24)))
     other = draw(st.sampled_from(X_RANGES)).format(lo=1, k=draw(st.integers(0, 24)))
-    low, high = draw(st.integers(-30, 0)), draw(st.integers(1, 40))
+    low, high = draw(st.sampled_from([1, 1, 2, draw(st.integers(-30, 3))])), draw(st.sampled_from([str(draw(st.integers(-2, 40))), "m + 9", "w % 41"]))
     y_domain = draw(st.sampled_from([f"beast.range({low}, {high})", "y_function()"]))
     offset = draw(st.sampled_from(["", " + 3", " - m"]))
     lines = ["import beastgen as beast",
              "t = beast.setting(1)",
              f"n = beast.values({', '.join(map(str, ns))})",
              f"m = beast.values({', '.join(map(str, ms))})",
+             f"w = {w}",
+             f"c = {c}",
              "@beast.iterator",
              "def x():",
              "    if t:",
@@ -130,14 +135,26 @@ def divisor_spaces(draw):
     else:
         lines += [f"y = {y_domain}"]
     lines += [f"shape = beast.filter(x * y{offset} != n)"]
-    extra = draw(st.sampled_from(["", "odd = beast.filter(x % 3 == 1)",
+    extra = draw(st.sampled_from(["", "", "", "odd = beast.filter(x % 3 == 1)",
                                   "r = 12 // (x - 2)\nfar = beast.filter(r + y > 30)",
                                   "big = beast.filter(3 * x > n + 20)",  # ends x's loop
                                   "q = n // (x + 1)\nbig = beast.filter(3 * x > q + 20)"]))
-    return "\n".join(lines + [extra]) + "\n", draw(st.sampled_from([1, 1, 0]))
+    divisibility = draw(st.sampled_from(DIVISIBILITY[1:3] * 2 + DIVISIBILITY))
+    return "\n".join(lines + [extra, divisibility]) + "\n", draw(st.sampled_from([1, 1, 0]))
 
 
-@settings(CI, max_examples=12)
+#: filters at the solved level whose disjunction narrows x's divisor loop (nest.divisor_narrowing)
+DIVISIBILITY = [
+    "",
+    "@beast.filter\ndef fits():\n    return w % (x * c) != 0 or n % y != 0",   # gemm's a_incongruent
+    "@beast.filter\ndef fits():\n    return y > 7 or w % (c * x) != 0 or (w + 1) % (y * c) != 0",
+    "fits = beast.filter(w % y != 0)",
+    "q = w // c\n@beast.filter\ndef fits():\n    return q % x != 0 or x % 2 == 1",  # c == 0 raises first
+    "fits = beast.filter(w % (x * (c + 1)) != 0)",                              # c + 1 == 0 may raise
+]
+
+
+@settings(CI, max_examples=24)
 @given(case=divisor_spaces())
 def test_divisor_loops_count_like_the_reference(tmp_path_factory, case):
     source, t = case
@@ -150,6 +167,11 @@ def test_divisor_loops_count_like_the_reference(tmp_path_factory, case):
     elif compiled.plan is not None:
         assert compiled.plan.levels[compiled.plan.order.index("x")].iterator.function is None  # lowered
     event("a divisor loop" if divisor_levels else "no divisor loop")
+    for index in divisor_levels:
+        narrowing = divisor_narrowing(compiled.plan, index, SymbolicContext(compiled.plan.specialized.items))
+        event("narrowed by the partner's range" if narrowing.partner else "not narrowed by the partner's range")
+        event(f"narrowed by {len(narrowing.divides)} + {len(narrowing.divided_by)} divisibility tests"
+              if narrowing.filter else "not narrowed by a filter")
     if compiled is not None and compiled.plan is not None:
         stats_function = module_text(compiled).split("def count_with_stats")[1].split("\ndef ")[0]
         event("the statistics end a loop" if "those left: rejected" in stats_function else "no loop ends")
@@ -190,7 +212,7 @@ def test_gemm_shapes_visit_divisors_in_both_targets(tmp_path):
         assert [plan.order[i] for i in divisor_levels] == ["blk_m_a"]
         assert plan.levels[plan.order.index("blk_n_a")].solved.filter.name == "a_shape"
         assert "divisors(blk_m_a__num, blk_m_a__div)" in module_text(compiled).split("def count_with_stats")[1]
-        assert "bg_divisors(v_blk_m_a__num, v_blk_m_a__div)" in compiled.native_source()
+        assert "bg_divisors(v_blk_m_a__top, v_blk_m_a__div)" in compiled.native_source()  # narrowed
         stats = compiled.stats()
         levels = dict(stats.levels)
         assert levels["blk_m_a"] < 4 * 3 * 2 * 64 / 2  # the values of blk_m_a's ranges, all scanned
@@ -210,3 +232,38 @@ def test_a_filter_at_the_divisor_level_keeps_the_statistics_exact(tmp_path):
     assert "divisors(blk_m_a__num" in module_text(compiled).split("def count_with_stats")[0]
     stats_function = module_text(compiled).split("def count_with_stats")[1].split("\ndef ")[0]
     assert "divisors(" not in stats_function
+
+
+NARROWED = """
+    import beastgen as beast
+    n = beast.values(-24, 0, 1, 12, 30, 36, 64, 720)
+    m = beast.values(-2, 1, 2, 0)
+    w = beast.where(m == -2, -2 ** 63, beast.where(m == 1, 2 ** 62, n * 3 - 6))
+    c = m + 3
+    @beast.iterator
+    def x():
+        return range(1, 40)
+    @beast.iterator
+    def y():
+        return range(1, m + 9)
+    shape = beast.filter(x * y != n)
+    @beast.filter
+    def fits():
+        return FITS
+"""
+
+
+def test_divisor_loops_narrowed_by_the_partner_range_and_a_disjunction(tmp_path):
+    """``x`` visits only the divisors of ``n`` whose solution ``y`` lies in ``y``'s range and that
+    pass ``fits``' divisibility tests (``w % (x * c)``, ``Y % (y * c)``), with negative, zero and
+    64-bit values: both targets, the rows and the statistics equal the reference and a walk of
+    every value (the values skipped counted as ``shape``'s and ``fits``' rejections)."""
+    for fits in ("w % (x * c) != 0 or n % y != 0", "y > 7 or w % (c * x) != 0 or (w + 1) % (y * c) != 0",
+                 "n % (y * c) != 0 or x > 30"):
+        compiled, divisor_levels = check(tmp_path, NARROWED.replace("FITS", fits))
+        plan = compiled.plan
+        assert [plan.order[i] for i in divisor_levels] == ["x"]
+        narrowing = divisor_narrowing(plan, divisor_levels[0], SymbolicContext(plan.specialized.items))
+        assert narrowing.partner is not None and narrowing.filter.name == "fits"
+        assert "= bg_gcd(v_x__" in compiled.native_source() and "= gcd(x__" in module_text(compiled)
+        assert dict(compiled.stats().levels)["x"] < every_value_stats(compiled, tmp_path)[0][plan.order.index("x")]

@@ -37,10 +37,12 @@ def test_stats(gemm_h100):
     # the thread filter rejects every (dim_m, dim_n) pair past 1024 threads, those it left counted
     assert stats.rejections["over_max_threads"] == sum(
         1 for m in range(1, 1025) for n in range(1, 1025) if m * n > 1024)
-    # a_shape solved: blk_m_a visits only divisors of threads, the others counted as rejected
-    assert stats.rejections["a_shape"] == 24_207_307 and levels["blk_m_a"] == 4_969_161
+    # a_shape solved: blk_m_a visits only divisors of threads whose blk_n_a lies in its range and
+    # that pass a_incongruent's divisibility, the others counted as those filters' rejections
+    assert stats.rejections["a_shape"] == 24_207_307 and levels["blk_m_a"] == 130_360
+    assert stats.rejections["a_incongruent"] == 1_752_842 and stats.rejections["b_incongruent"] == 458_948
     assert stats.rejections["b_shape"] == 2_741_382  # a walk of every value: the same
-    assert sum(levels.values()) == 10_219_730
+    assert sum(levels.values()) == 2_362_208
     assert not stats.errors
 
 

@@ -19,7 +19,7 @@ from ..specialize import Item, infer_type
 from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
                            derived_sources, needed_items, value_tables)
 from .monotone import loop_ending_filters
-from .nest import NestWalker, constant_values, countable_tail, split_level
+from .nest import NestWalker, constant_values, countable_tail, divisor_narrowing, split_level
 
 __all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
 
@@ -162,32 +162,88 @@ class CNest(NestWalker):
 
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
         """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
-        that is cheaper (the divisors are found once per numerator: it rarely changes), else all."""
+        that is cheaper (the divisors are found once per numerator: it rarely changes), else all;
+        narrowed (:func:`.nest.divisor_narrowing`) to ``[__first, __last)`` by the solved
+        iterator's range and to the multiples of ``__mul`` that divide ``__top`` by a filter."""
         it, solution = level.iterator, self.plan.levels[index + 1].solved
+        narrowing = divisor_narrowing(self.plan, index, self.symbolic)
         var = c_name(it.name)
-        num, k, end, by_divisors = (f"{var}__{part}" for part in ("num", "k", "end", "by_divisors"))
+        num, k, end, by_divisors, first, last, mul = (
+            f"{var}__{part}" for part in ("num", "k", "end", "by_divisors", "first", "last", "mul"))
         self.emit(f"// only divisors of the numerator pass the solved level below "
                   f"(filter {c_comment(solution.filter.name)})")
-        self.emit(f"int64_t {num}, {k}, {end};")
+        self.emit(f"int64_t {num}, {k}, {end}, {first} = {lo}, {last} = {hi}, {mul} = 1;")
         self.assign(num, solution.numerator)  # raises for every value of it alike: rejected
+        if narrowing.partner:
+            self.partner_bounds(level, index, narrowing.partner)
         self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
-        self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT && "
-                  f"({num} == {var}__of || {hi} - {lo} >= 1024 || {num} < ({hi} - {lo}) * ({hi} - {lo}));")
+        cheaper = "" if narrowing.filter else (f" && ({num} == {var}__of || {hi} - {lo} >= 1024 || "
+                                                   f"{num} < ({hi} - {lo}) * ({hi} - {lo}))")
+        self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT{cheaper};")
         self.emit(f"if ({by_divisors}) {{")
-        self.emit(f"    if ({num} != {var}__of) {{")
-        self.emit(f"        {var}__ndiv = bg_divisors({num}, {var}__div);")
-        self.emit(f"        {var}__of = {num};")
-        self.emit("    }")
-        self.emit(f"    {k} = 0;")
-        self.emit(f"    {end} = {var}__ndiv;")
+        self.depth += 1
+        listed = num
+        if narrowing.partner:
+            partner = c_name(self.plan.levels[index + 1].iterator.name)
+            self.emit(f"{first} = {var}__positive && {partner}__phi >= 1 ? bg_max_i({lo}, {num} / {partner}__phi + 1)"
+                      f" : {hi};")
+            self.emit(f"{last} = {var}__positive ? bg_min_i({hi}, {num} / {partner}__plo + 1) : {lo};")
+        if narrowing.filter:
+            listed = f"{var}__top"
+            self.divisibility(level, index, narrowing)
+        self.emit(f"if ({listed} != {var}__of) {{")
+        self.emit(f"    {var}__ndiv = bg_divisors({listed}, {var}__div);")
+        self.emit(f"    {var}__of = {listed};")
+        self.emit("}")
+        self.emit(f"{k} = 0;")
+        self.emit(f"{end} = {first} < {last} ? {var}__ndiv : 0;")
+        self.depth -= 1
         self.emit("} else {")
         self.emit(f"    {k} = {lo};")
         self.emit(f"    {end} = {hi};")
         self.emit("}")
         self.open_loop(f"for (; {k} < {end}; {k}++) {{", index)
-        self.emit(f"{var} = {by_divisors} ? {var}__div[{k}] : {k};")
-        self.emit(f"if ({var} < {lo}) continue;")
-        self.emit(f"if ({var} >= {hi}) break;")
+        self.emit(f"{var} = {by_divisors} ? {mul} * {var}__div[{k}] : {k};")
+        self.emit(f"if ({var} < {first}) continue;")
+        self.emit(f"if ({var} >= {last}) break;")
+
+    def partner_bounds(self, level, index: int, partner: tuple) -> None:
+        """The solved iterator's range, computed once for the divisor loop (it cannot raise)."""
+        solved = self.plan.levels[index + 1]
+        var, name = c_name(level.iterator.name), c_name(solved.iterator.name)
+        self.emit(f"// filter {c_comment(solved.solved.filter.name)} also rejects a solution outside "
+                  f"{c_comment(solved.iterator.name)}'s range [__plo, __phi) (__plo >= 1 proven): "
+                  f"only num // __phi < {c_comment(level.iterator.name)} <= num // __plo pass")
+        self.emit(f"int64_t {name}__plo, {name}__phi;")
+        self.assign(f"{name}__plo", partner[0])
+        self.assign(f"{name}__phi", partner[1])
+        self.emit(f"int {var}__positive = {var}__num > 0;")
+
+    def divisibility(self, level, index: int, narrowing) -> None:
+        """``__top`` and ``__mul``: the values that pass the filter's divisibility tests are the
+        multiples of ``__mul`` dividing the numerator, ``__mul * d`` for the divisors d of ``__top``
+        (0: none)."""
+        var = c_name(level.iterator.name)
+        num, top, whole, none = (f"{var}__{name}" for name in ("num", "top", "whole", "none"))
+        name, solved = c_comment(level.iterator.name), c_comment(self.plan.levels[index + 1].iterator.name)
+        self.emit(f"// filter {c_comment(narrowing.filter.name)} rejects unless {name} divides gcd(n, X / c) "
+                  f"for each X % ({name} * c) != 0 it tests, and n / {name} (= {solved}) divides "
+                  f"gcd(n, Y / c) for each Y % ({solved} * c) != 0")
+        self.emit(f"int64_t {top} = {num}, {whole} = {num};")
+        self.emit(f"int {none} = 0;  // a c that does not divide its X or Y: no value passes")
+        pairs = [(top, pair) for pair in narrowing.divides] + [(whole, pair) for pair in narrowing.divided_by]
+        for position, (target, (dividend, factor)) in enumerate(pairs):
+            part = f"{var}__x{position}"
+            self.emit(f"int64_t {part};")
+            self.assign(part, dividend)
+            if factor is not None:
+                self.emit(f"int64_t {part}__c;")
+                self.assign(f"{part}__c", factor)
+                self.emit(f"if (bg_mod_nz({part}, {part}__c) != 0) {none} = 1;")
+                self.emit(f"else {part} /= {part}__c;  // c >= 1 proven: no overflow")
+            self.emit(f"{target} = bg_gcd({target}, {part});")
+        self.emit(f"{var}__mul = {num} / {whole};  // the solution divides __whole: {name} is a multiple of this")
+        self.emit(f"{top} = !{none} && {top} % {var}__mul == 0 ? {top} / {var}__mul : 0;")
 
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
         it, solution = level.iterator, level.solved

@@ -78,7 +78,7 @@ def _nestlib_names(plan: Plan) -> list[str]:
               for node in ast.walk(item.function.node) if isinstance(node, ast.Name)}
     divisor_loops = any(divides_next(plan, index) for index in range(len(plan.levels)))
     return (["float_power", "heap_offer"]
-            + (["DIVISORS_LIMIT", "DIVISORS_MAX", "divisors", "first_at_least"] if divisor_loops else [])
+            + (["DIVISORS_LIMIT", "DIVISORS_MAX", "count_between", "divisors", "gcd"] if divisor_loops else [])
             + sorted(called & {"range_argument", "sequence_len", "sequence_max", "sequence_min"})  # helpers' builtins
             + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
             + (["range_contains"] if any(level.solved for level in ranges) else []))

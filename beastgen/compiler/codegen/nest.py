@@ -7,6 +7,7 @@ the targets and the runtime share (the counted tail, the split level, the statis
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
@@ -100,6 +101,85 @@ def divides_next(plan: Plan, index: int) -> bool:
             and infer_type(solution.numerator, plan.specialized.items) in ("int", "bool")
             and not {n.target for n in L.walk(solution.numerator) if isinstance(n, L.Ref)}
             & {it.name, *(item.name for item in level.body)})
+
+
+@dataclass
+class Narrowing:
+    """What else a divisor loop (:func:`divides_next`) skips, each value one that a walk of every
+    value would see rejected at the solved level below (:func:`divisor_narrowing`). ``partner``:
+    the solved iterator's range ``(start, stop)`` with step 1 and ``start`` proven >= 1: a solution
+    ``n / d`` inside it needs ``n // stop < d <= n // start`` (else the solved filter rejects).
+    ``filter``: the first filter placed at the solved level, rejecting unless each ``(X, c)`` of
+    ``divides`` has ``d * c`` dividing X and each ``(Y, c)`` of ``divided_by`` has the solution
+    times c dividing Y (``c`` None: 1, else proven >= 1): ``d`` divides ``gcd(n, X / c, ...)``
+    and is a multiple of ``n / gcd(n, Y / c, ...)``."""
+
+    partner: tuple | None = None
+    filter: Item | None = None
+    divides: list = field(default_factory=list)
+    divided_by: list = field(default_factory=list)
+
+
+def divisor_narrowing(plan: Plan, index: int, symbolic: SymbolicContext) -> Narrowing:
+    """The :class:`Narrowing` of the divisor loop at level ``index``: only what is computed above it
+    (the partner's range, X, Y, c), none of it able to raise, and at the solved level nothing
+    before the filter that could reject or raise; so the values skipped are the solved filter's
+    and that filter's rejections in a walk of every value (``--stats`` counts them so)."""
+    levels, nonzero = plan.levels, symbolic.provably_nonzero
+    level, below = levels[index], levels[index + 1]
+    inner = {item.name for item in level.items + below.items}
+    items = plan.specialized.items
+
+    def outer(expr: L.Expr) -> bool:
+        return (infer_type(expr, items) == "int"
+                and not {n.target for n in L.walk(expr) if isinstance(n, L.Ref)} & inner)
+
+    def positive(expr: L.Expr) -> bool:
+        span = symbolic.interval(expr)
+        return span is not None and span[0] >= 1
+
+    narrowing = Narrowing()
+    partner = below.iterator
+    if (partner.function is None and partner.domain[0] == "range" and _is_constant(partner.domain[3], 1)
+            and plan.range_fits(partner) and all(outer(part) for part in partner.domain[1:3])
+            and _quiet_expressions(plan, partner, list(partner.domain[1:3]), nonzero)
+            and positive(partner.domain[1])):
+        narrowing.partner = tuple(partner.domain[1:3])
+    filters = [position for position, item in enumerate(below.body) if item.kind == "filter"]
+    if not filters:
+        return narrowing
+    item = below.body[filters[0]]
+    if not (item.function is None and _quiet(plan, below.body[:filters[0]], nonzero)
+            and _quiet_expressions(plan, item, [item.expr], nonzero)):
+        return narrowing
+    operands = item.expr.operands if isinstance(item.expr, L.BoolOp) and item.expr.op == "or" else [item.expr]
+    for operand in operands:
+        if not (isinstance(operand, L.Compare) and operand.op == "!=" and _is_constant(operand.right, 0)
+                and isinstance(operand.left, L.BinOp) and operand.left.op == "%" and outer(operand.left.left)):
+            continue
+        dividend, modulus = operand.left.left, operand.left.right
+        for name, found in ((level.iterator.name, narrowing.divides), (partner.name, narrowing.divided_by)):
+            factor = _factor_of(modulus, name)
+            if factor is not False and (factor is None or (outer(factor) and positive(factor))):
+                found.append((dividend, factor))
+    if narrowing.divides or narrowing.divided_by:
+        narrowing.filter = item
+    return narrowing
+
+
+def _is_constant(expr: L.Expr, value: int) -> bool:
+    return isinstance(expr, L.Const) and type(expr.value) is int and expr.value == value
+
+
+def _factor_of(expr: L.Expr, name: str):
+    """``c`` where ``expr`` is ``name * c`` or ``c * name``; None where it is ``name``; else False."""
+    if isinstance(expr, L.Ref) and expr.target == name:
+        return None
+    if isinstance(expr, L.BinOp) and expr.op == "*":
+        for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
+            if isinstance(this, L.Ref) and this.target == name:
+                return other
+    return False
 
 
 def skips_only_solution_rejects(plan: Plan, index: int, nonzero) -> bool:

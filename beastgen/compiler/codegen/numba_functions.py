@@ -86,6 +86,8 @@ class CountWithStats(ChunkedNest):
         return super().divisor_loops(index) and skips_only_solution_rejects(
             self.plan, index, self.symbolic.provably_nonzero)
 
+    COUNTS_SKIPPED = True
+
     def skipped(self, item: Item, count: str) -> None:
         self.emit(f"_rejections[{self.slot[item.name]}] += {count}  # skipped by the divisor loop: rejected")
 

@@ -10,7 +10,7 @@ from ...quoting import comment_text
 from ..language import nodes as L
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..specialize import Item, infer_type
-from .nest import NestWalker, constant_values, risky_nodes, split_level, stat_slots
+from .nest import NestWalker, constant_values, divisor_narrowing, risky_nodes, split_level, stat_slots
 
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
@@ -309,47 +309,110 @@ class NumbaNest(NestWalker):
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
         """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
         that is cheaper (found once per numerator, in a cache declared at the function's top: it
-        rarely changes), else all; the C target's twin (:meth:`.c_nest.CNest.divisor_loop`)."""
+        rarely changes), else all; narrowed (:func:`.nest.divisor_narrowing`) to ``[__first,
+        __last)`` by the solved iterator's range and to the multiples of ``__mul`` that divide
+        ``__top`` by a filter; the C target's twin (:meth:`.c_nest.CNest.divisor_loop`)."""
         it, solution = level.iterator, self.plan.levels[index + 1].solved
+        narrowing = divisor_narrowing(self.plan, index, self.symbolic)
         v = it.name
-        self.lines[self.body_start:self.body_start] = [
-            f"    {v}__div = np.empty(DIVISORS_MAX, np.int64)  # the divisors of {v}__of (loop {index})",
-            f"    {v}__ndiv = 0",
-            f"    {v}__of = 0"]
+        caches = [f"{v}__div", f"{v}__top_div"] if narrowing.filter else [f"{v}__div"]
+        for cache in caches:  # the divisors of __of (__top_of)
+            self.lines[self.body_start:self.body_start] = [
+                f"    {cache} = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop {index})",
+                f"    {cache[:-3]}ndiv = 0", f"    {cache[:-3]}of = 0"]
         self.emit(f"# only divisors of the numerator pass the solved level below (filter {solution.filter.name})")
         self.emit(f"{v}__lo = {lo}")
         self.emit(f"{v}__hi = {hi}")
         self.guarded(solution.filter, solution.numerator,  # raises for every value alike: rejected
                      lambda source: self.emit(f"{v}__num = numba.int64({source})"))
+        if narrowing.partner:
+            self.partner_bounds(level, index, narrowing.partner)
         self.emit(f"if {v}__num < 0:  # -n has the divisors of n (-2**63 stays negative)")
         self.emit(f"    {v}__num = -{v}__num")
         span = f"({v}__hi - {v}__lo)"
-        self.emit(f"{v}__by_divisors = {v}__lo >= 1 and 1 <= {v}__num <= DIVISORS_LIMIT and ("
-                  f"{v}__num == {v}__of or {span} >= 1024 or {v}__num < {span} * {span})")
+        cheaper = "" if narrowing.filter else (f" and ({v}__num == {v}__of or {span} >= 1024 or "
+                                               f"{v}__num < {span} * {span})")
+        self.emit(f"{v}__by_divisors = {v}__lo >= 1 and 1 <= {v}__num <= DIVISORS_LIMIT{cheaper}")
+        listed = f"{v}__top_div" if narrowing.filter else f"{v}__div"  # the values visited, over __mul
+        self.emit(f"{v}__first, {v}__last, {v}__mul, {v}__size = {v}__lo, {v}__hi, 1, 0")
         self.emit(f"if {v}__by_divisors:")
-        self.emit(f"    if {v}__num != {v}__of:")
-        self.emit(f"        {v}__ndiv = divisors({v}__num, {v}__div)")
-        self.emit(f"        {v}__of = {v}__num")
         self.depth += 1
-        self.skipped(solution.filter, f"max({span}, 0) - (first_at_least({v}__div, {v}__ndiv, {v}__hi) "
-                                      f"- first_at_least({v}__div, {v}__ndiv, {v}__lo))")
+        self.emit(f"if {v}__num != {v}__of:")
+        self.emit(f"    {v}__ndiv = divisors({v}__num, {v}__div)")
+        self.emit(f"    {v}__of = {v}__num")
+        self.emit(f"{v}__size = {v}__ndiv")
+        if narrowing.partner:
+            partner = self.plan.levels[index + 1].iterator.name
+            self.emit(f"if not {v}__positive or {partner}__phi < 1:")
+            self.emit(f"    {v}__first, {v}__last = {v}__hi, {v}__lo")
+            self.emit("else:")
+            self.emit(f"    {v}__first = max({v}__lo, {v}__num // {partner}__phi + 1)")
+            self.emit(f"    {v}__last = min({v}__hi, {v}__num // {partner}__plo + 1)")
+        inside = f"count_between({v}__div, {v}__ndiv, 1, {v}__first, {v}__last)"
+        if self.COUNTS_SKIPPED and narrowing.filter:
+            self.emit(f"{v}__inside = {inside}  # divisors whose solution lies in its range")
+            inside = f"{v}__inside"
+        self.skipped(solution.filter, f"max({span}, 0) - {inside}")
+        if narrowing.filter:
+            self.divisibility(level, index, narrowing)
+            self.skipped(narrowing.filter, f"{inside} - count_between({listed}, {v}__size, {v}__mul, "
+                                           f"{v}__first, {v}__last)")
         self.depth -= 1
-        self.emit(f"    {v}__k, {v}__end = 0, {v}__ndiv")
-        self.emit("else:")
-        self.emit(f"    {v}__k, {v}__end = {v}__lo, {v}__hi")
+        self.emit(f"{v}__k, {v}__end = (0, {v}__size if {v}__first < {v}__last else 0) if {v}__by_divisors "
+                  f"else ({v}__lo, {v}__hi)")
         self.emit(f"for {v}__i in range({v}__k, {v}__end):")
         self.depth += 1
         self.loops += 1
-        self.emit(f"{v} = {v}__div[{v}__i] if {v}__by_divisors else {v}__i")
-        self.emit(f"if {v} < {v}__lo:")
+        self.emit(f"{v} = {v}__mul * {listed}[{v}__i] if {v}__by_divisors else {v}__i")
+        self.emit(f"if {v} < {v}__first:")
         self.emit("    continue")
-        self.emit(f"if {v} >= {v}__hi:  # past the range: so are the larger divisors")
+        self.emit(f"if {v} >= {v}__last:  # past the range: so are the larger divisors")
         self.emit("    break")
         self.enter(index)
+
+    def partner_bounds(self, level, index: int, partner: tuple) -> None:
+        """The solved iterator's range, computed once for the divisor loop (it cannot raise)."""
+        solved = self.plan.levels[index + 1]
+        name = solved.iterator.name
+        self.emit(f"# filter {solved.solved.filter.name} also rejects a solution outside {name}'s range "
+                  f"[__plo, __phi) (__plo >= 1 proven): only num // __phi < {level.iterator.name} <= num // __plo pass")
+        for part, expr in zip(("plo", "phi"), partner):
+            self.guarded(solved.iterator, expr, lambda source, part=part: self.emit(f"{name}__{part} = {source}"))
+        self.emit(f"{level.iterator.name}__positive = {level.iterator.name}__num > 0")
+
+    def divisibility(self, level, index: int, narrowing) -> None:
+        """``__top_div[:__size]`` times ``__mul``: the values that pass the filter's divisibility tests,
+        the multiples of ``__mul`` dividing the numerator and ``__top * __mul`` (none: ``__size`` 0)."""
+        v = level.iterator.name
+        solved = self.plan.levels[index + 1].iterator.name
+        self.emit(f"# filter {narrowing.filter.name} rejects unless {v} divides gcd(n, X // c) for each "
+                  f"X % ({v} * c) != 0 it tests, and n // {v} (= {solved}) divides gcd(n, Y // c) for each "
+                  f"Y % ({solved} * c) != 0")
+        self.emit(f"{v}__top, {v}__whole, {v}__none = {v}__num, {v}__num, False")
+        pairs = [("top", pair) for pair in narrowing.divides] + [("whole", pair) for pair in narrowing.divided_by]
+        for position, (target, (dividend, factor)) in enumerate(pairs):
+            part = f"{v}__x{position}"
+            self.guarded(narrowing.filter, dividend, lambda source: self.emit(f"{part} = {source}"))
+            if factor is not None:
+                self.guarded(narrowing.filter, factor, lambda source: self.emit(f"{part}__c = {source}"))
+                self.emit(f"if {part} % {part}__c != 0:")
+                self.emit(f"    {v}__none = True")
+                self.emit("else:")
+                self.emit(f"    {part} //= {part}__c  # c >= 1 proven: no overflow")
+            self.emit(f"{v}__{target} = gcd({v}__{target}, {part})")
+        self.emit(f"{v}__mul = {v}__num // {v}__whole  # the solution divides __whole: {v} is a multiple of this")
+        self.emit(f"{v}__top = {v}__top // {v}__mul if not {v}__none and {v}__top % {v}__mul == 0 else 0")
+        self.emit(f"if {v}__top != {v}__top_of:")
+        self.emit(f"    {v}__top_ndiv = divisors({v}__top, {v}__top_div)")
+        self.emit(f"    {v}__top_of = {v}__top")
+        self.emit(f"{v}__size = {v}__top_ndiv")
 
     def leaving(self, item: Item, iterator: str) -> None:
         """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
         statistics count the values it leaves)."""
+
+    #: whether :meth:`skipped` counts the values a divisor loop skips (the statistics)
+    COUNTS_SKIPPED = False
 
     def skipped(self, item: Item, count: str) -> None:
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
