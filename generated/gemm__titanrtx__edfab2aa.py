@@ -176,7 +176,7 @@ def count(_lo, _hi):
                                     blk_m_a__of = blk_m_a__num
                                 blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
-                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
                                     blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
                                     blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
@@ -233,7 +233,7 @@ def count(_lo, _hi):
                                         blk_m_b__of = blk_m_b__num
                                     blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
-                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
                                         blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
                                         blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
@@ -430,7 +430,7 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     blk_m_a__of = blk_m_a__num
                                 blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
-                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
                                     blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
                                     blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
@@ -495,7 +495,7 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                         blk_m_b__of = blk_m_b__num
                                     blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
-                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
                                         blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
                                         blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
@@ -667,7 +667,7 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                     blk_m_a__of = blk_m_a__num
                                 blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
-                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
                                     blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
                                     blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
@@ -724,7 +724,7 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                         blk_m_b__of = blk_m_b__num
                                     blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
-                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
                                         blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
                                         blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
@@ -1175,7 +1175,7 @@ def count_pruned(_threshold):
                                     blk_m_a__of = blk_m_a__num
                                 blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
-                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
                                     blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
                                     blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
@@ -1232,7 +1232,7 @@ def count_pruned(_threshold):
                                         blk_m_b__of = blk_m_b__num
                                     blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
-                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
                                         blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
                                         blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)
@@ -1595,7 +1595,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                     blk_m_a__of = blk_m_a__num
                                 blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
-                                    blk_m_a__first, blk_m_a__last = blk_m_a__hi, blk_m_a__lo
+                                    blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
                                     blk_m_a__first = max(blk_m_a__lo, blk_m_a__num // blk_n_a__phi + 1)
                                     blk_m_a__last = min(blk_m_a__hi, blk_m_a__num // blk_n_a__plo + 1)
@@ -1652,7 +1652,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                         blk_m_b__of = blk_m_b__num
                                     blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
-                                        blk_m_b__first, blk_m_b__last = blk_m_b__hi, blk_m_b__lo
+                                        blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
                                         blk_m_b__first = max(blk_m_b__lo, blk_m_b__num // blk_n_b__phi + 1)
                                         blk_m_b__last = min(blk_m_b__hi, blk_m_b__num // blk_n_b__plo + 1)

@@ -10,7 +10,7 @@ import textwrap
 from collections import Counter
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, event, given, note, settings
+from hypothesis import HealthCheck, Phase, event, example, given, note, settings
 from hypothesis import strategies as st
 
 import beastgen
@@ -154,8 +154,19 @@ DIVISIBILITY = [
 ]
 
 
-@settings(CI, max_examples=24)
+#: x's range empty above a negative numerator: the narrowed window stays empty (it once became
+#: [hi, lo), visiting divisors outside x's range; the solved level still rejected them)
+EMPTY_RANGE_NEGATIVE_NUMERATOR = (
+    "import beastgen as beast\nt = beast.setting(1)\nn = beast.values(-28, -33, -29)\nm = beast.values(0)\n"
+    "w = beast.where(m == 2, 0, n * 0 + 0)\nc = m + 3\n@beast.iterator\ndef x():\n    if t:\n"
+    "        return range(3, min(n, 1) + 1)\n    return range(1, min(n, 1) + 1)\ny = beast.range(1, 1)\n"
+    "shape = beast.filter(x * y != n)\n\n@beast.filter\ndef fits():\n    return w % (x * c) != 0 or n % y != 0\n",
+    1)
+
+
+@settings(CI, max_examples=24, phases=[Phase.explicit, Phase.generate])
 @given(case=divisor_spaces())
+@example(case=EMPTY_RANGE_NEGATIVE_NUMERATOR)
 def test_divisor_loops_count_like_the_reference(tmp_path_factory, case):
     source, t = case
     note(source)

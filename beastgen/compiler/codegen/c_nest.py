@@ -185,9 +185,12 @@ class CNest(NestWalker):
         listed = num
         if narrowing.partner:
             partner = c_name(self.plan.levels[index + 1].iterator.name)
-            self.emit(f"{first} = {var}__positive && {partner}__phi >= 1 ? bg_max_i({lo}, {num} / {partner}__phi + 1)"
-                      f" : {hi};")
-            self.emit(f"{last} = {var}__positive ? bg_min_i({hi}, {num} / {partner}__plo + 1) : {lo};")
+            self.emit(f"if ({var}__positive && {partner}__phi >= 1) {{")
+            self.emit(f"    {first} = bg_max_i({lo}, {num} / {partner}__phi + 1);")
+            self.emit(f"    {last} = bg_min_i({hi}, {num} / {partner}__plo + 1);")
+            self.emit(f"}} else {{  // no solution in its range: an empty window")
+            self.emit(f"    {first} = {last} = {lo};")
+            self.emit("}")
         if narrowing.filter:
             listed = f"{var}__top"
             self.divisibility(level, index, narrowing)

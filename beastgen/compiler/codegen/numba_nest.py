@@ -344,7 +344,7 @@ class NumbaNest(NestWalker):
         if narrowing.partner:
             partner = self.plan.levels[index + 1].iterator.name
             self.emit(f"if not {v}__positive or {partner}__phi < 1:")
-            self.emit(f"    {v}__first, {v}__last = {v}__hi, {v}__lo")
+            self.emit(f"    {v}__first, {v}__last = {v}__lo, {v}__lo  # no solution in its range")
             self.emit("else:")
             self.emit(f"    {v}__first = max({v}__lo, {v}__num // {partner}__phi + 1)")
             self.emit(f"    {v}__last = min({v}__hi, {v}__num // {partner}__plo + 1)")
