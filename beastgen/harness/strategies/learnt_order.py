@@ -289,12 +289,11 @@ class LearntOrder:
         sharing a hash with i differ from i in parameter j alone (a collision of the random
         64-bit hash would only add a far candidate to the proposals, never change a result)."""
         weights = np.random.default_rng(0).integers(1, 2**63, codes.shape[1], dtype=np.uint64) | np.uint64(1)
+        varying = codes.max(axis=0, initial=0) > 0
         with np.errstate(over="ignore"):
             full = (codes.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
-            self.hashes = [full - codes[:, j].astype(np.uint64) * weights[j]
-                           for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
+            self.hashes = [full - codes[:, j].astype(np.uint64) * weights[j] for j in np.flatnonzero(varying)]
         self.by_hash = [np.argsort(h, kind="stable") for h in self.hashes]
-        varying = np.array([codes[:, j].max(initial=0) > 0 for j in range(codes.shape[1])], bool)
         self.full_weights = weights[varying]
         self.full_order = np.argsort(full, kind="stable")
         self.full_sorted = full[self.full_order]
