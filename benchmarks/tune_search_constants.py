@@ -34,7 +34,7 @@ sys.path.insert(0, REPO)
 from beastgen.harness.priors import source_column  # noqa: E402
 from beastgen.harness.strategies.learnt_order import Constants, LearntOrder  # noqa: E402
 
-INTEGERS = {"initial", "stall", "niche", "region_failures", "stall_cross", "region_random", "initial_prior", "training", "local_every", "local_top", "prior_local_top", "forest_trees",
+INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "prior_local_top", "forest_trees",
             "forest_candidates", "cross_top", "cross_children", "forest_derived",
             "prior_residual"}
 

@@ -123,17 +123,3 @@ def test_replay_run_reports_a_true_certificate(tmp_path):
                                     f"at most {ratio:.1f}x the optimum")
     assert f"; the best is {result.certificate()}" in result.report()
     assert result.as_dict()["certificate"] == result.certificate()
-
-
-@pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("kind", [dict(), dict(region_random=1), dict(stall_cross=1)])
-def test_stalled_proposals_prove_the_exhaustive_best(seed, kind):
-    """Every proposal after one evaluation without a new best from the stalled mechanism (trust
-    regions around other basins, or crossover of the basins' heads): the proof stands, and no
-    configuration is proposed twice."""
-    codes, bounds, terms, times = _space(seed + 60)
-    constants = Constants(stall=1, region_share=1.0, niche=2, local_every=0, **kind)
-    seen = []
-    best, measured = _search(codes, bounds, terms, times, seed, constants=constants, seen=seen)
-    assert best == times.min() and measured <= len(times)
-    assert len(set(seen)) == len(seen)

@@ -127,21 +127,6 @@ class Constants:
     prior_residual: int = 1
     #: ridge penalty of the sources' weights in that regression
     residual_ridge: float = 1.0
-    #: without priors: once the best has not improved for this many evaluations (0: never), a
-    #: share of the proposals searches a trust region around the best of another basin
-    stall: int = 0
-    #: that share of the proposals while the best is stalled
-    region_share: float = 0.5
-    #: basins: the measured configurations, fastest first, each at least this many parameters
-    #: from every faster basin's head
-    niche: int = 3
-    #: the region (Hamming radius around its centre) shrinks by one after this many proposals in
-    #: a row that do not beat its centre, and restarts around the next basin at radius 0
-    region_failures: int = 4
-    #: the region proposes at random inside it (1) instead of the regression's fastest (0)
-    region_random: int = 0
-    #: the stalled proposals are crossover children of the basins' heads instead (1)
-    stall_cross: int = 0
 
 
 DEFAULT = Constants()
@@ -182,10 +167,6 @@ class LearntOrder:
         self.model_turns = self.transfer_turns = 0
         self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
-        self.observed = self.improved_at = 0  # evaluations; the evaluation of the last new best
-        self.stalled_turns = 0
-        self.region: Region | None = None
-        self.region_used: set[int] = set()  # basins' heads already searched around
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             known = ~np.isnan(self.prior)
             total = np.where(known, self.prior, 0.0).sum(axis=1)
@@ -281,13 +262,6 @@ class LearntOrder:
                 i = self._from_transfer(best)
                 if i is not None:
                     return i
-        if self.prior is None and self.c.stall and self.observed - self.improved_at >= self.c.stall:
-            self.stalled_turns += 1
-            if _turn(self.stalled_turns, self.c.region_share):
-                i = self._from_region(best) if not self.c.stall_cross else \
-                    self._crossover(best, self._heads())
-                if i is not None:
-                    return i
         self.model_turns += 1
         share = self.c.forest_share if self.prior is None else self.c.prior_forest_share
         cross = self.c.cross_share if self.prior is None else 0.0
@@ -349,27 +323,14 @@ class LearntOrder:
                 return int(near[np.argmin(self.predicted[near])])
         return None
 
-    def _heads(self) -> np.ndarray:
-        """Basin heads (clearing): of the 64 fastest measured, the fastest, then the fastest at
-        least ``niche`` parameters from every head so far, and so on."""
-        order = np.argsort(self.log_times, kind="stable")[:64]
-        left, heads = np.asarray(self.measured)[order], []
-        while len(left):
-            heads.append(int(left[0]))
-            left = left[(self.codes[left] != self.codes[left[0]]).sum(axis=1) >= self.c.niche]
-        return np.asarray(heads)
-
-    def _crossover(self, best: float, parents: np.ndarray | None = None) -> int | None:
+    def _crossover(self, best: float) -> int | None:
         """The predicted fastest open child of two of the ``cross_top`` best measured
         configurations (each parameter's value from either parent, one in d of them redrawn at
         random), or None when no child is an open candidate."""
         if len(self.measured) < 2 or not self.codes.shape[1]:
             return None
-        top = parents if parents is not None else \
-            np.asarray(self.measured)[np.argsort(self.log_times, kind="stable")[:self.c.cross_top]]
-        k = len(top)
-        if k < 2:
-            return None
+        k = min(self.c.cross_top, len(self.measured))
+        top = np.asarray(self.measured)[np.argsort(self.log_times, kind="stable")[:k]]
         m, d = self.c.cross_children, self.codes.shape[1]
         first = self.codes[top[self.rng.integers(k, size=m)]]
         second = self.codes[top[self.rng.integers(k, size=m)]]
@@ -382,46 +343,6 @@ class LearntOrder:
         found = self.full_order[at[self.full_sorted[at] == hashes]]
         found = found[self.open[found] & (self.valid[found] < best)]
         return int(found[np.argmin(self.predicted[found])]) if len(found) else None
-
-    def _from_region(self, best: float) -> int | None:
-        """The predicted fastest open configuration in the trust region (within a Hamming radius
-        of its centre), restarted around the fastest basin not yet searched whose head is at
-        least ``niche`` parameters from the best, when there is none or it collapsed; or None."""
-        for _ in range(4):
-            merged = self.region is not None and \
-                (self.codes[self.region.centre] != self.codes[self.top[0][1]]).sum() < self.c.niche
-            if self.region is None or self.region.radius < 0 or merged:
-                self.region = self._new_region()
-                if self.region is None:
-                    return None
-            inside = self.region.members(self.codes)
-            inside = inside[self.open[inside] & (self.valid[inside] < best)]
-            if len(inside):
-                i = int(self.rng.choice(inside)) if self.c.region_random else \
-                    int(inside[np.argmin(self.predicted[inside])])
-                self.region.proposed.add(i)
-                return i
-            self.region.radius += 1  # everything inside measured: look further out
-            if self.region.radius > self.c.niche:
-                self.region.radius = -1
-        return None
-
-    def _new_region(self) -> Region | None:
-        """A region of radius 1 around the fastest basin head not searched yet, or None. Basins
-        (clearing): of the 64 fastest measured configurations, the fastest is a head and those
-        within ``niche`` - 1 parameters of it are in its basin; then the fastest left, and so on."""
-        order = np.argsort(self.log_times, kind="stable")[:64]
-        left = np.asarray(self.measured)[order]
-        times = np.asarray(self.log_times)[order]
-        first = True
-        while len(left):
-            head = int(left[0])
-            if not first and head not in self.region_used:
-                self.region_used.add(head)
-                return Region(head, math.exp(times[0]), self.c.region_failures)
-            far = (self.codes[left] != self.codes[head]).sum(axis=1) >= self.c.niche
-            left, times, first = left[far], times[far], False
-        return None
 
     def _from_forest(self, best: float) -> int | None:
         """The open configuration with the smallest lower confidence bound of the forest, or None."""
@@ -469,12 +390,7 @@ class LearntOrder:
     def observe(self, i: int, time: float | None) -> None:
         """Candidate ``i`` was measured in ``time`` seconds (inf: failed; None: no time)."""
         self.open[i] = False
-        self.observed += 1
-        if self.region is not None and i in self.region.proposed:
-            self.region.update(i, math.inf if time is None else time)
         if time is not None and math.isfinite(time) and time > 0:
-            if not self.top or time < self.top[0][0]:
-                self.improved_at = self.observed
             self.measured.append(i)
             self.log_times.append(math.log(time))
             top = self.c.local_top if self.prior is None else self.c.prior_local_top
@@ -533,35 +449,6 @@ class LearntOrder:
         self.predicted = predicted
         self.position = 0
         self.fitted_at = len(self.measured)
-
-
-class Region:
-    """A trust region: the configurations within ``radius`` parameters of ``centre``. It moves
-    to (and grows around) a proposal faster than its centre and shrinks after ``patience``
-    proposals in a row that are not; it has collapsed when the radius falls below 0."""
-
-    def __init__(self, centre: int, time: float, patience: int):
-        self.centre, self.time, self.patience = centre, time, patience
-        self.radius, self.failures = 1, 0
-        self.proposed: set[int] = set()
-        self.cached: tuple[int, int] | None = None
-        self.inside = np.zeros(0, dtype=np.int64)
-
-    def members(self, codes: np.ndarray) -> np.ndarray:
-        if self.cached != (self.centre, self.radius):
-            distance = (codes != codes[self.centre]).sum(axis=1)
-            self.inside = np.flatnonzero(distance <= self.radius)
-            self.cached = (self.centre, self.radius)
-        return self.inside
-
-    def update(self, i: int, time: float) -> None:
-        if time < self.time:
-            self.centre, self.time, self.failures = i, time, 0
-            self.radius += 1
-            return
-        self.failures += 1
-        if self.failures >= self.patience:
-            self.radius, self.failures = self.radius - 1, 0
 
 
 def _turn(turn: int, share: float) -> bool:
