@@ -23,6 +23,14 @@ ridge regression of log run time, refitted on this run's own measurements:
   both miss the optimum for long; without priors the forest also splits on the pairwise sums and
   differences of the numeric parameters' log values (log products and ratios: threads = block x
   times block y, work per thread = tile x times tile y), computed alike for every space;
+- without priors, a share of the model's proposals (``gp_share``) comes from a Gaussian process
+  (:mod:`.gaussian_process`: Matern-5/2 with a length scale per parameter on the value indices
+  scaled to [0, 1], hyperparameters by marginal likelihood refitted after ``gp_refit`` more
+  measurements, trained on the best half of at most ``gp_training`` measurements and a random
+  rest, failures left out): the open configuration, of at most ``gp_candidates`` drawn at random,
+  with the smallest mean minus ``gp_kappa`` standard deviations, refitted for every proposal.
+  The smooth kernel reaches what neither the additive regression nor the axis-aligned trees
+  rank well (the convolution needles, the W6600's dedispersion optimum);
 - without priors, a share of the model's proposals (``cross_share``) is a genetic crossover: of
   256 children of two of the best 8 measured configurations (each parameter's value from either
   parent, one in d redrawn at random), the open one the regression predicts fastest. Kernel
