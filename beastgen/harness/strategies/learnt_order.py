@@ -389,8 +389,8 @@ class LearntOrder:
 
     def _from_gp(self, best: float) -> int | None:
         """The open configuration with the smallest lower confidence bound of the Gaussian process
-        (never below a valid bound), or None. Trained on the best half of at most ``gp_training`` measurements and a random
-        rest; failures are left out."""
+        (never below a valid bound), or None. Trained on the best half of at most ``gp_training``
+        measurements and a random rest; failures are left out."""
         candidates = np.flatnonzero(self.open & (self.valid < best))
         if len(self.measured) < 2 or not len(candidates) or not self.codes.shape[1]:
             return None
@@ -398,8 +398,8 @@ class LearntOrder:
         chosen = np.argsort(y, kind="stable")
         if len(chosen) > self.c.gp_training:
             half = self.c.gp_training // 2
-            chosen = np.concatenate([chosen[:half], self.rng.choice(chosen[half:], self.c.gp_training - half,
-                                                                    replace=False)])
+            rest = self.rng.choice(chosen[half:], self.c.gp_training - half, replace=False)
+            chosen = np.concatenate([chosen[:half], rest])
         x = self.codes / np.maximum(self.sizes - 1, 1)
         due = self.gp_tuned + max(8, int(self.c.gp_refit * len(self.measured)))
         steps = 20 if len(self.measured) >= due else 0
