@@ -82,6 +82,18 @@ def test_crossover_and_derived_features_prove_the_exhaustive_best(seed):
     assert len(set(order_seen)) == len(order_seen)  # never the same configuration twice
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_gaussian_process_alone_proves_the_exhaustive_best(seed):
+    """Every model proposal from the Gaussian process (no local ones): the search proves the
+    exhaustive best and never proposes a configuration twice."""
+    codes, bounds, terms, times = _space(seed + 60)
+    constants = Constants(gp_share=1.0, local_every=0)
+    seen = []
+    best, measured = _search(codes, bounds, terms, times, seed, constants=constants, seen=seen)
+    assert best == times.min() and measured <= len(times)
+    assert len(set(seen)) == len(seen)
+
+
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))
 @settings(max_examples=25, deadline=None)
 def test_priors_never_change_what_is_proven(seed, kind):

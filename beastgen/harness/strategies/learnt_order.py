@@ -23,6 +23,14 @@ ridge regression of log run time, refitted on this run's own measurements:
   both miss the optimum for long; without priors the forest also splits on the pairwise sums and
   differences of the numeric parameters' log values (log products and ratios: threads = block x
   times block y, work per thread = tile x times tile y), computed alike for every space;
+- without priors, a share of the model's proposals (``gp_share``) comes from a Gaussian process
+  (:mod:`.gaussian_process`: Matern-5/2 with a length scale per parameter on the value indices
+  scaled to [0, 1], hyperparameters by marginal likelihood refitted after ``gp_refit`` more
+  measurements, trained on the best half of at most ``gp_training`` measurements and a random
+  rest, failures left out): the open configuration, of at most ``gp_candidates`` drawn at random,
+  with the smallest mean minus ``gp_kappa`` standard deviations, refitted for every proposal.
+  The smooth kernel reaches what neither the additive regression nor the axis-aligned trees
+  rank well (the convolution needles, the W6600's dedispersion optimum);
 - without priors, a share of the model's proposals (``cross_share``) is a genetic crossover: of
   256 children of two of the best 8 measured configurations (each parameter's value from either
   parent, one in d redrawn at random), the open one the regression predicts fastest. Kernel
@@ -60,6 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .extra_trees import ExtraTrees
+from .gaussian_process import GaussianProcess
 from .prior_residual import linear_part
 from .prior_transfer import Transfer
 
@@ -127,6 +136,17 @@ class Constants:
     prior_residual: int = 1
     #: ridge penalty of the sources' weights in that regression
     residual_ridge: float = 1.0
+    #: without priors: share of the model's proposals taken from a Gaussian process
+    #: (:mod:`.gaussian_process`; 0: never)
+    gp_share: float = 0.25
+    #: it proposes the smallest mean - ``gp_kappa`` x its standard deviation (lower confidence bound)
+    gp_kappa: float = 2.0
+    #: at most this many measurements train it (the best half of them, the rest drawn at random)
+    gp_training: int = 256
+    #: it ranks at most this many open configurations (drawn at random) per proposal
+    gp_candidates: int = 4096
+    #: its hyperparameters are refitted after this fraction more measurements (at least 8)
+    gp_refit: float = 0.1
 
 
 DEFAULT = Constants()
@@ -166,6 +186,7 @@ class LearntOrder:
         self.proposals = 0
         self.model_turns = self.transfer_turns = 0
         self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
+        self.gp, self.gp_turns, self.gp_tuned = GaussianProcess(self.rng), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             known = ~np.isnan(self.prior)
@@ -260,6 +281,12 @@ class LearntOrder:
             self.transfer_turns += 1
             if _turn(self.transfer_turns, self.c.transfer_share):
                 i = self._from_transfer(best)
+                if i is not None:
+                    return i
+        if self.prior is None and self.c.gp_share:
+            self.gp_turns += 1
+            if _turn(self.gp_turns, self.c.gp_share):
+                i = self._from_gp(best)
                 if i is not None:
                     return i
         self.model_turns += 1
@@ -359,6 +386,32 @@ class LearntOrder:
                     return i
             self._refit_forest(best)  # ran dry (failures give no time): queue what is open again
         return None
+
+    def _from_gp(self, best: float) -> int | None:
+        """The open configuration with the smallest lower confidence bound of the Gaussian process
+        (never below a valid bound), or None. Trained on the best half of at most ``gp_training``
+        measurements and a random rest; failures are left out."""
+        candidates = np.flatnonzero(self.open & (self.valid < best))
+        if len(self.measured) < 2 or not len(candidates) or not self.codes.shape[1]:
+            return None
+        y = np.asarray(self.log_times)
+        chosen = np.argsort(y, kind="stable")
+        if len(chosen) > self.c.gp_training:
+            half = self.c.gp_training // 2
+            rest = self.rng.choice(chosen[half:], self.c.gp_training - half, replace=False)
+            chosen = np.concatenate([chosen[:half], rest])
+        x = self.codes / np.maximum(self.sizes - 1, 1)
+        due = self.gp_tuned + max(8, int(self.c.gp_refit * len(self.measured)))
+        steps = 20 if len(self.measured) >= due else 0
+        self.gp.fit(x[np.asarray(self.measured)[chosen]], y[chosen], steps)
+        if steps:
+            self.gp_tuned = len(self.measured)
+        if len(candidates) > self.c.gp_candidates:
+            candidates = self.rng.choice(candidates, self.c.gp_candidates, replace=False)
+        mean, spread = self.gp.predict(x[candidates])
+        with np.errstate(divide="ignore"):
+            score = np.maximum(mean - self.c.gp_kappa * spread, np.log(self.valid[candidates]))
+        return int(candidates[np.argmin(score)])
 
     def _from_transfer(self, best: float) -> int | None:
         """The open configuration first in the priors' trust-weighted consensus, or None."""

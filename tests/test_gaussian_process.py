@@ -1,0 +1,36 @@
+"""The Gaussian process (``gaussian_process.py``): its likelihood gradient is the true one, it
+interpolates a smooth function and is unsure away from its data (its search: test_search_order.py)."""
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from beastgen.harness.strategies.gaussian_process import GaussianProcess, likelihood
+
+
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=10, deadline=None)
+def test_likelihood_gradient_matches_finite_differences(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.random((30, 3))
+    z = rng.standard_normal(30)
+    theta = rng.uniform(-2, 1, 5)
+    value, gradient = likelihood(x, z, theta)
+    step = 1e-5
+    numeric = [(likelihood(x, z, theta + e)[0] - likelihood(x, z, theta - e)[0]) / (2 * step)
+               for e in np.eye(5) * step]
+    assert math.isfinite(value)
+    assert np.allclose(gradient, numeric, rtol=1e-4, atol=1e-4)
+
+
+def test_fit_interpolates_and_is_unsure_far_from_the_data():
+    rng = np.random.default_rng(0)
+    x = rng.random((60, 2)) * 0.5  # only the lower-left quarter
+    y = np.sin(4 * x[:, 0]) + x[:, 1] ** 2
+    gp = GaussianProcess(rng).fit(x, y, steps=40)
+    inside = rng.random((200, 2)) * 0.5
+    mean, spread = gp.predict(inside)
+    assert np.abs(mean - (np.sin(4 * inside[:, 0]) + inside[:, 1] ** 2)).max() < 0.05
+    _, far = gp.predict(np.full((1, 2), 1.0))
+    assert far[0] > 5 * spread.mean()
