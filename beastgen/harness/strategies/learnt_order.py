@@ -28,7 +28,8 @@ ridge regression of log run time, refitted on this run's own measurements:
   scaled to [0, 1], hyperparameters by marginal likelihood refitted after ``gp_refit`` more
   measurements, trained on the best half of at most ``gp_training`` measurements and a random
   rest, failures left out): the open configuration, of at most ``gp_candidates`` drawn at random,
-  with the smallest mean minus ``gp_kappa`` standard deviations, refitted for every proposal.
+  with the smallest mean minus ``gp_kappa`` standard deviations, refitted for every proposal,
+  while fewer than ``gp_until`` configurations are measured (the budget it was chosen on).
   The smooth kernel reaches what neither the additive regression nor the axis-aligned trees
   rank well (the convolution needles, the W6600's dedispersion optimum);
 - without priors, a share of the model's proposals (``cross_share``) is a genetic crossover: of
@@ -147,6 +148,10 @@ class Constants:
     gp_candidates: int = 4096
     #: its hyperparameters are refitted after this fraction more measurements (at least 8)
     gp_refit: float = 0.1
+    #: it proposes only while fewer than this many configurations are measured: every constant
+    #: was chosen on searches of at most 1,000, and a search run to its proof (thousands more)
+    #: would pay its fit for every proposal
+    gp_until: int = 1000
 
 
 DEFAULT = Constants()
@@ -283,7 +288,7 @@ class LearntOrder:
                 i = self._from_transfer(best)
                 if i is not None:
                     return i
-        if self.prior is None and self.c.gp_share:
+        if self.prior is None and self.c.gp_share and len(self.measured) < self.c.gp_until:
             self.gp_turns += 1
             if _turn(self.gp_turns, self.c.gp_share):
                 i = self._from_gp(best)
