@@ -17,10 +17,9 @@ SQRT5 = math.sqrt(5.0)
 
 
 class GaussianProcess:
-    """``GaussianProcess(rng).fit(x, y, steps)`` then ``predict(rows)`` -> (mean, standard deviation)."""
+    """``GaussianProcess().fit(x, y, steps)`` then ``predict(rows)`` -> (mean, standard deviation)."""
 
-    def __init__(self, rng: np.random.Generator | None = None):
-        self.rng = rng if rng is not None else np.random.default_rng(0)
+    def __init__(self):
         self.theta: np.ndarray | None = None  # log length scales..., log signal, log noise
 
     def fit(self, x: np.ndarray, y: np.ndarray, steps: int = 0) -> "GaussianProcess":
@@ -61,12 +60,20 @@ def _matern(r: np.ndarray) -> np.ndarray:
     return (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * np.exp(-SQRT5 * r)
 
 
+def _kernel(scaled: np.ndarray, signal: float, noise: float):
+    """(kernel matrix of the rows ``scaled`` with noise and jitter on its diagonal, their distances
+    r, exp(-sqrt5 r))."""
+    r = _distance(scaled, scaled)
+    decay = np.exp(-SQRT5 * r)
+    k = signal * ((1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * decay)
+    k[np.diag_indices_from(k)] += noise + 1e-6 * signal
+    return k, r, decay
+
+
 def _factor(x, z, theta):
     """(Cholesky factor of the kernel matrix with noise and jitter, its solve of ``z``)."""
     length, signal, noise = np.exp(theta[:-2]), math.exp(theta[-2]), math.exp(theta[-1])
-    k = signal * _matern(_distance(x / length, x / length))
-    k[np.diag_indices_from(k)] += noise + 1e-6 * signal
-    chol = np.linalg.cholesky(k)
+    chol = np.linalg.cholesky(_kernel(x / length, signal, noise)[0])
     alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, z))
     return chol, alpha
 
@@ -75,11 +82,7 @@ def likelihood(x: np.ndarray, z: np.ndarray, theta: np.ndarray) -> tuple[float, 
     """Log marginal likelihood of ``z`` at hyperparameters ``theta`` and its gradient."""
     length, signal, noise = np.exp(theta[:-2]), math.exp(theta[-2]), math.exp(theta[-1])
     scaled = x / length
-    r = _distance(scaled, scaled)
-    decay = np.exp(-SQRT5 * r)
-    correlation = (1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * decay
-    k = signal * correlation
-    k[np.diag_indices_from(k)] += noise + 1e-6 * signal
+    k, r, decay = _kernel(scaled, signal, noise)
     chol = np.linalg.cholesky(k)
     inverse = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(len(z))))
     alpha = inverse @ z

@@ -191,7 +191,7 @@ class LearntOrder:
         self.proposals = 0
         self.model_turns = self.transfer_turns = 0
         self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
-        self.gp, self.gp_turns, self.gp_tuned = GaussianProcess(self.rng), 0, -1
+        self.gp, self.gp_turns, self.gp_tuned = GaussianProcess(), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             known = ~np.isnan(self.prior)
@@ -244,6 +244,8 @@ class LearntOrder:
         self.hot_width = offset
         self.codes = codes[:, varying]
         self.sizes = np.array(sizes, dtype=np.int64)
+        if self.prior is None and self.c.gp_share:  # the Gaussian process's inputs: indices in [0, 1]
+            self.gp_x = self.codes / np.maximum(self.sizes - 1, 1)
         self.width = offset + self.dense.shape[1]
         self.prior_variance = np.full(self.width, 1.0 / self.c.ridge)
         self.prior_variance[main_width:offset] /= self.c.pair_ridge  # pairs: shrunk harder
@@ -405,15 +407,14 @@ class LearntOrder:
             half = self.c.gp_training // 2
             rest = self.rng.choice(chosen[half:], self.c.gp_training - half, replace=False)
             chosen = np.concatenate([chosen[:half], rest])
-        x = self.codes / np.maximum(self.sizes - 1, 1)
         due = self.gp_tuned + max(8, int(self.c.gp_refit * len(self.measured)))
         steps = 20 if len(self.measured) >= due else 0
-        self.gp.fit(x[np.asarray(self.measured)[chosen]], y[chosen], steps)
+        self.gp.fit(self.gp_x[np.asarray(self.measured)[chosen]], y[chosen], steps)
         if steps:
             self.gp_tuned = len(self.measured)
         if len(candidates) > self.c.gp_candidates:
             candidates = self.rng.choice(candidates, self.c.gp_candidates, replace=False)
-        mean, spread = self.gp.predict(x[candidates])
+        mean, spread = self.gp.predict(self.gp_x[candidates])
         with np.errstate(divide="ignore"):
             score = np.maximum(mean - self.c.gp_kappa * spread, np.log(self.valid[candidates]))
         return int(candidates[np.argmin(score)])
