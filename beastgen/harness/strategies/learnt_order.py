@@ -159,6 +159,8 @@ class Constants:
     prior_gp_inputs: float = 0.0
     #: it proposes the smallest mean - ``prior_gp_kappa`` x its standard deviation
     prior_gp_kappa: float = 2.0
+    #: it proposes only once this many configurations are measured (the priors alone first)
+    prior_gp_after: int = 0
 
 
 DEFAULT = Constants()
@@ -253,6 +255,7 @@ class LearntOrder:
         self.sizes = np.array(sizes, dtype=np.int64)
         self.gp_share = self.c.gp_share if self.prior is None else self.c.prior_gp_inputs
         self.gp_kappa = self.c.gp_kappa if self.prior is None else self.c.prior_gp_kappa
+        self.gp_after = 0 if self.prior is None else self.c.prior_gp_after
         if self.gp_share:  # the Gaussian process's inputs: indices in [0, 1] (and the sources)
             self.gp_x = self.codes / np.maximum(self.sizes - 1, 1)
             if self.prior is not None:
@@ -301,7 +304,7 @@ class LearntOrder:
                 i = self._from_transfer(best)
                 if i is not None:
                     return i
-        if self.gp_share and len(self.measured) < self.c.gp_until:
+        if self.gp_share and self.gp_after <= len(self.measured) < self.c.gp_until:
             self.gp_turns += 1
             if _turn(self.gp_turns, self.gp_share):
                 i = self._from_gp(best)
