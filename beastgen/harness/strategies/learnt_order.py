@@ -50,8 +50,13 @@ follows the sources' consensus, each source trusted by its rank correlation with
 measurements (:mod:`.prior_transfer`), the forest learns the residual of a ridge regression of
 this run's log times on the sources' scores and adds it back (``prior_residual``,
 :mod:`.prior_residual`: it extrapolates "this parameter value is relatively better on this GPU" to
-configurations not measured yet, which rank transfer cannot), and the local proposals look around
-more of the best measured (``prior_local_top``). Priors only order the search: they cut nothing.
+configurations not measured yet, which rank transfer cannot), once ``prior_gp_after``
+configurations are measured a share of the model's proposals after the transfer's
+(``prior_gp_inputs``) comes from the Gaussian process above with the sources' scores as extra
+inputs (:mod:`.prior_inputs`: a length scale per source learns how far each source's ranking
+carries to this GPU, and the parameters' where it stops carrying), by its mean minus
+``prior_gp_kappa`` standard deviations, and the local proposals look around more of the best
+measured (``prior_local_top``). Priors only order the search: they cut nothing.
 
 The certificate at any moment: the true optimum is at least the smallest valid bound among the
 open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
@@ -156,11 +161,12 @@ class Constants:
     #: with priors: share of the model's proposals (after the transfer's) taken from a Gaussian
     #: process whose inputs are the parameters and the sources' scores (:mod:`.prior_inputs`;
     #: 0: never)
-    prior_gp_inputs: float = 0.0
+    prior_gp_inputs: float = 0.5
     #: it proposes the smallest mean - ``prior_gp_kappa`` x its standard deviation
-    prior_gp_kappa: float = 2.0
-    #: it proposes only once this many configurations are measured (the priors alone first)
-    prior_gp_after: int = 0
+    prior_gp_kappa: float = 1.0
+    #: it proposes only once this many configurations are measured (the priors' own proposals
+    #: first: where they are right, the optimum is found within about a dozen)
+    prior_gp_after: int = 12
 
 
 DEFAULT = Constants()
