@@ -109,6 +109,26 @@ def test_priors_never_change_what_is_proven(seed, kind):
     assert best == times.min() and measured <= len(times)
 
 
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))
+@settings(max_examples=6, deadline=None)
+def test_gaussian_process_on_the_priors_never_changes_what_is_proven(seed, kind):
+    """Every model proposal after the transfer's from the Gaussian process on the parameters and
+    the sources' scores (no local ones), whatever the sources say: the search proves the
+    exhaustive best and never proposes a configuration twice."""
+    codes, bounds, terms, times = _space(seed % 1000 + 80)
+    rng = np.random.default_rng(seed)
+    logs = np.log(times)
+    prior = {"agree": logs, "disagree": -logs, "random": rng.standard_normal(len(times))}[kind]
+    prior = np.stack([prior, rng.standard_normal(len(times))], axis=1)
+    prior[rng.random(prior.shape) < 0.2] = np.nan
+    constants = Constants(prior_gp_inputs=1.0, local_every=0)
+    seen = []
+    best, measured = _search(codes, bounds, terms, times, seed, prior=prior, constants=constants,
+                             seen=seen)
+    assert best == times.min() and measured <= len(times)
+    assert len(set(seen)) == len(seen)
+
+
 def test_learnt_order_without_violations_runs_only_bounds_below_the_best():
     codes, bounds, terms, times = _space(3)
     bounds = np.minimum(bounds, times)

@@ -50,8 +50,13 @@ follows the sources' consensus, each source trusted by its rank correlation with
 measurements (:mod:`.prior_transfer`), the forest learns the residual of a ridge regression of
 this run's log times on the sources' scores and adds it back (``prior_residual``,
 :mod:`.prior_residual`: it extrapolates "this parameter value is relatively better on this GPU" to
-configurations not measured yet, which rank transfer cannot), and the local proposals look around
-more of the best measured (``prior_local_top``). Priors only order the search: they cut nothing.
+configurations not measured yet, which rank transfer cannot), once ``prior_gp_after``
+configurations are measured a share of the model's proposals after the transfer's
+(``prior_gp_inputs``) comes from the Gaussian process above with the sources' scores as extra
+inputs (:mod:`.prior_inputs`: a length scale per source learns how far each source's ranking
+carries to this GPU, and the parameters' where it stops carrying), by its mean minus
+``prior_gp_kappa`` standard deviations, and the local proposals look around more of the best
+measured (``prior_local_top``). Priors only order the search: they cut nothing.
 
 The certificate at any moment: the true optimum is at least the smallest valid bound among the
 open configurations (a configuration whose dominating term was violated has no valid bound: 0), so
@@ -70,6 +75,7 @@ import numpy as np
 
 from .extra_trees import ExtraTrees
 from .gaussian_process import GaussianProcess
+from .prior_inputs import gp_inputs
 from .prior_residual import linear_part
 from .prior_transfer import Transfer
 
@@ -152,6 +158,15 @@ class Constants:
     #: was chosen on searches of at most 1,000, and a search run to its proof (thousands more)
     #: would pay its fit for every proposal
     gp_until: int = 1000
+    #: with priors: share of the model's proposals (after the transfer's) taken from a Gaussian
+    #: process whose inputs are the parameters and the sources' scores (:mod:`.prior_inputs`;
+    #: 0: never)
+    prior_gp_inputs: float = 0.5
+    #: it proposes the smallest mean - ``prior_gp_kappa`` x its standard deviation
+    prior_gp_kappa: float = 1.0
+    #: it proposes only once this many configurations are measured (the priors' own proposals
+    #: first: where they are right, the optimum is found within about a dozen)
+    prior_gp_after: int = 12
 
 
 DEFAULT = Constants()
@@ -244,8 +259,13 @@ class LearntOrder:
         self.hot_width = offset
         self.codes = codes[:, varying]
         self.sizes = np.array(sizes, dtype=np.int64)
-        if self.prior is None and self.c.gp_share:  # the Gaussian process's inputs: indices in [0, 1]
+        self.gp_share = self.c.gp_share if self.prior is None else self.c.prior_gp_inputs
+        self.gp_kappa = self.c.gp_kappa if self.prior is None else self.c.prior_gp_kappa
+        self.gp_after = 0 if self.prior is None else self.c.prior_gp_after
+        if self.gp_share:  # the Gaussian process's inputs: indices in [0, 1] (and the sources)
             self.gp_x = self.codes / np.maximum(self.sizes - 1, 1)
+            if self.prior is not None:
+                self.gp_x = gp_inputs(self.gp_x, self.prior)
         self.width = offset + self.dense.shape[1]
         self.prior_variance = np.full(self.width, 1.0 / self.c.ridge)
         self.prior_variance[main_width:offset] /= self.c.pair_ridge  # pairs: shrunk harder
@@ -290,9 +310,9 @@ class LearntOrder:
                 i = self._from_transfer(best)
                 if i is not None:
                     return i
-        if self.prior is None and self.c.gp_share and len(self.measured) < self.c.gp_until:
+        if self.gp_share and self.gp_after <= len(self.measured) < self.c.gp_until:
             self.gp_turns += 1
-            if _turn(self.gp_turns, self.c.gp_share):
+            if _turn(self.gp_turns, self.gp_share):
                 i = self._from_gp(best)
                 if i is not None:
                     return i
@@ -416,7 +436,7 @@ class LearntOrder:
             candidates = self.rng.choice(candidates, self.c.gp_candidates, replace=False)
         mean, spread = self.gp.predict(self.gp_x[candidates])
         with np.errstate(divide="ignore"):
-            score = np.maximum(mean - self.c.gp_kappa * spread, np.log(self.valid[candidates]))
+            score = np.maximum(mean - self.gp_kappa * spread, np.log(self.valid[candidates]))
         return int(candidates[np.argmin(score)])
 
     def _from_transfer(self, best: float) -> int | None:
