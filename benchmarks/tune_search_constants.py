@@ -36,7 +36,7 @@ from beastgen.harness.strategies.learnt_order import Constants, LearntOrder  # n
 
 INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "prior_local_top", "forest_trees",
             "forest_candidates", "cross_top", "cross_children", "forest_derived",
-            "prior_residual", "gp_training", "gp_candidates", "gp_until", "gp_local"}
+            "prior_residual", "gp_training", "gp_candidates", "gp_until"}
 
 
 def load(path: str):

@@ -94,23 +94,6 @@ def test_gaussian_process_alone_proves_the_exhaustive_best(seed):
     assert len(set(seen)) == len(seen)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_local_proposals_by_the_gaussian_process_prove_the_exhaustive_best(seed):
-    """Every proposal a local one when a neighbour of the best is open, picked by the Gaussian
-    process's lower confidence bound (``gp_local``) or the regression's prediction: the search
-    proves the exhaustive best, never proposes a configuration twice, and the two pickers differ."""
-    codes, bounds, terms, times = _space(seed + 80)
-    orders = []
-    for gp_local in (0, 1):
-        seen = []
-        best, measured = _search(codes, bounds, terms, times, seed, seen=seen,
-                                 constants=Constants(gp_local=gp_local, local_every=1))
-        assert best == times.min() and measured <= len(times)
-        assert len(set(seen)) == len(seen)
-        orders.append(seen)
-    assert orders[0] != orders[1]
-
-
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))
 @settings(max_examples=25, deadline=None)
 def test_priors_never_change_what_is_proven(seed, kind):

@@ -38,9 +38,6 @@ ridge regression of log run time, refitted on this run's own measurements:
   Tuner's best strategies on the replay files (genetic, pso, diff_evo) are such recombinations;
 - every ``local_every``-th proposal is the predicted fastest among the open neighbours (one
   parameter changed) of the best few measured configurations: the last percent is found there;
-  without priors, while the Gaussian process proposes, the neighbour with its smallest lower
-  confidence bound (``gp_local``; the process conditioned on every measurement so far): it
-  judges a neighbour by the measured configurations near it rather than by additive effects;
 - without priors, the first proposal has the smallest bound and the next few are drawn uniformly
   at random among the open configurations.
 
@@ -155,9 +152,6 @@ class Constants:
     #: was chosen on searches of at most 1,000, and a search run to its proof (thousands more)
     #: would pay its fit for every proposal
     gp_until: int = 1000
-    #: while the Gaussian process proposes, the local proposals pick the open neighbour with its
-    #: smallest lower confidence bound instead of the regression's prediction (0: never)
-    gp_local: int = 1
 
 
 DEFAULT = Constants()
@@ -197,7 +191,7 @@ class LearntOrder:
         self.proposals = 0
         self.model_turns = self.transfer_turns = 0
         self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
-        self.gp, self.gp_turns, self.gp_tuned, self.gp_fitted = GaussianProcess(), 0, -1, -1
+        self.gp, self.gp_turns, self.gp_tuned = GaussianProcess(), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             known = ~np.isnan(self.prior)
@@ -360,7 +354,7 @@ class LearntOrder:
             near = self._neighbours(i)
             near = near[self.open[near] & (self.valid[near] < best)]
             if len(near):
-                return int(near[np.argmin(self._screen(near))])
+                return int(near[np.argmin(self.predicted[near])])
         return None
 
     def _crossover(self, best: float) -> int | None:
@@ -383,19 +377,6 @@ class LearntOrder:
         found = self.full_order[at[self.full_sorted[at] == hashes]]
         found = found[self.open[found] & (self.valid[found] < best)]
         return int(found[np.argmin(self.predicted[found])]) if len(found) else None
-
-    def _screen(self, candidates: np.ndarray) -> np.ndarray:
-        """Scores of the local proposal's ``candidates``: the regression's predictions or
-        (``gp_local``, while the Gaussian process proposes) its lower confidence bound, never
-        below a valid bound. The process is conditioned on every measurement so far."""
-        if not (self.c.gp_local and self.prior is None and self.c.gp_share
-                and 2 <= len(self.measured) < self.c.gp_until):
-            return self.predicted[candidates]
-        if self.gp_fitted != len(self.measured):
-            self._fit_gp()
-        mean, spread = self.gp.predict(self.gp_x[candidates])
-        with np.errstate(divide="ignore"):
-            return np.maximum(mean - self.c.gp_kappa * spread, np.log(self.valid[candidates]))
 
     def _from_forest(self, best: float) -> int | None:
         """The open configuration with the smallest lower confidence bound of the forest, or None."""
@@ -420,17 +401,6 @@ class LearntOrder:
         candidates = np.flatnonzero(self.open & (self.valid < best))
         if len(self.measured) < 2 or not len(candidates) or not self.codes.shape[1]:
             return None
-        self._fit_gp()
-        if len(candidates) > self.c.gp_candidates:
-            candidates = self.rng.choice(candidates, self.c.gp_candidates, replace=False)
-        mean, spread = self.gp.predict(self.gp_x[candidates])
-        with np.errstate(divide="ignore"):
-            score = np.maximum(mean - self.c.gp_kappa * spread, np.log(self.valid[candidates]))
-        return int(candidates[np.argmin(score)])
-
-    def _fit_gp(self) -> None:
-        """Condition the Gaussian process on this run's measurements (its hyperparameters refitted
-        after ``gp_refit`` more)."""
         y = np.asarray(self.log_times)
         chosen = np.argsort(y, kind="stable")
         if len(chosen) > self.c.gp_training:
@@ -442,7 +412,12 @@ class LearntOrder:
         self.gp.fit(self.gp_x[np.asarray(self.measured)[chosen]], y[chosen], steps)
         if steps:
             self.gp_tuned = len(self.measured)
-        self.gp_fitted = len(self.measured)
+        if len(candidates) > self.c.gp_candidates:
+            candidates = self.rng.choice(candidates, self.c.gp_candidates, replace=False)
+        mean, spread = self.gp.predict(self.gp_x[candidates])
+        with np.errstate(divide="ignore"):
+            score = np.maximum(mean - self.c.gp_kappa * spread, np.log(self.valid[candidates]))
+        return int(candidates[np.argmin(score)])
 
     def _from_transfer(self, best: float) -> int | None:
         """The open configuration first in the priors' trust-weighted consensus, or None."""
