@@ -72,7 +72,6 @@ from .extra_trees import ExtraTrees
 from .gaussian_process import GaussianProcess
 from .prior_residual import linear_part
 from .prior_transfer import Transfer
-from .proposal_bandit import KindBandit
 
 
 @dataclass(frozen=True)
@@ -153,17 +152,6 @@ class Constants:
     #: was chosen on searches of at most 1,000, and a search run to its proof (thousands more)
     #: would pay its fit for every proposal
     gp_until: int = 1000
-    #: without priors: the model's proposals are shared among the kinds (regression, forest,
-    #: Gaussian process, crossover) by a bandit (:mod:`.proposal_bandit`) with this gain on each
-    #: kind's discounted mean reward, starting from the fixed shares above (0: the fixed shares)
-    kind_bandit: float = 0.0
-    #: the bandit's discount of past rewards per model proposal measured
-    bandit_discount: float = 0.95
-    #: every kind keeps at least this fraction of its fixed share under the bandit
-    bandit_floor: float = 0.25
-    #: a proposal's reward is the share of those measured before it that were slower, to this
-    #: power (a higher power rewards only the fastest)
-    bandit_power: float = 1.0
 
 
 DEFAULT = Constants()
@@ -205,14 +193,6 @@ class LearntOrder:
         self.forest_queue, self.forest_position, self.forest_fitted = np.zeros(0, np.int64), 0, -1
         self.gp, self.gp_turns, self.gp_tuned = GaussianProcess(), 0, -1
         self.top: list[tuple[float, int]] = []  # (time, candidate) of the fastest measured
-        self.bandit = self.kind_of = None
-        if self.prior is None and self.c.kind_bandit:  # regression, forest, process, crossover
-            c = self.c
-            model = (1 - c.gp_share) * np.array([(1 - c.forest_share) * (1 - c.cross_share),
-                                                 c.forest_share * (1 - c.cross_share), 0.0, c.cross_share])
-            shares = model + np.array([0.0, 0.0, c.gp_share, 0.0])
-            self.bandit = KindBandit(shares, c.kind_bandit, c.bandit_discount, c.bandit_floor)
-            self.kind_of: dict[int, int] = {}  # proposed candidate -> its kind, until measured
         if self.prior is not None:  # the sources' mean, missing ones left out; none: last
             known = ~np.isnan(self.prior)
             total = np.where(known, self.prior, 0.0).sum(axis=1)
@@ -310,8 +290,6 @@ class LearntOrder:
                 i = self._from_transfer(best)
                 if i is not None:
                     return i
-        if self.bandit is not None:
-            return self._from_bandit(best)
         if self.prior is None and self.c.gp_share and len(self.measured) < self.c.gp_until:
             self.gp_turns += 1
             if _turn(self.gp_turns, self.c.gp_share):
@@ -329,22 +307,6 @@ class LearntOrder:
             i = self._from_forest(best)
             if i is not None:
                 return i
-        return self._from_queue(best)
-
-    def _from_bandit(self, best: float) -> int | None:
-        """A model proposal of the kind the bandit chooses (the regression's when that kind has
-        none), its kind kept for the reward when it is measured."""
-        gp = bool(self.c.gp_share) and len(self.measured) < self.c.gp_until
-        kind = self.bandit.choose(np.array([True, True, gp, True]))
-        i = (None, self._from_forest, self._from_gp, self._crossover)[kind](best) if kind else None
-        if i is None:
-            kind, i = 0, self._from_queue(best)
-        if i is not None:
-            self.kind_of[i] = kind
-        return i
-
-    def _from_queue(self, best: float) -> int | None:
-        """The open candidate the regression predicts fastest, or None."""
         for _ in range(2):
             while self.position < len(self.queue):  # every open candidate, by predicted time
                 i = int(self.queue[self.position])
@@ -487,11 +449,7 @@ class LearntOrder:
     def observe(self, i: int, time: float | None) -> None:
         """Candidate ``i`` was measured in ``time`` seconds (inf: failed; None: no time)."""
         self.open[i] = False
-        good = time is not None and math.isfinite(time) and time > 0
-        if self.kind_of and i in self.kind_of:  # reward: the share of those measured slower
-            slower = np.mean(np.asarray(self.log_times) > math.log(time)) if good and self.log_times else 1.0
-            self.bandit.reward(self.kind_of.pop(i), float(slower) ** self.c.bandit_power if good else 0.0)
-        if good:
+        if time is not None and math.isfinite(time) and time > 0:
             self.measured.append(i)
             self.log_times.append(math.log(time))
             top = self.c.local_top if self.prior is None else self.c.prior_local_top
