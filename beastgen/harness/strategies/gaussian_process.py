@@ -62,12 +62,11 @@ def _matern(r: np.ndarray) -> np.ndarray:
 
 def _kernel(scaled: np.ndarray, signal: float, noise: float):
     """(kernel matrix of the rows ``scaled`` with noise and jitter on its diagonal, their distances
-    r, exp(-sqrt5 r))."""
+    r)."""
     r = _distance(scaled, scaled)
-    decay = np.exp(-SQRT5 * r)
-    k = signal * ((1.0 + SQRT5 * r + 5.0 / 3.0 * r * r) * decay)
+    k = signal * _matern(r)
     k[np.diag_indices_from(k)] += noise + 1e-6 * signal
-    return k, r, decay
+    return k, r
 
 
 def _factor(x, z, theta):
@@ -82,14 +81,14 @@ def likelihood(x: np.ndarray, z: np.ndarray, theta: np.ndarray) -> tuple[float, 
     """Log marginal likelihood of ``z`` at hyperparameters ``theta`` and its gradient."""
     length, signal, noise = np.exp(theta[:-2]), math.exp(theta[-2]), math.exp(theta[-1])
     scaled = x / length
-    k, r, decay = _kernel(scaled, signal, noise)
+    k, r = _kernel(scaled, signal, noise)
     chol = np.linalg.cholesky(k)
     inverse = np.linalg.solve(chol.T, np.linalg.solve(chol, np.eye(len(z))))
     alpha = inverse @ z
     value = -0.5 * z @ alpha - np.log(np.diag(chol)).sum() - 0.5 * len(z) * math.log(2 * math.pi)
     outer = np.outer(alpha, alpha) - inverse  # d value = 0.5 tr(outer dK)
     # d k / d log l_d = signal 5/3 (1 + sqrt5 r) exp(-sqrt5 r) (delta_d / l_d)^2
-    common = outer * (signal * 5.0 / 3.0 * (1.0 + SQRT5 * r) * decay)
+    common = outer * (signal * 5.0 / 3.0 * (1.0 + SQRT5 * r) * np.exp(-SQRT5 * r))
     gradient = np.empty(len(theta))
     for d in range(x.shape[1]):
         delta = scaled[:, d][:, None] - scaled[:, d][None, :]
