@@ -188,6 +188,9 @@ def _tune_arguments(p: argparse.ArgumentParser) -> None:
                    help="Kernel Tuner cache file answering the runs (--backend replay)")
     p.add_argument("--budget", type=int, default=None, metavar="N", help="at most N runs in this invocation")
     p.add_argument("--time", type=float, default=None, metavar="SECONDS", help="stop after this long")
+    p.add_argument("--good-enough", default=None, metavar="TIME",
+                   help="stop once a configuration runs in at most TIME (0.6ms, 550us, 2e-3 = "
+                        "seconds): the kernel is fast enough")
     p.add_argument("--results", default="beastgen-results.db", metavar="DB",
                    help="SQLite results store; a run resumes from it (default beastgen-results.db)")
     p.add_argument("--strategy", default="guided",

@@ -102,7 +102,14 @@ def main(argv=None):
     parser.add_argument("--grid", nargs="*", default=[], metavar="NAME=V1,V2",
                         help="constants to vary (the others keep their defaults)")
     parser.add_argument("--log", default=os.path.join(REPO, "benchmarks", "search_constants.jsonl"))
+    parser.add_argument("--envelope", action="store_true",
+                        help="run nothing: per file, the smallest median of any setting logged with at "
+                             "least --seeds seeds (earlier versions of the search included)")
     args = parser.parse_args(argv)
+    if args.envelope:
+        with open(args.log) as f:
+            envelope([json.loads(line) for line in f if line.strip()], args.priors, args.seeds, args.budget)
+        return
     data = {os.path.basename(p): load(p) for p in sorted(glob.glob(os.path.join(REPO, "data", "replay", "*.json.gz")))}
     names = [g.split("=")[0] for g in args.grid]
     choices = [[(int if n in INTEGERS else float)(v) for v in g.split("=")[1].split(",")]
@@ -147,6 +154,24 @@ def report(records, priors: bool) -> None:
     overall = int(np.argmin([geometric_mean(m.values()) for m in medians]))
     print(f"best on all files: {records[overall]['constants']}: "
           + ", ".join(f"{f.split('.')[0]} {medians[overall][f]:g}" for f in files))
+
+
+def envelope(records, priors: bool, seeds: int, budget: int) -> None:
+    """Per file, the smallest median of evaluations to the optimum over every logged setting with at
+    least ``seeds`` seeds, each file's best chosen on that file alone: a bound on what choosing among
+    the searches tried so far could give there (optimistic, since it is chosen on the file itself)."""
+    records = [r for r in records if r["prior"] == priors and r["seeds"] >= seeds and r["budget"] == budget]
+    if not records:
+        print("no setting logged with these options")
+        return
+    files = sorted({f for r in records for f in r["runs"]})
+    print(f"{len(records)} settings logged {'with' if priors else 'without'} priors, >= {seeds} seeds; "
+          "per file the smallest median of evaluations to the optimum")
+    for name in files:
+        medians = [(statistics.median(r["runs"][name]), r) for r in records if name in r["runs"]]
+        low, record = min(medians, key=lambda m: m[0])
+        version = f" (earlier code: {record['code'][:60]})" if "code" in record else ""
+        print(f"  {name:40} {low:7g}  {record['constants']}, {record['seeds']} seeds{version}")
 
 
 if __name__ == "__main__":

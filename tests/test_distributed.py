@@ -336,6 +336,26 @@ def test_a_replay_without_a_built_in_profile_tunes_on_the_cluster(cluster, tmp_p
     assert remote.ran_now == local.ran_now == 12 and remote.best_time == local.best_time
 
 
+def test_good_enough_stops_the_search_on_the_cluster_as_locally(cluster, tmp_path):
+    """``good_enough``: the cluster stops sending batches once a time that fast has come back, as
+    the local loop stops; batches already sent still run, so it may have run more."""
+    from beastgen.distributed import tune_on_cluster
+    from beastgen.harness import tune
+    from beastgen.harness.recorded import load_replay
+
+    space = os.path.join(REPO, "data", "reference-spaces", "convolution_milo.json")
+    replay = os.path.join(REPO, "data", "replay", "convolution_milo_w6600.json.gz")
+    threshold = 1.25 * load_replay(replay).best()[1]
+    options = dict(backend="replay", replay=replay, strategy="exhaustive", good_enough=threshold,
+                   generated_dir=str(tmp_path / "generated"), progress=False, log=lambda m: None)
+    local = tune(space, results=str(tmp_path / "local.db"), **options)
+    remote = tune_on_cluster(space, cluster.scheduler.address, results=str(tmp_path / "remote.db"), **options)
+    for result in (local, remote):
+        assert result.best_time <= threshold and result.stopped.startswith("good enough")
+        assert not result.proven and result.evaluated < result.exhaustive
+    assert remote.ran_now >= local.ran_now
+
+
 def _opencl_available():
     try:
         from beastgen.harness.backends.opencl import list_devices

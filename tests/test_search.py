@@ -206,3 +206,38 @@ def test_command_line_prior_and_strategy_names(tmp_path, capsys):
                  str(tmp_path / "s.db"), "--generated-dir", str(tmp_path / "generated"),
                  "--no-progress"]) == 0
     assert "strategy random_search" in capsys.readouterr().out
+
+
+def test_good_enough_stops_at_the_first_time_that_fast_and_proves_nothing(tmp_path):
+    """``good_enough``: the search ends right after measuring a time at most that, whatever the
+    order; a bounded space that would have been proven is then not said to be (nothing proves the
+    rest slower)."""
+    replay = _replay(tmp_path, _all(), device="NVIDIA H100 SXM5 80GB")
+    full = _run(tmp_path, BOUNDED, replay, device="h100")
+    threshold = 0.4e-3  # seconds: of the 12 times only x=1, y=3's (1/3 ms) is below it
+    stopped = _run(tmp_path, BOUNDED, replay, device="h100", good_enough=threshold)
+    assert full.proven and stopped.best_time <= threshold and not stopped.proven
+    assert stopped.stopped.startswith("good enough") and "at most 400 us" in stopped.report()
+    order = _measured_times(stopped.results_path)
+    assert all(t > threshold for t in order[:-1]) and order[-1] <= threshold
+    never = _run(tmp_path, PLAIN, replay, good_enough=1e-9)  # never reached: runs to the end
+    assert never.evaluated == 12 and never.proven
+
+
+def _measured_times(store_path):
+    from beastgen.harness.store import read_run
+    return [row["time"] for row in read_run(store_path)[1]]
+
+
+@pytest.mark.parametrize("text, seconds", [("0.6ms", 6e-4), ("550us", 5.5e-4), ("2e-3", 2e-3),
+                                           ("1.5 s", 1.5), ("40NS", 4e-8)])
+def test_good_enough_on_the_command_line_reads_units(text, seconds):
+    from beastgen.commands.common import parse_kernel_time
+    assert parse_kernel_time(text, "--good-enough") == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["fast", "0", "-1ms", "inf", "nan", "1 parsec", ""])
+def test_good_enough_that_is_no_time_is_a_clear_error(text):
+    from beastgen.commands.common import parse_kernel_time
+    with pytest.raises(BeastError, match="--good-enough expects a time above zero"):
+        parse_kernel_time(text, "--good-enough")

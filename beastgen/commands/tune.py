@@ -6,7 +6,7 @@ import sys
 from ..errors import BeastError
 from ..harness.tuning import tune
 from ..harness.store import latest_run_size
-from .common import check_plot, parse_settings
+from .common import check_plot, parse_kernel_time, parse_settings
 
 
 def run(args) -> int:
@@ -19,9 +19,10 @@ def collect_inputs(args) -> int:
     """``tune --inputs SPEC``: random (input, configuration) pairs for ``beastgen predict``."""
     from ..harness.inputs import collect
 
-    for option in ("strategy", "prior", "budget", "time", "plot", "replay"):
+    for option in ("strategy", "prior", "budget", "time", "good_enough", "plot", "replay"):
         if getattr(args, option) not in (None, [], "guided"):
-            raise BeastError(f"--inputs draws its pairs at random: --{option} does not apply to it")
+            raise BeastError(f"--inputs draws its pairs at random: --{option.replace('_', '-')} "
+                             "does not apply to it")
     try:
         done = collect(args.space, args.inputs, args.pairs, per_input=args.per_input,
                        backend=args.backend, device=args.device,
@@ -41,13 +42,14 @@ def search(args, tune_function) -> int:
     """Run ``tune_function`` (the local ``harness.tuning.tune`` or its Dask twin) with the options of
     ``args`` and print the result."""
     check_plot(args)
+    good_enough = parse_kernel_time(args.good_enough, "--good-enough")
     try:
         result = tune_function(args.space, backend=args.backend, device=args.device,
                                settings=parse_settings(args.settings), replay=args.replay,
                                budget=args.budget, time_limit=args.time, results=args.results,
                                strategy=args.strategy, seed=args.seed, iterations=args.iterations,
                                generated_dir=args.generated_dir, progress=not args.no_progress,
-                               plot=args.plot, priors=args.prior)
+                               plot=args.plot, priors=args.prior, good_enough=good_enough)
     except KeyboardInterrupt:
         print(interrupted_message(args.results), file=sys.stderr, flush=True)
         raise

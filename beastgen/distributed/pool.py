@@ -264,14 +264,15 @@ class TunePool:
                              hashlib.sha256(source.encode()).hexdigest() if source else "", __version__)
 
     def search(self, strategy, state, recipe: MeasureRecipe, previous: dict, measured, resumed,
-               budget, time_limit, start, result) -> str:
+               limits, start, result) -> str:
         """Run the search; why it stopped ("" when every candidate was run or pruned).
 
         ``measured(candidate, key, status, time, times, message)`` records and accounts a fresh
-        result, ``resumed(candidate, key)`` one answered from the store; the budget and time limit
-        mean what they mean locally (checked before sending a batch)."""
+        result, ``resumed(candidate, key)`` one answered from the store; the ``limits``
+        (:class:`beastgen.harness.tuning.Limits`) mean what they mean locally (checked before sending
+        a batch, the runs in flight counted as run)."""
         return _Search(self.client, self.slots, strategy, state, recipe, previous, measured, resumed,
-                       budget, time_limit, start, result).run()
+                       limits, start, result).run()
 
 
 #: a batch is sized to take about this long on a worker (a task costs milliseconds of scheduling)
@@ -288,12 +289,12 @@ class _Search:
     """The driver's side of a search on the cluster: candidates go out in batches, results come back
     into the strategy and the store (on this machine only), the best is shared with the workers."""
 
-    def __init__(self, client, slots, strategy, state, recipe, previous, measured, resumed, budget,
-                 time_limit, start, result):
+    def __init__(self, client, slots, strategy, state, recipe, previous, measured, resumed, limits,
+                 start, result):
         self.distributed = import_distributed()
         self.client, self.slots, self.strategy, self.state = client, slots, strategy, state
         self.previous, self.measured, self.resumed = previous, measured, resumed
-        self.budget, self.time_limit, self.start, self.result = budget, time_limit, start, result
+        self.limits, self.start, self.result = limits, start, result
         self.recipe = shared(client, recipe, "measure-recipe")  # rerun when its workers are lost
         self.shared_name = f"beastgen-best-{os.urandom(8).hex()}"
         self.shared = self.distributed.Variable(self.shared_name, client=client)
@@ -350,11 +351,7 @@ class _Search:
                 self.shared.delete()
 
     def over(self) -> str:
-        if self.budget is not None and self.result.ran_now + self.queued >= self.budget:
-            return f"budget of {self.budget} runs spent"
-        if self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit:
-            return f"time limit of {self.time_limit:g} s reached"
-        return ""
+        return self.limits.reached(self.result.ran_now + self.queued, self.start, self.state.best_time)
 
     def depth(self) -> int:
         """Batches in flight per GPU worker."""
@@ -366,8 +363,8 @@ class _Search:
             return 1
         size = 1 if self.seconds_per_candidate is None else \
             max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(self.seconds_per_candidate, 1e-9))))
-        if self.budget is not None:
-            size = min(size, self.budget - self.result.ran_now - self.queued)
+        if self.limits.budget is not None:
+            size = min(size, self.limits.budget - self.result.ran_now - self.queued)
         return max(size, 1)
 
     def next_batch(self, proposals):

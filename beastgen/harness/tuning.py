@@ -39,6 +39,30 @@ from .strategies import ALIASES, DEFAULT, STRATEGIES, SearchState
 DEFAULT_ITERATIONS = 7
 
 
+@dataclass(frozen=True)
+class Limits:
+    """When a search stops before it has run or cut every candidate: ``budget`` runs in this
+    invocation, ``seconds`` of wall time, or a measured time of at most ``good_enough`` seconds
+    (the kernel is fast enough for its user). The local loop and the cluster's check the same."""
+    budget: int | None = None
+    seconds: float | None = None
+    good_enough: float | None = None
+
+    #: how the reasons below begin: a search stopped by one of them proves nothing
+    EARLY = ("budget", "time limit", "good enough")
+
+    def reached(self, ran: int, start: float, best_time: float) -> str:
+        """Why the search stops now, after ``ran`` runs in this invocation begun at ``start``
+        (``time.perf_counter()``) with ``best_time`` the best so far ("" while it goes on)."""
+        if self.good_enough is not None and best_time <= self.good_enough:
+            return f"good enough: {format_seconds(best_time)} is at most {format_seconds(self.good_enough)}"
+        if self.budget is not None and ran >= self.budget:
+            return f"budget of {self.budget} runs spent"
+        if self.seconds is not None and time.perf_counter() - start >= self.seconds:
+            return f"time limit of {self.seconds:g} s reached"
+        return ""
+
+
 @dataclass
 class TuneResult:
     space: str
@@ -184,12 +208,15 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
          replay: str | None = None, budget: int | None = None, time_limit: float | None = None,
          results: str = "beastgen-results.db", strategy: str = DEFAULT, seed: int = 0,
          iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
-         plot: str | None = None, log=None, pool=None, priors: list[str] | None = None) -> TuneResult:
+         plot: str | None = None, log=None, pool=None, priors: list[str] | None = None,
+         good_enough: float | None = None) -> TuneResult:
     """Search ``space_path`` for its fastest configuration (see the module docstring). With a
     ``pool`` (:class:`beastgen.distributed.pool.TunePool`), every candidate runs on a Dask worker
     holding a GPU; the results store stays on this machine. ``priors``: measurement files of the
-    same space from elsewhere (:mod:`.priors`) that warm-start the default strategy."""
-    tuning = Tuning(space_path, backend, strategy, seed, budget, time_limit,
+    same space from elsewhere (:mod:`.priors`) that warm-start the default strategy. The search
+    stops early after ``budget`` runs, ``time_limit`` seconds, or once a configuration runs in at
+    most ``good_enough`` seconds (:class:`Limits`)."""
+    tuning = Tuning(space_path, backend, strategy, seed, Limits(budget, time_limit, good_enough),
                     log or (lambda message: print(message, file=sys.stderr, flush=True)), pool, priors)
     tuning.setup(device, dict(settings or {}), replay, results, iterations, generated_dir)
     result = tuning.run(progress)
@@ -203,7 +230,7 @@ class Tuning:
     loop, or the pool's), and the accounting of every result (:meth:`account`) into the
     :class:`TuneResult` and the :class:`SearchState` the strategy reads."""
 
-    def __init__(self, space_path: str, backend: str, strategy: str, seed: int, budget, time_limit,
+    def __init__(self, space_path: str, backend: str, strategy: str, seed: int, limits: Limits,
                  log, pool, priors):
         strategy = ALIASES.get(strategy, strategy)
         if strategy not in STRATEGIES:
@@ -211,10 +238,12 @@ class Tuning:
         if priors and not STRATEGIES[strategy].uses_priors:
             raise BeastError(f"--prior orders the search of the default strategy ({DEFAULT}); "
                              f"'{strategy}' does not read priors")
-        if budget is not None and budget < 1:
+        if limits.budget is not None and limits.budget < 1:
             raise BeastError("--budget must be at least 1")
+        if limits.good_enough is not None and not limits.good_enough > 0:
+            raise BeastError(f"--good-enough must be a time above zero, not {limits.good_enough:g} s")
         self.space_path, self.backend, self.strategy, self.seed = space_path, backend, strategy, seed
-        self.budget, self.time_limit, self.log, self.pool, self.priors = budget, time_limit, log, pool, priors
+        self.limits, self.log, self.pool, self.priors = limits, log, pool, priors
         self.state = SearchState()
         self.unmeasured_bounds = []  # bounds of proposed configurations the backend cannot answer
         self.bar = None
@@ -275,12 +304,12 @@ class Tuning:
         self.result.recorded_in = self.runner.recorded_in
 
     def run(self, progress: bool) -> TuneResult:
-        """Search until every candidate is run or cut, the budget or the time limit; the result."""
+        """Search until every candidate is run or cut, or a limit is reached; the result."""
         result, pool = self.result, self.pool
         self.chosen = STRATEGIES[self.strategy](self.plan, self.seed, functools.partial(
             prior_matrix, list(self.priors)) if self.priors else None)
         self.start = time.perf_counter()
-        self.bar = _progress_bar(progress, min(self.budget or math.inf, self.plan.count())
+        self.bar = _progress_bar(progress, min(self.limits.budget or math.inf, self.plan.count())
                                  if progress else None)
         for key, row in self.previous.items():  # what the store holds counts before the search starts
             self.account(key, row["config"], row["status"], row["time"], row["bound"],
@@ -289,7 +318,7 @@ class Tuning:
             if pool is not None:  # every candidate runs on a Dask GPU worker
                 recipe = pool.recipe(self.space, self.profile, self.settings, self.iterations, self.source)
                 result.stopped = pool.search(self.chosen, self.state, recipe, self.previous, self.measured,
-                                             self.resumed, self.budget, self.time_limit, self.start,
+                                             self.resumed, self.limits, self.start,
                                              result) or "every candidate was run"
             else:
                 result.stopped = self.search() or "every candidate was run"
@@ -308,10 +337,9 @@ class Tuning:
             key = config_key(candidate.config)
             if key in self.previous:
                 continue
-            if self.budget is not None and self.result.ran_now >= self.budget:
-                return f"budget of {self.budget} runs spent"
-            if self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit:
-                return f"time limit of {self.time_limit:g} s reached"
+            stop = self.limits.reached(self.result.ran_now, self.start, self.state.best_time)
+            if stop:
+                return stop
             self.measured(candidate, key, *measure(
                 self.runner, self.kernel, candidate.config, self.settings, self.profile, self.language,
                 self.source, self.iterations, self.expected, self.tolerance))
@@ -376,7 +404,7 @@ class Tuning:
         result, state, plan = self.result, self.state, self.plan
         result.has_bounds = bool(plan.bound_terms)
         result.lower_bound = state.lower_bound if result.has_bounds else math.nan
-        result.proven = state.proven and not result.stopped.startswith(("budget", "time"))
+        result.proven = state.proven and not result.stopped.startswith(Limits.EARLY)
         # neither measured nor cut by the final best time: no proof, whatever the bounds; the optimum
         # of the space may be among them, so the lower bound of the optimum is theirs too
         missing = [bound for bound in self.unmeasured_bounds if not bound >= result.best_time]
