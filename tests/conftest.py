@@ -1,5 +1,6 @@
 """Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
 import os
+import signal
 import textwrap
 
 import pytest
@@ -50,3 +51,13 @@ def compiled_nests_only():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BEASTGEN_VECTORISED", "0")
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_delivered():
+    """Ctrl-C raises KeyboardInterrupt in the tests and in the commands and workers they start, even
+    where the suite was started with SIGINT ignored (in the background of a shell: ``nohup ... &``;
+    an ignored signal stays ignored across exec, a handled one is reset to the default)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

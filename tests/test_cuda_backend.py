@@ -160,16 +160,7 @@ def test_cpp_headers_compile_and_a_mangled_kernel_is_named(standin):
         runner.measure(kernel(source=GOOD.replace('extern "C" ', "")), 1, [1], timeout=10)
 
 
-@pytest.fixture
-def ctrl_c_delivered():
-    """Ctrl-C raises KeyboardInterrupt here and in the workers started meanwhile, even where the
-    suite was started with SIGINT ignored (in the background of a shell: ``nohup ... &``)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
-
-
-def test_ctrl_c_stops_the_worker_cleanly(ctrl_c_delivered, standin):
+def test_ctrl_c_stops_the_worker_cleanly(standin):
     runner = standin()
     runner.check_setup()
     worker = runner.process
@@ -181,7 +172,7 @@ def test_ctrl_c_stops_the_worker_cleanly(ctrl_c_delivered, standin):
     assert worker.exitcode == 0 and events(standin, "pop")
 
 
-def test_interrupt_reaching_the_worker_pops_its_context(ctrl_c_delivered, standin):
+def test_interrupt_reaching_the_worker_pops_its_context(standin):
     runner = standin()
     runner.check_setup()
     worker = runner.process
