@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import sys
 
+from ..bounds import Threshold, parse_threshold
 from ..devices import DEFAULT_DEVICE
 from ..errors import BeastError
 from ..compiler.runtime import Estimate
@@ -26,25 +28,19 @@ def parse_settings(pairs: list[list[str]] | None) -> dict:
     return settings
 
 
-#: the units ``--good-enough`` accepts, in seconds (a bare number is seconds)
-TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
 def parse_kernel_time(text: str | None, option: str) -> float | None:
-    """A kernel's run time written as ``0.6ms``, ``550us``, ``2e-3`` (seconds) ... in seconds."""
+    """A kernel's run time written as ``0.6ms``, ``550us``, ``2e-3`` (seconds) ... in seconds
+    (:func:`beastgen.bounds.parse_threshold` reads it; a factor, zero or infinity is refused)."""
     if text is None:
         return None
-    number = text.strip().lower()
-    unit = next((u for u in sorted(TIME_UNITS, key=len, reverse=True) if number.endswith(u)), "s")
-    number = number[:len(number) - len(unit)] if number.endswith(unit) else number
     try:
-        seconds = float(number) * TIME_UNITS[unit]
-    except ValueError:
-        seconds = float("nan")
-    if not seconds > 0 or seconds == float("inf"):
+        parsed = parse_threshold(text)
+    except BeastError:
+        parsed = Threshold()
+    if parsed.seconds is None or not 0 < parsed.seconds < math.inf:
         raise BeastError(f"{option} expects a time above zero such as 0.6ms, 550us or 2e-3 (seconds), "
                          f"got {text!r}")
-    return seconds
+    return parsed.seconds
 
 
 def jobs(args) -> int:
