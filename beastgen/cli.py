@@ -87,7 +87,7 @@ def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
 
 #: an example of each subcommand, shown at the end of its --help (run from the repository root)
 EXAMPLES = {
-    "show": "beastgen show spaces/gemm.py --device v100 --set precision=d",
+    "show": "beastgen show spaces/gemm.py --device v100 --set precision=d --dag dag.png",
     "generate": "beastgen generate spaces/gemm.py --device a100",
     "count": "beastgen count spaces/gemm.py --device v100 --set precision=d trans_b=1",
     "estimate": "beastgen estimate spaces/gemm.py --method knuth --samples 20000 --seed 1",
@@ -286,6 +286,13 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
 
+def _show_arguments(p: argparse.ArgumentParser) -> None:
+    _add_space_args(p)
+    p.add_argument("--dag", default=None, metavar="FILE",
+                   help="draw the dependency DAG, each item at the loop where it is computed: "
+                        ".png/.svg/.pdf (matplotlib), .dot (Graphviz) or .graphml")
+
+
 def _convert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="a Kernel Tuner script (.py, run until it calls tune_kernel: it is "
                                  "a program, read it first) or a T1 space (.json)")
@@ -294,7 +301,7 @@ def _convert_arguments(p: argparse.ArgumentParser) -> None:
 
 #: each subcommand, in --help's order: its help, and the function adding its arguments
 SUBCOMMANDS = {
-    "show": ("variables, dependency DAG and the loop nest with each filter placed", _add_space_args),
+    "show": ("variables, dependency DAG and the loop nest with each filter placed", _show_arguments),
     "generate": ("write the generated enumerator", _add_space_args),
     "count": ("count the valid configurations", _count_arguments),
     "estimate": (
