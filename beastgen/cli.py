@@ -22,7 +22,7 @@ COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate"
             "rank": "rank", "compare": "compare", "enumerate": "enumerate", "check-bounds": "check_bounds",
             "tune": "tune", "export": "export", "nvcc-check": "nvcc_check", "calibrate": "calibrate",
             "devices": "devices", "export-results": "export_results", "convert": "convert",
-            "predict": "predict"}
+            "predict": "predict", "analyze": "analyze"}
 
 
 def _set_before_positionals(argv: list[str]) -> list[str]:
@@ -105,6 +105,8 @@ EXAMPLES = {
     "convert": "beastgen convert kt_script.py -o space.py",
     "predict": "beastgen predict spaces/gemm.py --results inputs.db --set M=100 N=200 K=60 --measure 5",
     "devices": "beastgen devices",
+    "analyze": "beastgen analyze data/replay/gemm_clblast_rtx_titan.json.gz --space spaces/gemm_clblast.py "
+               "-o titan-analysis",
 }
 
 
@@ -286,6 +288,26 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
 
+def _analyze_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", metavar="STORE|CACHE",
+                   help="a results store that tune wrote, or a Kernel Tuner cache file (.json/.json.gz)")
+    p.add_argument("--run", default=None, help="which run of the store (default: the latest)")
+    p.add_argument("-o", "--output", default=None, metavar="DIR",
+                   help="where the figures and report.html go (default: NAME-analysis)")
+    p.add_argument("--space", default=None, metavar="SPACE",
+                   help="the space file the measurements were tuned with: adds its bound terms, "
+                        "derived values, launch shape and occupancy (compiled for the run's device "
+                        "and settings, or the cache file's GPU and problem size)")
+    p.add_argument("--device", "-d", default=None,
+                   help="--space: the device profile (default: the run's, or the cache file's GPU)")
+    p.add_argument("--set", dest="settings", nargs="+", action="append", metavar="NAME=VALUE",
+                   help="--space: override settings (repeatable)")
+    p.add_argument("--generated-dir", default=None,
+                   help=f"--space: where generated enumerators go (default: {GENERATED_DIR_HELP})")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    _add_progress_arg(p)
+
+
 def _show_arguments(p: argparse.ArgumentParser) -> None:
     _add_space_args(p)
     p.add_argument("--dag", default=None, metavar="FILE",
@@ -344,6 +366,11 @@ SUBCOMMANDS = {
         "write a Kernel Tuner script's tune_params and restrictions (or a T1 JSON space) as a "
         "readable beastgen space file",
         _convert_arguments),
+    "analyze": (
+        "what a tuning's measurements mean (a results store or a Kernel Tuner cache file): the "
+        "performance hull of each metric, the metrics and the fastest configurations clustered, "
+        "each parameter's share of the variance of log time; PNG figures and one HTML report",
+        _analyze_arguments),
     "devices": ("list the built-in device profiles", None),
 }
 
