@@ -29,7 +29,7 @@ class Hull:
 def spans_decades(values: np.ndarray) -> bool:
     """Whether an axis of these values is better drawn in log scale (all positive, wide range)."""
     finite = values[np.isfinite(values)]
-    return len(finite) > 1 and bool((finite > 0).all()) and finite.max() >= DECADES * finite.min()
+    return len(finite) > 1 and bool((finite > 0).all()) and bool(finite.max() >= DECADES * finite.min())
 
 
 def upper_hull(metric: str, x: np.ndarray, y: np.ndarray, log_x: bool | None = None,

@@ -152,6 +152,8 @@ def _value(axis, index: int) -> str:
         return axis.labels[int(value)]
     if not np.isfinite(value):
         return "-"
+    if axis.unit == "s":
+        return _seconds(float(value))
     return f"{value:.4g}" + (f" {axis.unit}" if axis.unit else "")
 
 

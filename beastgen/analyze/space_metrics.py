@@ -12,6 +12,8 @@ the reference evaluator where a value is a Python function.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..loading import load as load_space
@@ -76,14 +78,21 @@ def add_space_metrics(found: Measurements, space_path: str, device: str | None =
 
 
 def _profile(found: Measurements, device: str | None):
-    if device is not None:
-        return load_profile(device)
-    if found.run:
+    """``--device``, else the run's device (an OpenCL device's profile read from it again, as
+    tune read it), else the built-in profile of the cache file's GPU."""
+    spec = device if device is not None else found.run.get("device")
+    if spec is not None:
+        live = re.fullmatch(r"opencl:?(\d+)", str(spec).strip().lower())
+        if live:
+            from ..harness.backends.opencl import get_device, opencl_profile  # pyopencl: here only
+            return opencl_profile(get_device(int(live.group(1))), int(live.group(1)))
         try:
-            return load_profile(found.run["device"])
+            return load_profile(spec)
         except BeastError as e:
-            raise BeastError(f"the run's device '{found.run['device']}' has no built-in profile "
-                             f"({e.message}): pass --device NAME or a profile file") from None
+            if device is not None:
+                raise
+            raise BeastError(f"the run's device '{spec}' has no built-in profile ({e.message}): "
+                             "pass --device NAME or a profile file", found.source) from None
     profile = match_name(found.device_name)
     if profile is None:
         raise BeastError(f"no built-in profile matches the cache file's device '{found.device_name}': "

@@ -25,7 +25,8 @@ def run(args) -> int:
         bar(1.0, 0.0)
     print(text_summary(analysis, files, report))
     if args.json:
-        print(json.dumps(as_dict(analysis, dict(files, report=report))))
+        print(json.dumps(as_dict(analysis, dict(files, report=report)),
+                         default=lambda value: value.item() if hasattr(value, "item") else str(value)))
     return 0
 
 
