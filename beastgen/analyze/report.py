@@ -101,17 +101,23 @@ def text_summary(analysis, files: dict[str, str], report: str | None) -> str:
              + (f", {found.failed:,} failed" if found.failed else ""),
              f"fastest: {_seconds(found.times[best])} ({_config_text(found.configs[best], found.parameters)})",
              f"performance: {analysis.performance_label}", ""]
-    rows = []
+    rows, derived = [], 0
     for axis in analysis.axes:
         hull = analysis.hulls[axis.name]
         if not hull.vertices:
+            continue
+        if axis.kind == "derived":  # many: the report lists them
+            derived += 1
             continue
         top = max(hull.vertices, key=lambda i: analysis.performance[i])
         rows.append([axis.name, axis.kind, f"{len(hull.vertices)}", _value(axis, top),
                      f"{analysis.performance[top]:.4g}"])
     lines += ["performance hull (configurations on the upper convex hull of performance against "
               "each metric; the highest):", format_table(
-                  ["metric", "kind", "on hull", "metric at the highest", "performance"], rows), ""]
+                  ["metric", "kind", "on hull", "metric at the highest", "performance"], rows)]
+    if derived:
+        lines.append(f"(and {derived} derived values of the space: in the report and the JSON)")
+    lines.append("")
     clusters = analysis.metric_clusters
     if clusters is not None:
         lines.append(f"metric clusters (|Spearman's rho| >= {1 - 0.3:.1f} within, "

@@ -19,9 +19,11 @@ import numpy as np
 from ..loading import load as load_space
 from ..compiler.runtime import compile_space
 from ..compiler.vectorised import Unsupported, item_values
-from ..devices import load_profile, match_name
+from ..devices import load_profile
 from ..errors import BeastError
+from ..harness.backends.replay import ReplayBackend
 from ..harness.kernel import find_kernel
+from ..harness.recorded import Replay
 from ..reference import ReferenceEnumerator
 from .measurements import Measurements, Metric
 
@@ -36,7 +38,7 @@ def add_space_metrics(found: Measurements, space_path: str, device: str | None =
     as its performance where the space defines ``flops``, the floating-point operations of one
     run); what cannot be had goes to ``found.unavailable``."""
     space = load_space(space_path)
-    profile = _profile(found, device)
+    profile = _profile(found, device, space)
     kernel = find_kernel(space)
     chosen = _settings(found, space, kernel)
     chosen.update(settings or {})
@@ -77,9 +79,10 @@ def add_space_metrics(found: Measurements, space_path: str, device: str | None =
     progress(1.0)
 
 
-def _profile(found: Measurements, device: str | None):
+def _profile(found: Measurements, device: str | None, space):
     """``--device``, else the run's device (an OpenCL device's profile read from it again, as
-    tune read it), else the built-in profile of the cache file's GPU."""
+    tune read it), else the cache file's GPU's, as the replay backend chooses it (a built-in
+    profile, or for a space that reads no device property, one that only names the GPU)."""
     spec = device if device is not None else found.run.get("device")
     if spec is not None:
         live = re.fullmatch(r"opencl:?(\d+)", str(spec).strip().lower())
@@ -93,11 +96,8 @@ def _profile(found: Measurements, device: str | None):
                 raise
             raise BeastError(f"the run's device '{spec}' has no built-in profile ({e.message}): "
                              "pass --device NAME or a profile file", found.source) from None
-    profile = match_name(found.device_name)
-    if profile is None:
-        raise BeastError(f"no built-in profile matches the cache file's device '{found.device_name}': "
-                         "pass --device NAME or a profile file (beastgen devices lists them)", found.source)
-    return profile
+    named = Replay(found.source, found.device_name, "", found.problem_size, found.parameters, {})
+    return ReplayBackend(named).device_profile(space)  # as tune --backend replay chooses
 
 
 def _settings(found: Measurements, space, kernel) -> dict:
