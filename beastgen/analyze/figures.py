@@ -42,9 +42,10 @@ def time_unit(seconds: float) -> tuple[str, float]:
 
 def plain_log_ticks(axis) -> None:
     """Tick labels of a log axis as plain numbers (70, 80, 100), not powers of ten."""
-    formatter = FuncFormatter(lambda value, _: f"{value:g}")
-    axis.set_major_formatter(formatter)
-    axis.set_minor_formatter(formatter)
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(FuncFormatter(  # 20, 30, 50 between the decades, not every one
+        lambda value, _: f"{value:g}" if value > 0 and round(value / 10 ** math.floor(math.log10(value)))
+        in (2, 3, 5) else ""))
 
 
 def value_ticks(ax, labels: list) -> None:
