@@ -96,7 +96,11 @@ echo "wheels in .whl/:"
 ls -l .whl | awk 'NR > 1 {printf "  %9.2f MB  %s\n", $5 / 1e6, $9}'
 site=$work/site
 "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl
-extension=$(ls "$site"/pycuda/_driver*.so)
+if ! "$python" -c 'import numpy' 2>/dev/null; then  # pycuda imports NumPy (the GPU machine has it)
+    "$python" -m pip install -q --no-compile --target "$work/numpy" numpy
+    site=$site:$work/numpy
+fi
+extension=$(ls "$work"/site/pycuda/_driver*.so)
 readelf -d "$extension" | grep -q 'NEEDED.*\[libcuda\.so\.1\]' \
     || { echo "FAILED: $extension does not need libcuda.so.1" >&2; exit 1; }
 echo "pycuda's extension needs (dynamic): $(readelf -d "$extension" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
