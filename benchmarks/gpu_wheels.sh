@@ -95,15 +95,16 @@ echo
 echo "wheels in .whl/:"
 ls -l .whl | awk 'NR > 1 {printf "  %9.2f MB  %s\n", $5 / 1e6, $9}'
 site=$work/site
-"$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl
+"$python" -m pip install -q --root-user-action=ignore --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl
 if ! "$python" -c 'import numpy' 2>/dev/null; then  # pycuda imports NumPy (the GPU machine has it)
-    "$python" -m pip install -q --no-compile --target "$work/numpy" numpy
+    "$python" -m pip install -q --root-user-action=ignore --no-compile --target "$work/numpy" numpy
     site=$site:$work/numpy
 fi
 extension=$(ls "$work"/site/pycuda/_driver*.so)
 readelf -d "$extension" | grep -q 'NEEDED.*\[libcuda\.so\.1\]' \
     || { echo "FAILED: $extension does not need libcuda.so.1" >&2; exit 1; }
 echo "pycuda's extension needs (dynamic): $(readelf -d "$extension" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+echo "it needs at most: $(objdump -T "$extension" | grep -oE 'GLIBC_[0-9.]+' | sort -uV | tail -n 1), $(objdump -T "$extension" | grep -oE 'GLIBCXX_[0-9.]+' | sort -uV | tail -n 1) (the GPU machine's libraries must be as new)"
 unresolved=$(LD_LIBRARY_PATH=$stubs ldd -r "$extension" 2>&1 | grep -c 'undefined symbol: cu' || true)
 [ "$unresolved" = 0 ] || { echo "FAILED: $unresolved CUDA driver symbols not in the stub" >&2; exit 1; }
 PYTHONPATH=$site LD_LIBRARY_PATH=$stubs "$python" -c \
