@@ -16,7 +16,8 @@ A kernel's image chooses its launch: the symbol ``STANDIN_FAULT`` makes it an il
 access (sticky: every later call fails), ``STANDIN_HANG`` a kernel that never ends, ``STANDIN_SLOW``
 one that takes 2 s. ``STANDIN_EMULATE=gemm``: the first launch of ``spaces/kernels/gemm.cl`` on
 each output buffer computes C = alpha A B + beta C with NumPy (column-major, no transposition: the
-settings trans_a = trans_b = 0; a product of the same inputs computed once), so that a tune of
+settings trans_a = trans_b = 0; a product of the same inputs computed once, and kept in a file of
+the temporary folder for the next process), so that a tune of
 ``spaces/gemm.py`` through the stand-in verifies and records configurations; its times are made up
 like every other. Events time every launch at 0.5 ms. ``calibrate``'s ``fma_f32`` writes, for each
 block, 2100 clock ticks over 1000 ns (a 2.1 GHz clock) into its last argument. Device memory is host memory; a launch
@@ -24,8 +25,10 @@ leaves it as it was (the first run's outputs read back are its inputs).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import tempfile
 import time
 
 import numpy as np
@@ -291,9 +294,19 @@ def _emulate_gemm(args) -> None:
 
     key = (m, n, k, dtype.str, alpha, beta,
            *(bytes(x.data[::4099]) for x in (a, b, c)))  # a sample of the inputs: a stand-in's key
-    if _product.get("key") != key:
-        product = alpha * (matrix(a, m, k) @ matrix(b, k, n)) + beta * matrix(c, m, n)
-        _product.update(key=key, value=product.astype(dtype).ravel(order="F").tobytes())
+    if _product.get("key") != key:  # computed once, kept for the next worker process in a file
+        path = os.path.join(tempfile.gettempdir(), "beastgen-standin-gemm-"
+                            + hashlib.sha256(repr(key).encode()).hexdigest()[:20])
+        try:
+            with open(path, "rb") as f:
+                value = f.read()
+        except OSError:
+            product = alpha * (matrix(a, m, k) @ matrix(b, k, n)) + beta * matrix(c, m, n)
+            value = product.astype(dtype).ravel(order="F").tobytes()
+            with open(f"{path}.{os.getpid()}", "wb") as f:
+                f.write(value)
+            os.replace(f"{path}.{os.getpid()}", path)
+        _product.update(key=key, value=value)
     c.data[:len(_product["value"])] = _product["value"]
     c.emulated = True
 
