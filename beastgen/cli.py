@@ -104,7 +104,7 @@ EXAMPLES = {
     "calibrate": "beastgen calibrate --device opencl:0 -o my-device.toml",
     "convert": "beastgen convert kt_script.py -o space.py",
     "predict": "beastgen predict spaces/gemm.py --results inputs.db --set M=100 N=200 K=60 --measure 5",
-    "devices": "beastgen devices",
+    "devices": "beastgen devices --device auto",
     "analyze": "beastgen analyze data/replay/gemm_clblast_rtx_titan.json.gz --space spaces/gemm_clblast.py "
                "-o titan-analysis",
 }
@@ -252,6 +252,13 @@ def _nvcc_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
 
+def _devices_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", "-d", default=None,
+                   help="print this profile's every property instead of the tables: a built-in "
+                        "name, a .toml file, or 'auto' (the GPU the driver reports)")
+    p.add_argument("--json", action="store_true", help="with --device: print one JSON object (last line)")
+
+
 def _calibrate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", "-d", required=True, help="opencl:N or cuda:N")
     p.add_argument("-o", "--output", default=None, metavar="FILE.toml",
@@ -371,7 +378,7 @@ SUBCOMMANDS = {
         "performance hull of each metric, the metrics and the fastest configurations clustered, "
         "each parameter's share of the variance of log time; PNG figures and one HTML report",
         _analyze_arguments),
-    "devices": ("list the built-in device profiles", None),
+    "devices": ("list the built-in device profiles, or show one profile (--device)", _devices_arguments),
 }
 
 

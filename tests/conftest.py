@@ -1,6 +1,10 @@
 """Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
+import functools
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -61,3 +65,38 @@ def _ctrl_c_delivered():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+#: run in a fresh interpreter: which GPU pycuda's driver sees (the stand-in of tests/cuda_standin says so)
+_GPU_PROBE = """
+import pycuda
+if "stand-in" in getattr(pycuda, "VERSION_TEXT", ""):
+    raise SystemExit("the pycuda found is the stand-in of tests/cuda_standin, not a GPU")
+import pycuda.driver as driver
+driver.init()
+print(driver.Device(0).name())
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_missing() -> str | None:
+    """Why the tests marked ``gpu`` cannot run here (no nvcc, pycuda, driver or GPU), or None."""
+    if shutil.which("nvcc") is None:
+        return "no nvcc (the CUDA toolkit) on PATH"
+    try:
+        out = subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True,
+                             timeout=120)
+    except subprocess.TimeoutExpired:
+        return "pycuda's driver did not answer within 120 s"
+    if out.returncode != 0:
+        lines = (out.stderr or out.stdout).strip().splitlines()
+        return f"pycuda cannot open GPU 0 ({lines[-1] if lines else f'exit status {out.returncode}'})"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked ``gpu`` (pyproject's markers) is skipped, saying why, where no GPU is."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    reason = gpu_missing() if gpu else None
+    for item in gpu if reason else []:
+        item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}"))
