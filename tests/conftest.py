@@ -1,6 +1,9 @@
 """Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
+import functools
 import os
+import platform
 import signal
+import sys
 import textwrap
 
 import pytest
@@ -61,3 +64,29 @@ def _ctrl_c_delivered():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+#: beastgen[dev] brings PoCL (OpenCL on the CPU) from pip where PyPI has it: Linux on x86-64
+PIP_BRINGS_OPENCL = sys.platform == "linux" and platform.machine() == "x86_64"
+
+
+@functools.cache
+def _no_opencl_device() -> str | None:
+    """Why no OpenCL device can run a kernel here (None when one can)."""
+    try:
+        from beastgen.harness.backends.opencl import list_devices
+        return None if list_devices() else "no OpenCL device"
+    except Exception as error:  # noqa: BLE001 - no pyopencl, no platform: said below
+        return str(error)
+
+
+def pytest_runtest_setup(item):
+    """A test marked ``opencl`` runs kernels on ``opencl:0``. Where pip brings PoCL, a missing device
+    is a broken install and fails the test; elsewhere the test is skipped, saying so."""
+    if item.get_closest_marker("opencl") is None or (why := _no_opencl_device()) is None:
+        return
+    if PIP_BRINGS_OPENCL:
+        pytest.fail(f"{why}: `pip install -e '.[dev]'` installs PoCL (pocl-binary-distribution), "
+                    "which pyopencl's wheels find by themselves", pytrace=False)
+    pytest.skip(f"{why}, and PyPI has no PoCL for {sys.platform} on {platform.machine()}: install "
+                "an OpenCL driver")

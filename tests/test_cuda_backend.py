@@ -161,13 +161,20 @@ def test_cpp_headers_compile_and_a_mangled_kernel_is_named(standin):
 
 
 def test_ctrl_c_stops_the_worker_cleanly(standin):
+    """Ctrl-C while the kernel runs (the driver has logged the slow kernel's start: an event, not a
+    delay, so that a slow compile on a busy machine cannot come first)."""
     runner = standin()
     runner.check_setup()
     worker = runner.process
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+
+    def interrupt_once_the_kernel_runs():
+        while not events(standin, "slow"):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_the_kernel_runs, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        runner.measure(kernel("STANDIN_SLOW"), 1, [1], timeout=30)
+        runner.measure(kernel("STANDIN_SLOW"), 1, [1], timeout=600)
     runner.close()  # what tune's `finally` does: the worker ends its run, pops its context, exits
     assert worker.exitcode == 0 and events(standin, "pop")
 

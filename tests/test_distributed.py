@@ -356,15 +356,7 @@ def test_good_enough_stops_the_search_on_the_cluster_as_locally(cluster, tmp_pat
     assert remote.ran_now >= local.ran_now
 
 
-def _opencl_available():
-    try:
-        from beastgen.harness.backends.opencl import list_devices
-        return bool(list_devices())
-    except Exception:  # noqa: BLE001 - no pyopencl or no platform
-        return False
-
-
-@pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (apt-get install pocl-opencl-icd)")
+@pytest.mark.opencl
 def test_branch_and_bound_on_gpu_workers_proves_the_best_as_locally(cluster, tmp_path):
     """Real kernels (PoCL) on the workers, each under the local watchdog: the two GPU workers run
     candidates side by side, and bound pruning stays exact: the same 3 of 9 run as locally."""
@@ -380,7 +372,7 @@ def test_branch_and_bound_on_gpu_workers_proves_the_best_as_locally(cluster, tmp
     assert {json.loads(k)["work"] for k, *_ in _rows(tmp_path / "chain.db")} == {1}
 
 
-@pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (apt-get install pocl-opencl-icd)")
+@pytest.mark.opencl
 def test_daemonic_gpu_workers_replay_and_say_how_to_run_kernels(tmp_path):
     """Workers started as Dask starts them by default (daemonic processes): a replay, whose runner
     starts no process, tunes; a live backend, whose runner runs the kernels in a child process,

@@ -25,7 +25,6 @@ from beastgen.harness.store import Store, config_key
 from beastgen.reference import ReferenceEnumerator
 
 from conftest import REPO
-from test_harness import needs_opencl
 
 SCALE = os.path.join(REPO, "tests", "harness_spaces", "scale.py")
 SPEC = "n=4..64 mode=plain,wide"
@@ -116,7 +115,7 @@ def collected(tmp_path_factory):
     return store, before, json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@needs_opencl
+@pytest.mark.opencl
 def test_a_killed_collection_resumes_without_measuring_a_stored_pair_again(collected):
     store, before, report = collected
     assert 2 <= len(before) < 10
@@ -247,7 +246,7 @@ def test_out_of_range_and_other_device(law_model, scale_space):
     input_model.check_model(model, scale_space, "a100", allow_other_device=True)
 
 
-@needs_opencl
+@pytest.mark.opencl
 def test_predict_ranks_measures_and_exports(collected, tmp_path, capsys):
     store = collected[0]
     model_path = tmp_path / "model.json"
