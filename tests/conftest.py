@@ -14,6 +14,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "data")
 REPLAY = os.path.join(DATA, "replay", "gemm_clblast_rtx_titan.json.gz")
 REFERENCE_DIR = os.path.join(DATA, "reference-spaces")
+#: how long a test waits for an event (a command's first result, its exit) before it calls the wait
+#: a hang: seconds on a quiet machine, many minutes where other work keeps both cores busy
+PATIENCE_SECONDS = 1800
 
 
 @pytest.fixture(scope="session")

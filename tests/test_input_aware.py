@@ -24,7 +24,7 @@ from beastgen.harness.inputs import input_settings, parse_inputs, sample_rows
 from beastgen.harness.store import Store, config_key
 from beastgen.reference import ReferenceEnumerator
 
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 SCALE = os.path.join(REPO, "tests", "harness_spaces", "scale.py")
 SPEC = "n=4..64 mode=plain,wide"
@@ -95,7 +95,7 @@ def collected(tmp_path_factory):
     env = dict(os.environ, PYTHONPATH=REPO)
     child = subprocess.Popen(_collect_command(store, generated), env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + PATIENCE_SECONDS
     before = []
     while time.monotonic() < deadline and child.poll() is None:
         if os.path.exists(store):
@@ -110,7 +110,7 @@ def collected(tmp_path_factory):
     child.wait()
     before = _rows(store)
     done = subprocess.run(_collect_command(store, generated), env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=PATIENCE_SECONDS)
     assert done.returncode == 0, done.stderr
     return store, before, json.loads(done.stdout.strip().splitlines()[-1])
 
