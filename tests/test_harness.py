@@ -15,10 +15,11 @@ SPACES = os.path.join(REPO, "tests", "harness_spaces")
 
 
 def _tune(tmp_path, space, **options):
+    """A tune whose compiled plan goes to the session's generated directory (BEASTGEN_GENERATED_DIR,
+    conftest), where the other tests of the same space find it."""
     from beastgen.harness import tune
     options.setdefault("results", str(tmp_path / "run.db"))
-    return tune(space, generated_dir=str(tmp_path / "generated"), progress=False,
-                log=lambda message: None, **options)
+    return tune(space, progress=False, log=lambda message: None, **options)
 
 
 def _rows(path):
@@ -59,8 +60,7 @@ def test_branch_and_bound_proves_the_best_with_fewer_runs_than_exhaustive(tmp_pa
     assert plot.stat().st_size > 1000
     # the same through the command line, resumed from the same store: nothing runs again
     code = main(["tune", os.path.join(SPACES, "chain.py"), "--device", "opencl:0", "--results",
-                 str(tmp_path / "run.db"), "--generated-dir", str(tmp_path / "generated"),
-                 "--no-progress", "--json"])
+                 str(tmp_path / "run.db"), "--no-progress", "--json"])
     assert code == 0
 
 
@@ -85,8 +85,7 @@ def test_replay_finds_the_measured_optimum(tmp_path, capsys):
     from beastgen.cli import main
     code = main(["tune", os.path.join(REPO, "spaces", "gemm_clblast.py"), "--backend", "replay",
                  "--replay", REPLAY, "--device", "titanrtx", "--results", str(tmp_path / "r.db"),
-                 "--strategy", "bound_order", "--generated-dir", str(tmp_path / "generated"),
-                 "--no-progress", "--json"])
+                 "--strategy", "bound_order", "--no-progress", "--json"])
     assert code == 0
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert abs(record["best_time_ms"] - 11.466) < 0.001
