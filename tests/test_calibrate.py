@@ -14,7 +14,7 @@ from beastgen.harness.calibrate import (CHAINS, LOCAL_OFFSET_SPAN, STRIDES, cali
                                         wavefronts, write_profile)
 from beastgen.harness.calibrate_kernels import CUDA_SOURCE
 
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 SPACES = os.path.join(REPO, "tests", "harness_spaces")
 
@@ -70,7 +70,7 @@ def test_cuda_microbenchmarks_compile_with_nvcc(tmp_path, stride):
                       f"#define STRIDE {stride}\n" + CUDA_SOURCE)
     done = subprocess.run(["nvcc", "-arch=sm_80", "-cubin", "-Xptxas", "-v", "-o",
                            str(tmp_path / "calibrate.cubin"), str(source)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=PATIENCE_SECONDS)
     assert done.returncode == 0, done.stderr
     for kernel in ("empty", "fma_f32", "fma_f64", "int_ops", "read_sum", "copy", "local_read"):
         assert f"Compiling entry function '{kernel}'" in done.stderr

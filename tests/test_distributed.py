@@ -15,7 +15,7 @@ import pytest
 from beastgen.distributed import balanced_chunks
 from beastgen.errors import BeastError
 
-from conftest import REPLAY, REPO
+from conftest import PATIENCE_SECONDS, REPLAY, REPO
 
 distributed = pytest.importorskip("distributed")
 
@@ -107,7 +107,7 @@ def cluster_processes(tmp_path_factory):
             with open(home / log, "wb") as output:
                 started.append(subprocess.Popen(command, cwd=home, env=environment, stdout=output,
                                                 stderr=subprocess.STDOUT, start_new_session=True))
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + PATIENCE_SECONDS
             while not scheduler_file.exists() and time.monotonic() < deadline:
                 time.sleep(0.2)
         assert scheduler_file.exists(), (home / "scheduler.log").read_text()
@@ -121,9 +121,10 @@ def cluster_processes(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster(cluster_processes):
     """A client of the module's cluster, once both of its workers have joined."""
-    client = distributed.Client(cluster_processes["address"], set_as_default=False, timeout=30)
+    client = distributed.Client(cluster_processes["address"], set_as_default=False,
+                                timeout=PATIENCE_SECONDS)
     try:
-        client.wait_for_workers(2, timeout=60)
+        client.wait_for_workers(2, timeout=PATIENCE_SECONDS)
         yield client
     finally:
         client.close()
@@ -471,14 +472,14 @@ def test_a_worker_killed_mid_count_has_its_tasks_rerun(tmp_path, monkeypatch):
     try:
         thread = threading.Thread(target=count)
         thread.start()
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + PATIENCE_SECONDS
         while client.run_on_scheduler(finished) < 2 and thread.is_alive():
             assert time.monotonic() < deadline
             time.sleep(0.02)
         assert thread.is_alive() and client.run_on_scheduler(finished) < 16  # mid-count
         (pid,) = client.run(os.getpid).values()
         os.kill(pid, signal.SIGKILL)
-        thread.join(180)
+        thread.join(PATIENCE_SECONDS)
         assert "error" not in outcome, outcome
         assert outcome["run"].count == _wide_count(**sizes)
     finally:
@@ -517,4 +518,4 @@ def test_a_cluster_without_workers_ends_the_run_in_one_line(monkeypatch):
         with pytest.raises(BeastError, match=r"every Dask worker is gone and none joined within "
                                              r"0.5 s \(3 of 16 chunks done\)"):
             chunks._check_workers_left(client, 3, 16, "chunks")
-        assert 0.5 <= time.monotonic() - start < 10
+        assert 0.5 <= time.monotonic() - start < PATIENCE_SECONDS

@@ -20,7 +20,7 @@ import beastgen
 from beastgen.devices import load_profile
 from beastgen.reference import ReferenceEnumerator
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import PATIENCE_SECONDS, REPO
 
 #: space file -> valid configurations on h100 with default settings
 DEFAULT_COUNTS = {
@@ -152,7 +152,7 @@ def script_runs(generated, tmp_path_factory):
     results = {}
     for script, proc in procs.items():
         try:
-            output, _ = proc.communicate(timeout=300)
+            output, _ = proc.communicate(timeout=PATIENCE_SECONDS)
         except subprocess.TimeoutExpired:
             proc.kill()
             output, _ = proc.communicate()
@@ -186,7 +186,7 @@ def test_example_run_from_the_repository_root_writes_only_to_the_user_cache(tmp_
     env.update(XDG_CACHE_HOME=str(tmp_path),
                PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
     run = subprocess.run([sys.executable, "examples/01_basics.py"], cwd=REPO, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=PATIENCE_SECONDS)
     assert run.returncode == 0, run.stdout
     assert sorted(os.listdir(os.path.join(REPO, "generated"))) == before
     assert any(name.startswith("01_basics__") for name in
