@@ -100,6 +100,7 @@ def test_calibrate_on_pocl_writes_a_loadable_profile(pocl_profile):
     assert calibration.seconds < 120
 
 
+@pytest.mark.slow
 @pytest.mark.opencl
 def test_branch_and_bound_on_a_calibrated_profile_never_violates_a_bound(tmp_path, pocl_profile):
     """gemm on PoCL with the calibrated profile: no measured time is below its bound, and branch

@@ -92,6 +92,7 @@ def test_generate_says_unchanged_for_a_file_it_did_not_write(tmp_path, capsys):
     assert capsys.readouterr().out.startswith(f"unchanged: {tmp_path / 'gen'}")
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_tune_says_what_was_kept_and_how_to_resume(tmp_path):
     """SIGINT once results are recorded: exit 130, and stderr says how many results the store keeps
     and that the same command resumes."""

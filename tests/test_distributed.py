@@ -18,6 +18,7 @@ from beastgen.errors import BeastError
 from conftest import PATIENCE_SECONDS, REPLAY, REPO
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow  # real Dask processes and clusters
 
 GEMM = os.path.join(REPO, "spaces", "gemm.py")
 GEMM_CLBLAST = os.path.join(REPO, "spaces", "gemm_clblast.py")

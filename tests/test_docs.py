@@ -78,7 +78,8 @@ def shell_bin(tmp_path_factory):
     return str(folder)
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", [page if page == "README.md" else pytest.param(page, marks=pytest.mark.slow)
+                                  for page in PAGES])  # the README's tour in the quick set
 def test_every_command_of_the_page_runs(page, shell_bin, tmp_path):
     for name in ("spaces", "data", "examples"):
         os.symlink(os.path.join(REPO, name), tmp_path / name)

@@ -27,6 +27,7 @@ def _rows(path):
         return db.execute("SELECT config_key, status FROM results").fetchall()
 
 
+@pytest.mark.slow
 @pytest.mark.opencl
 def test_gemm_on_pocl_verified_and_resumed_without_running_anything_twice(tmp_path):
     settings = {"M": "48", "N": "32", "K": "24", "max_blk": "16", "max_blk_k": "8"}
@@ -123,6 +124,7 @@ def test_kernel_declaration_is_not_a_space_variable():
     assert launch.defines["VL"] == 4 and launch.defines["REAL"] == "float"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["exhaustive", "random", "genetic"])
 def test_baseline_strategies_share_the_store_with_equal_budgets(tmp_path, strategy):
     result = _tune(tmp_path, os.path.join(REPO, "spaces", "gemm_clblast.py"), backend="replay",

@@ -115,6 +115,7 @@ def collected(tmp_path_factory):
     return store, before, json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.opencl
 def test_a_killed_collection_resumes_without_measuring_a_stored_pair_again(collected):
     store, before, report = collected
@@ -246,6 +247,7 @@ def test_out_of_range_and_other_device(law_model, scale_space):
     input_model.check_model(model, scale_space, "a100", allow_other_device=True)
 
 
+@pytest.mark.slow
 @pytest.mark.opencl
 def test_predict_ranks_measures_and_exports(collected, tmp_path, capsys):
     store = collected[0]

@@ -160,12 +160,14 @@ def script_runs(generated, tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", EXAMPLE_SCRIPTS)
 def test_example_script_runs(script_runs, script):
     returncode, output = script_runs[script]
     assert returncode == 0, output
 
 
+@pytest.mark.slow
 def test_python_api_example_output(script_runs):
     _, output = script_runs["examples/03_python_api.py"]
     assert f"{DEFAULT_COUNTS['spaces/reduction.py']:,} configurations" in output
@@ -174,12 +176,14 @@ def test_python_api_example_output(script_runs):
     assert os.path.isfile(path)
 
 
+@pytest.mark.slow
 def test_basics_example_output(script_runs):
     _, output = script_runs["examples/01_basics.py"]
     assert "h100, default settings: 60 valid configurations" in output
     assert "partial_tiles" in output  # why_empty names the filter that emptied the space
 
 
+@pytest.mark.slow
 def test_example_run_from_the_repository_root_writes_only_to_the_user_cache(tmp_path):
     before = sorted(os.listdir(os.path.join(REPO, "generated")))
     env = {k: v for k, v in os.environ.items() if k != "BEASTGEN_GENERATED_DIR"}
