@@ -1,6 +1,7 @@
 """Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
 import functools
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "data")
 REPLAY = os.path.join(DATA, "replay", "gemm_clblast_rtx_titan.json.gz")
 REFERENCE_DIR = os.path.join(DATA, "reference-spaces")
+#: how long a test waits for an event (a command's first result, its exit) before it calls the wait
+#: a hang: seconds on a quiet machine, many minutes where other work keeps both cores busy
+PATIENCE_SECONDS = 1800
 
 
 @pytest.fixture(scope="session")
@@ -100,3 +104,28 @@ def pytest_collection_modifyitems(config, items):
     reason = gpu_missing() if gpu else None
     for item in gpu if reason else []:
         item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}"))
+
+#: beastgen[dev] brings PoCL (OpenCL on the CPU) from pip where PyPI has it: Linux on x86-64
+PIP_BRINGS_OPENCL = sys.platform == "linux" and platform.machine() == "x86_64"
+
+
+@functools.cache
+def _no_opencl_device() -> str | None:
+    """Why no OpenCL device can run a kernel here (None when one can)."""
+    try:
+        from beastgen.harness.backends.opencl import list_devices
+        return None if list_devices() else "no OpenCL device"
+    except Exception as error:  # noqa: BLE001 - no pyopencl, no platform: said below
+        return str(error)
+
+
+def pytest_runtest_setup(item):
+    """A test marked ``opencl`` runs kernels on ``opencl:0``. Where pip brings PoCL, a missing device
+    is a broken install and fails the test; elsewhere the test is skipped, saying so."""
+    if item.get_closest_marker("opencl") is None or (why := _no_opencl_device()) is None:
+        return
+    if PIP_BRINGS_OPENCL:
+        pytest.fail(f"{why}: `pip install -e '.[dev]'` installs PoCL (pocl-binary-distribution), "
+                    "which pyopencl's wheels find by themselves", pytrace=False)
+    pytest.skip(f"{why}, and PyPI has no PoCL for {sys.platform} on {platform.machine()}: install "
+                "an OpenCL driver")

@@ -139,6 +139,7 @@ def test_space_without_bounds_says_so(write_space):
         plan.rank(3)
 
 
+@pytest.mark.slow
 def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, tmp_path, capsys):
     from beastgen.harness.recorded import check_bounds, load_replay
 

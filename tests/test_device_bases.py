@@ -14,7 +14,7 @@ from beastgen.devices import (DERIVED_PEAKS, GPU_OWN_PROPERTIES, REQUIRED_PROPER
                               architecture_profiles, builtin_profiles, derive_peaks, load_profile)
 from beastgen.errors import DeviceError
 
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 PROFILES = os.path.join(REPO, "tests", "profiles")
 STANDIN = os.path.join(REPO, "tests", "cuda_standin")
@@ -132,7 +132,7 @@ def test_devices_command_lists_the_architecture_bases():
     import subprocess
 
     out = subprocess.run([sys.executable, "-m", "beastgen", "devices"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": REPO}, timeout=120)
+                         env={**os.environ, "PYTHONPATH": REPO}, timeout=PATIENCE_SECONDS)
     assert out.returncode == 0
     tail = out.stdout.split("architecture bases:", 1)[1]
     assert all(f"\n{key} " in tail for key in architecture_profiles())

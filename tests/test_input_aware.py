@@ -24,8 +24,7 @@ from beastgen.harness.inputs import input_settings, parse_inputs, sample_rows
 from beastgen.harness.store import Store, config_key
 from beastgen.reference import ReferenceEnumerator
 
-from conftest import REPO
-from test_harness import needs_opencl
+from conftest import PATIENCE_SECONDS, REPO
 
 SCALE = os.path.join(REPO, "tests", "harness_spaces", "scale.py")
 SPEC = "n=4..64 mode=plain,wide"
@@ -96,7 +95,7 @@ def collected(tmp_path_factory):
     env = dict(os.environ, PYTHONPATH=REPO)
     child = subprocess.Popen(_collect_command(store, generated), env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + PATIENCE_SECONDS
     before = []
     while time.monotonic() < deadline and child.poll() is None:
         if os.path.exists(store):
@@ -111,12 +110,13 @@ def collected(tmp_path_factory):
     child.wait()
     before = _rows(store)
     done = subprocess.run(_collect_command(store, generated), env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=PATIENCE_SECONDS)
     assert done.returncode == 0, done.stderr
     return store, before, json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@needs_opencl
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_a_killed_collection_resumes_without_measuring_a_stored_pair_again(collected):
     store, before, report = collected
     assert 2 <= len(before) < 10
@@ -247,7 +247,8 @@ def test_out_of_range_and_other_device(law_model, scale_space):
     input_model.check_model(model, scale_space, "a100", allow_other_device=True)
 
 
-@needs_opencl
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_predict_ranks_measures_and_exports(collected, tmp_path, capsys):
     store = collected[0]
     model_path = tmp_path / "model.json"
