@@ -421,7 +421,10 @@ def test_foreign_or_damaged_results_store_is_one_error(tmp_path):
     with pytest.raises(BeastError, match="not a beastgen results store"):
         Store(str(foreign))
     damaged = tmp_path / "damaged.db"
-    Store(str(damaged)).close()
+    store = Store(str(damaged))
+    store.open_run("r", space="s")
+    store.record("r", "k", {"x": 1}, "ok", 1.0)
+    store.close()
     data = bytearray(damaged.read_bytes())
     data[100:len(data)] = b"\xff" * (len(data) - 100)
     damaged.write_bytes(bytes(data))
@@ -676,35 +679,32 @@ def test_second_process_on_one_results_store_is_refused(tmp_path):
     Store(path).close()  # free again once the first is gone (kill -9 included)
 
 
-def test_the_lock_file_goes_with_a_clean_close_and_a_taker_never_holds_a_removed_one(
-        tmp_path, monkeypatch):
-    """The holder removes PATH.lock on close, still holding it; a taker that opened the file
-    before that finds it gone from the path once it has the lock, and takes a new one."""
+def test_a_taker_never_holds_a_store_its_holder_removed(tmp_path, monkeypatch):
+    """The lock is the store file's own (no file beside it). A store that a refused run created
+    is removed on close, still locked; a taker that opened it before that finds it gone from its
+    name once it has the lock, and takes (creates) the one there now."""
     from beastgen.harness import store as store_module
 
     path = str(tmp_path / "run.db")
-    lock = path + ".lock"
     store_module.Store(path).close()
-    assert os.listdir(tmp_path) == ["run.db"]
+    assert os.listdir(tmp_path) == []  # created, nothing recorded: removed
     first = store_module.Store(path)
-    real_open, opened = open, []
+    real_flock, taken = store_module.fcntl.flock, []
 
-    def open_then_the_holder_closes(name, *args, **kwargs):
-        handle = real_open(name, *args, **kwargs)
-        if name == lock and not opened:
-            opened.append(os.fstat(handle.fileno()).st_ino)
+    def flock_after_the_holder_closes(fd, operation):
+        if not taken:
+            taken.append(os.fstat(fd).st_ino)
             first.close()  # between the taker's open and its flock
-        return handle
+        return real_flock(fd, operation)
 
-    monkeypatch.setattr(store_module, "open", open_then_the_holder_closes, raising=False)
+    monkeypatch.setattr(store_module.fcntl, "flock", flock_after_the_holder_closes)
     second = store_module.Store(path)
     monkeypatch.undo()
-    assert opened and os.path.exists(lock)
-    assert os.fstat(second._lock.fileno()).st_ino == os.stat(lock).st_ino
+    assert taken and os.fstat(second._lock).st_ino == os.stat(path).st_ino
     with pytest.raises(store_module.BeastError, match="in use by another beastgen tune"):
         store_module.Store(path)
     second.close()
-    assert not os.path.exists(lock)
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.fixture
