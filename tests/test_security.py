@@ -268,15 +268,65 @@ def test_ctrl_c_during_enumerate_leaves_no_output(big_space):
     assert not [p for p in os.listdir(big_space) if p.startswith((".out", "out"))]
 
 
-def test_sigterm_during_enumerate_leaves_no_output(big_space):
+@pytest.mark.parametrize("name, status", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_or_sighup_during_enumerate_leaves_no_output(big_space, name, status):
+    """SIGHUP (a closed terminal: issue 37, G3) is handled as SIGTERM: no .partial file is left."""
     import signal
 
     (big_space / "sparse.py").write_text(SPARSE_SPACE)  # rows that fit: the enumeration starts
-    status, seconds, output = _interrupt(big_space, ["enumerate", "sparse.py", "-o", "term.csv"],
-                                         "settings:", signal_number=signal.SIGTERM)
-    assert status == 143 and seconds < 1.5, output
-    assert output.rstrip().endswith("beastgen: terminated (SIGTERM)") and "Traceback" not in output
+    status_now, seconds, output = _interrupt(big_space, ["enumerate", "sparse.py", "-o", "term.csv"],
+                                             "settings:", signal_number=getattr(signal, name))
+    assert status_now == status and seconds < 1.5, output
+    assert output.rstrip().endswith(f"beastgen: terminated ({name})") and "Traceback" not in output
     assert not [p for p in os.listdir(big_space) if p.startswith((".term", "term"))]
+
+
+def test_sighup_while_an_output_is_written_removes_it(tmp_path):
+    """G3 (export-results, enumerate -o): SIGHUP while the temporary file is written raises like
+    SIGTERM inside beastgen's handler, and the temporary file goes; an output checked but never
+    entered (the work failed first: M6) leaves nothing either."""
+    import signal
+    from beastgen.interrupt import Terminated, sigterm_as_interrupt
+    from beastgen.output import AtomicOutput
+
+    with sigterm_as_interrupt():
+        with pytest.raises(Terminated) as e:
+            with AtomicOutput(str(tmp_path / "x.json")) as temporary:
+                with open(temporary, "w") as f:
+                    f.write("half")
+                os.kill(os.getpid(), signal.SIGHUP)
+                for _ in range(10 ** 7):  # the handler runs at the next bytecode
+                    pass
+    assert e.value.exit_status == 129 and os.listdir(tmp_path) == []
+    checked = AtomicOutput(str(tmp_path / "y.json"))
+    assert os.listdir(tmp_path) == [] and checked.temporary is None
+
+
+def test_enumerate_csv_defuses_formulas_and_keeps_numbers(tmp_path):
+    """Issue 37, E2 (CSV injection): a text value a spreadsheet would run as a formula (``=``, ``+``,
+    ``-``, ``@``, tab, carriage return first) is written with a leading ``'`` (OWASP); numbers,
+    negative ones included, and texts that are plain numbers stay as they are."""
+    import csv
+    from beastgen.cli import main
+
+    strings = ['=HYPERLINK("http://127.0.0.1/x?"&A1,"click")', "+1+1", "-2+3", "@SUM(1)", "\tTAB",
+               "\rCR", "-7", "+1.5e3", "a,b", 'q"uote', "plain"]
+    (tmp_path / "t.json").write_text(json.dumps({
+        "General": {"BenchmarkName": "csvinj", "OutputFormat": "JSON"},
+        "ConfigurationSpace": {"TuningParameters": [
+            {"Name": "s", "Type": "string", "Values": json.dumps(strings), "Default": "plain"},
+            {"Name": "n", "Type": "int", "Values": "[-3, 2]", "Default": 2},
+            {"Name": "f", "Type": "float", "Values": "[-0.5]", "Default": -0.5}],
+            "Conditions": []}}))
+    assert main(["enumerate", str(tmp_path / "t.json"), "-o", str(tmp_path / "x.csv"),
+                 "--generated-dir", str(tmp_path / "gen")]) == 0
+    with open(tmp_path / "x.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["s", "n", "f"]
+    written = {row[0] for row in rows[1:]}
+    assert written == {"'" + s if s[0] in "=+-@\t\r" and s not in ("-7", "+1.5e3") else s
+                       for s in strings}
+    assert {row[1] for row in rows[1:]} == {"-3", "2"} and {row[2] for row in rows[1:]} == {"-0.5"}
 
 
 SMALL_STRINGS = """\
