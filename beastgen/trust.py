@@ -196,13 +196,6 @@ def open_private_directory(directory: str, create: bool = True) -> PrivateDirect
     return opened
 
 
-def check_generated_directory(directory: str) -> None:
-    """Refuse (one :class:`BeastError`) a generated directory, its ``__pycache__`` (Numba's cache)
-    or ``$NUMBA_CACHE_DIR`` that another user could write into, or a directory above one of them
-    through which another user could replace it; what is missing is not created."""
-    open_private_directory(directory, create=False)
-
-
 def _check_private(info: os.stat_result, place: str) -> None:
     problem = _writable_by_others(info, allow_sticky=False)
     if problem:

@@ -10,7 +10,6 @@ import pytest
 
 import beastgen
 from beastgen.compiler.runtime import compile_space
-from beastgen.trust import open_private_directory
 
 
 @pytest.fixture(autouse=True)
@@ -151,6 +150,7 @@ def test_a_library_not_built_here_is_compiled_again_unread(tmp_path, cached):
     assert plan.count() == 42 and plan.native is not None
     assert not (tmp_path / "pwned").exists()
     assert _sha256(target) != planted
+    from beastgen.trust import open_private_directory
     recorded = native.recorded_digest(open_private_directory(str(gen)), os.path.basename(target))
     assert recorded.sha256 == _sha256(target) == plan.native.sha256
 
@@ -339,7 +339,7 @@ def _race(tmp_path, attacker, setup: str) -> tuple[subprocess.CompletedProcess, 
                        BEASTGEN_GENERATED_DIR=os.path.join(att, "gen"))
             victim = subprocess.run([sys.executable, "-m", "beastgen", "count", "s.py"],
                                     cwd=tmp_path, env=env, capture_output=True, text=True,
-                                    timeout=300)
+                                    timeout=900)  # (a guard)
         finally:
             attacking.kill()
             said = attacking.communicate()[0]
@@ -381,6 +381,8 @@ def test_the_library_loaded_is_the_one_hashed(tmp_path):
     """A library is mapped from the descriptor whose bytes were hashed: replacing the file at its
     name afterwards (here by its owner) changes nothing that is loaded."""
     from beastgen.compiler import native
+
+    from beastgen.trust import open_private_directory
 
     if native.c_compiler() is None:
         pytest.skip("needs a C compiler")
@@ -431,13 +433,14 @@ def test_sighup_during_the_c_compile_stops_it_and_leaves_nothing(tmp_path):
     child = subprocess.Popen([sys.executable, "-m", "beastgen", "count", "s.py", "--generated-dir",
                               "gen"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # (a guard: the test waits for events)
     while not started.exists():  # the compiler is running
         assert child.poll() is None and time.monotonic() < deadline, child.communicate()
         time.sleep(0.02)
     pids = [int(p) for p in started.read_text().split()]
     child.send_signal(signal.SIGHUP)
-    out, err = child.communicate(timeout=60)
+    out, err = child.communicate(timeout=600)
+    deadline = time.monotonic() + 600
     assert child.returncode == 129, (out, err)
     assert err.splitlines()[-1] == "beastgen: terminated (SIGHUP)" and "Traceback" not in err
     assert sorted(os.listdir(tmp_path / "gen")) == []

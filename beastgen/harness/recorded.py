@@ -66,9 +66,7 @@ def read_regular_file(path: str, what: str, limit: int | None = None) -> bytes:
                     data = unzipped.read(limit + 1)
             else:
                 data = raw.read(limit + 1)
-        except OSError as e:  # (BadGzipFile among them: judged by the caller)
-            if isinstance(e, gzip.BadGzipFile):
-                raise
+        except OSError as e:  # (BadGzipFile among them: "Not a gzipped file")
             raise BeastError(f"cannot read {what}: {e.strerror or e}", path) from None
     if len(data) > limit:
         raise too_big

@@ -108,10 +108,6 @@ class _Connection(sqlite3.Connection):
     beastgen_steps = _MIN_STEPS
 
 
-class _Stopped(Exception):
-    """Why a query was stopped by its progress handler."""
-
-
 @contextlib.contextmanager
 def _reading(db: sqlite3.Connection, shown: str):
     """Queries of ``db`` within the block stop after the connection's step budget (one

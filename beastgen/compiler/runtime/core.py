@@ -165,7 +165,8 @@ class PlanCore:
         file ``__pycache__/<module>.<function>-<line>.pyXY.nbi``): a warm run does not compile it."""
         if not self.path:
             return False
-        cache = self.directory.subdirectory(NUMBA_CACHE, create=False)
+        directory = self._directory or open_private_directory(os.path.dirname(self.path), create=False)
+        cache = directory.subdirectory(NUMBA_CACHE, create=False) if directory else None
         stem = os.path.splitext(os.path.basename(self.path))[0]
         prefix = f"{stem}.{function_name}-"
         return cache is not None and any(n.startswith(prefix) and n.endswith(".nbi") for n in cache.names())
