@@ -6,46 +6,46 @@ import math
 from typing import TYPE_CHECKING
 
 from ...bounds import Comparison, LevelCuts, Threshold
-from ...errors import BeastError
-from .enumeration import Enumeration
+from .counter import Counter
+from .enumerator import Enumerator
+from .executable import Executable
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-class Ranking(Enumeration):
-    """``rank``, ``best_bound``, ``compare`` (and ``bound_terms``)."""
+class Ranker:
+    """``rank``, ``best_bound`` and ``compare`` on one :class:`~.executable.Executable` (its
+    :class:`~.counter.Counter` for the counts compared, its :class:`~.enumerator.Enumerator` for
+    the columns' types)."""
 
-    @property
-    def bound_terms(self) -> list[str]:
-        return self.specialized.bound_terms
-
-    def _require_bounds(self) -> None:
-        if not self.bound_terms:
-            raise BeastError(f"space '{self.specialized.space.name}' declares no bound terms "
-                             "(beast.bound / @beast.bound)", self.specialized.space.path)
+    def __init__(self, executable: Executable, counter: Counter, enumerator: Enumerator):
+        self.executable = executable
+        self.counter = counter
+        self.enumerator = enumerator
 
     def rank(self, k: int = 10, threshold: float = math.inf) -> np.ndarray:
         """The ``k`` valid configurations with the smallest bounds (at most ``threshold``), best
         first (equal bounds in loop-nest order of their values, whatever ``k``), with fields
         ``bound`` (seconds) and ``bottleneck`` (the dominating term)."""
         import numpy as np
-        self._require_bounds()
-        names = self.columns
-        if self.plan is None or k <= 0:
-            return self._structured({n: np.zeros(0) for n in names}, extra=[
+        run = self.executable
+        run.require_bounds()
+        names = run.columns
+        if run.plan is None or k <= 0:
+            return self.enumerator.structured({n: np.zeros(0) for n in names}, extra=[
                 ("bound", np.zeros(0)), ("bottleneck", np.zeros(0, dtype="U1"))])
         bounds = np.empty(k)
         terms = np.empty(k, dtype=np.int64)
-        rows = np.empty((k, len(self.plan.order)))
-        size = int(self._run("rank", float(threshold), bounds, terms, rows))
-        keys = [rows[:size, j] for j in reversed(range(len(self.plan.order)))]
+        rows = np.empty((k, len(run.plan.order)))
+        size = int(run.run("rank", float(threshold), bounds, terms, rows))
+        keys = [rows[:size, j] for j in reversed(range(len(run.plan.order)))]
         order = np.lexsort(keys + [bounds[:size]])  # by bound, then by the values in loop order
-        items = self.specialized.items
-        columns = {name: rows[order, j].astype(self._column_dtype(items[name]))
-                   for j, name in enumerate(self.plan.order)}
-        bottleneck = np.array(self.bound_terms)[terms[order]]
-        return self._structured(columns, extra=[("bound", bounds[order]), ("bottleneck", bottleneck)])
+        items = run.specialized.items
+        columns = {name: rows[order, j].astype(self.enumerator.column_dtype(items[name]))
+                   for j, name in enumerate(run.plan.order)}
+        bottleneck = np.array(run.bound_terms)[terms[order]]
+        return self.enumerator.structured(columns, extra=[("bound", bounds[order]), ("bottleneck", bottleneck)])
 
     def best_bound(self) -> float:
         """The smallest bound of any valid configuration (inf for an empty space)."""
@@ -55,19 +55,20 @@ class Ranking(Enumeration):
     def compare(self, threshold: Threshold) -> Comparison:
         """Exhaustive versus bound-pruned counts, and per loop level where the cuts happen."""
         import numpy as np
-        self._require_bounds()
-        spec = self.specialized
+        run = self.executable
+        run.require_bounds()
+        spec = run.specialized
         best = self.best_bound()
         seconds = threshold.resolve(best)
-        exhaustive = self.count()
-        if self.plan is None:
+        exhaustive = self.counter.count()
+        if run.plan is None:
             return Comparison(spec.space.name, spec.device.key, threshold, seconds, best, 0, 0, 0, [])
-        pruned = self.count(seconds)
-        depth = len(self.plan.levels)
+        pruned = self.counter.count(seconds)
+        depth = len(run.plan.levels)
         visits, skipped, cuts, removed = (np.zeros(depth + 1, dtype=np.int64) for _ in range(4))
-        innermost = int(self._run("cut_analysis", float(seconds), visits, skipped, cuts, removed))
+        innermost = int(run.run("cut_analysis", float(seconds), visits, skipped, cuts, removed))
         levels = []
-        for index, level in enumerate(self.plan.levels):
+        for index, level in enumerate(run.plan.levels):
             terms = [item.name for item in level.body if item.kind == "bound"]
             levels.append(LevelCuts(level.iterator.name, int(visits[index]),
                                     int(visits[index] - skipped[index]), int(visits[index]),
