@@ -11,7 +11,7 @@ import pytest
 from conftest import PATIENCE_SECONDS, REPO
 
 from beastgen.compiler.model import load
-from beastgen.compiler.runtime import compile_space
+from beastgen.compiler.runtime import Executable, compile_space
 from beastgen.plancache import CachedExecutable, compile_cached
 
 SPACE = """\
@@ -52,6 +52,12 @@ def test_unchanged_command_answers_from_the_cache(space_with_helper, tmp_path):
     assert cached.path == built.path and cached.columns == built.columns == ["x", "y"]
     assert cached.target == built.target
     assert cached.count() == built.count() == 12
+    # a second kind of executable, not a built one that skips its constructor: whatever the
+    # executable's own constructor sets, the cached one has too, and the roles are the same
+    assert set(vars(Executable(None))) <= set(vars(cached.executable))
+    assert [type(role) for role in (cached.counter, cached.enumerator, cached.estimator, cached.ranker)] \
+        == [type(role) for role in (built.counter, built.enumerator, built.estimator, built.ranker)]
+    assert cached.count(jobs=2) == cached.enumerate().size == 12 and cached.stats().count == 12
 
 
 @pytest.mark.parametrize("change", ["space file", "helper", "setting", "device"])

@@ -397,7 +397,6 @@ class Executable:
         return self.plan.iteration_bound(0, self.split_level) if self.plan else 0
 
 
-
 class BuiltExecutable(Executable):
     """The executable compiled from a specialized space and its plan (``plan`` None: an empty
     space). ``recorder``, where one is set (the plan cache's), hears :meth:`compiling` while the C
