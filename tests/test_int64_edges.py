@@ -65,8 +65,8 @@ def test_count_on_threads_skips_the_census_of_a_huge_level(tmp_path, monkeypatch
                            "f = beast.filter(x % 3 == y)\n")
     plan = compile_space(space, "h100", {}, str(tmp_path))
     plan.executable.use_numba()
-    monkeypatch.setattr(type(plan), "SCAN_LIMIT", 4999)
-    monkeypatch.setattr(type(plan), "split_census", lambda *a, **k: pytest.fail("census ran"))
+    monkeypatch.setattr(type(plan.counter), "SCAN_LIMIT", 4999)
+    monkeypatch.setattr(type(plan.counter), "split_census", lambda *a, **k: pytest.fail("census ran"))
     assert plan.huge_scanned_level()[1] == 5000
     assert plan.count(jobs=2) == reference_count(space, "h100")
     from beastgen.distributed.chunks import plan_chunks
