@@ -76,6 +76,26 @@ def test_pruning_and_rank_agree_with_the_reference(text, k, tmp_path_factory):
         config = {name: row[name].item() for name in plan.columns}
         bound, term = reference.bound(config)
         assert row["bound"] == pytest.approx(bound, rel=1e-12) and row["bottleneck"] == term
+    # every configuration at once (NumPy's terms, or rank where a term is a Python function), and the
+    # bounds of some configurations alone, as rank gives them
+    every, ranked = plan.rank_all(), plan.rank(exhaustive + 1)
+    assert list(every.dtype.names) == list(ranked.dtype.names) and len(every) == exhaustive
+    for name in plan.columns + ["bottleneck"]:
+        assert list(every[name]) == list(ranked[name])
+    assert list(every["bound"]) == pytest.approx(list(ranked["bound"]), rel=1e-12)
+    some = ranked[::2]
+    bounds_of, terms = plan.bounds_of(some)
+    assert list(bounds_of) == pytest.approx(list(some["bound"]), rel=1e-12)
+    assert [plan.bound_terms[t] for t in terms] == list(some["bottleneck"])
+
+
+def test_bounds_of_measured_configurations_are_ranks(gemm_h100):
+    """check-bounds computes the bounds of the measured configurations alone (NumPy over the GEMM
+    model's expressions): the same as rank's, term for term."""
+    top = gemm_h100.rank(3000)
+    bounds, terms = gemm_h100.bounds_of(top[::-1])
+    assert list(bounds) == pytest.approx(list(top["bound"][::-1]), rel=1e-12)
+    assert [gemm_h100.bound_terms[t] for t in terms] == list(top["bottleneck"][::-1])
 
 
 def test_threshold_is_a_runtime_argument(gemm_h100):
