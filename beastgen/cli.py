@@ -430,11 +430,14 @@ def _run(argv: list[str] | None) -> int:
         return 2
     except KeyboardInterrupt as e:
         terminated = isinstance(e, Terminated)
-        print(f"beastgen: {'terminated (SIGTERM)' if terminated else 'interrupted (Ctrl-C)'}",
-              file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(143 if terminated else 130)  # now: compiled work may still run in a thread
+        try:  # (a hung-up terminal may refuse it)
+            print(f"beastgen: {f'terminated ({e.signal.name})' if terminated else 'interrupted (Ctrl-C)'}",
+                  file=sys.stderr)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(e.exit_status if terminated else 130)  # now: compiled work may still run in a thread
 
 
 def command_module(args):

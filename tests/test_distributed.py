@@ -520,3 +520,31 @@ def test_a_cluster_without_workers_ends_the_run_in_one_line(monkeypatch):
                                              r"0.5 s \(3 of 16 chunks done\)"):
             chunks._check_workers_left(client, 3, 16, "chunks")
         assert 0.5 <= time.monotonic() - start < PATIENCE_SECONDS
+
+
+def test_exhaustive_on_the_cluster_runs_every_candidate(cluster, tmp_path):
+    """Issue 37, F19: workers cut candidates by their bound whatever the strategy, so exhaustive
+    on a cluster left some unmeasured and still said "every candidate was run". Only a strategy
+    that prunes (branch and bound) is cut now: exhaustive runs and records what it runs locally."""
+    from beastgen.distributed import tune_on_cluster
+    from beastgen.harness import tune
+
+    (tmp_path / "tiny.py").write_text(
+        "import beastgen as beast\na = beast.values(1, 2, 3, 4, 5, 6, 7, 8)\nb = beast.values(1, 2, 3, 4)\n"
+        "f = beast.filter(a * b > 24)\nlb = beast.bound(a * 1e-3)\n")
+    cache = {f"{a},{b}": {"a": a, "b": b, "time": a + 0.1 * b + 0.05, "times": [a + 0.1 * b + 0.05]}
+             for a in range(1, 9) for b in range(1, 5) if a * b <= 24}  # times above the bounds
+    (tmp_path / "replay.json").write_text(json.dumps({
+        "device_name": "tinydev", "kernel_name": "tiny", "problem_size": [1],
+        "tune_params_keys": ["a", "b"], "cache": cache}))
+    options = dict(backend="replay", replay=str(tmp_path / "replay.json"), strategy="exhaustive",
+                   generated_dir=str(tmp_path / "generated"), progress=False, log=lambda m: None)
+    local = tune(str(tmp_path / "tiny.py"), results=str(tmp_path / "local.db"), **options)
+    remote = tune_on_cluster(str(tmp_path / "tiny.py"), cluster.scheduler.address,
+                             results=str(tmp_path / "remote.db"), **options)
+    assert local.ran_now == remote.ran_now == len(cache) == 30
+    assert remote.evaluated == remote.exhaustive == 30 and remote.unmeasured == 0
+    assert _rows(tmp_path / "remote.db") == _rows(tmp_path / "local.db")
+    again = tune_on_cluster(str(tmp_path / "tiny.py"), cluster.scheduler.address,
+                            results=str(tmp_path / "remote.db"), **options)
+    assert again.resumed == 30 and again.ran_now == 0 and again.unmeasured == remote.unmeasured

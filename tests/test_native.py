@@ -297,9 +297,9 @@ def test_work_beside_the_compiler_runs_while_it_compiles(tmp_path):
     built = native.build_library(str(tmp_path), "s", source, "-O0",
                                  lambda: seen.append(sorted(p.suffix for p in tmp_path.iterdir())))
     assert seen == [[".c"]]
-    assert native.load(*built, ("split_nodes",)).split_nodes() == 7
+    assert native.load(built, ("split_nodes",)).split_nodes() == 7
     again = native.build_library(str(tmp_path), "s", source, "-O0", lambda: seen.append("again"))
-    assert again == built and seen == [[".c"]]  # a library already built: nothing compiles
+    assert again[:2] == built[:2] and seen == [[".c"]]  # a library already built: nothing compiles
 
 
 def test_an_error_beside_the_compiler_is_that_error_not_the_compiler_s(tmp_path, capsys):

@@ -37,14 +37,48 @@ class Replay:
         return key, self.times[key]
 
 
+#: the most a Kernel Tuner cache file may hold, decompressed (about 250,000 configurations):
+#: more is refused before it is decoded, not read until memory runs out (/dev/zero)
+MAX_REPLAY_BYTES = 1 << 28
+
+
+def read_regular_file(path: str, what: str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (a symbolic link followed), decompressed when it
+    ends in ``.gz``: one :class:`BeastError` naming ``what`` for anything else (a FIFO, which would
+    block forever, a device, a directory) or for more than ``limit`` bytes (default
+    :data:`MAX_REPLAY_BYTES`)."""
+    import os
+    import stat
+
+    limit = MAX_REPLAY_BYTES if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise BeastError(f"cannot read {what}: {e.strerror or e}", path) from None
+    info = os.fstat(fd)
+    too_big = BeastError(f"cannot read {what}: it holds over {limit / 2 ** 20:g} MiB", path)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        os.close(fd)
+        raise too_big if stat.S_ISREG(info.st_mode) else BeastError(
+            f"cannot read {what}: not a regular file", path)
+    with open(fd, "rb") as raw:
+        try:
+            if path.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw) as unzipped:
+                    data = unzipped.read(limit + 1)
+            else:
+                data = raw.read(limit + 1)
+        except OSError as e:  # (BadGzipFile among them: "Not a gzipped file")
+            raise BeastError(f"cannot read {what}: {e.strerror or e}", path) from None
+    if len(data) > limit:
+        raise too_big
+    return data
+
+
 def load_replay(path: str) -> Replay:
     """Read a Kernel Tuner cache file (``.json`` or ``.json.gz``)."""
     try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise BeastError(f"cannot read replay file: {e.strerror or e}", path) from None
+        data = json.loads(read_regular_file(path, "replay file").decode("utf-8"))
     except (json.JSONDecodeError, EOFError, gzip.BadGzipFile, UnicodeDecodeError, zlib.error) as e:
         raise BeastError(f"replay file is not a Kernel Tuner cache file (JSON): {e}", path) from None
     except RecursionError:
