@@ -76,17 +76,27 @@ def test_pruning_and_rank_agree_with_the_reference(text, k, tmp_path_factory):
         config = {name: row[name].item() for name in plan.columns}
         bound, term = reference.bound(config)
         assert row["bound"] == pytest.approx(bound, rel=1e-12) and row["bottleneck"] == term
-    # every configuration at once (NumPy's terms, or rank where a term is a Python function), and the
-    # bounds of some configurations alone, as rank gives them
+
+
+@pytest.mark.parametrize("terms", [TERMS, TERMS[:2] + [FUNCTION_TERM]], ids=["numpy", "python-function"])
+def test_rank_all_and_bounds_of_are_ranks(terms, tmp_path):
+    """Every configuration at once (NumPy over the terms, or rank where a term is a Python function),
+    and the bounds of some configurations alone, exactly as rank gives them."""
+    text = ["import beastgen as beast", "a = beast.range(1, 7)", "b = beast.range(a, 3 * a + 2, a)",
+            "c = beast.values(0, 2, 3)", "odd = beast.filter((a + b + c) % 3 == 0)"]
+    text += [term if term.startswith("\n") else f"t{i} = {term}" for i, term in enumerate(terms)]
+    (tmp_path / "space.py").write_text("\n".join(text) + "\n")
+    plan = beastgen.load(str(tmp_path / "space.py")).specialize(generated_dir=str(tmp_path))
+    exhaustive = plan.count()
     every, ranked = plan.rank_all(), plan.rank(exhaustive + 1)
-    assert list(every.dtype.names) == list(ranked.dtype.names) and len(every) == exhaustive
+    assert list(every.dtype.names) == list(ranked.dtype.names) and len(every) == exhaustive > 10
     for name in plan.columns + ["bottleneck"]:
         assert list(every[name]) == list(ranked[name])
     assert list(every["bound"]) == pytest.approx(list(ranked["bound"]), rel=1e-12)
     some = ranked[::2]
-    bounds_of, terms = plan.bounds_of(some)
-    assert list(bounds_of) == pytest.approx(list(some["bound"]), rel=1e-12)
-    assert [plan.bound_terms[t] for t in terms] == list(some["bottleneck"])
+    bounds, which = plan.bounds_of(some)
+    assert list(bounds) == pytest.approx(list(some["bound"]), rel=1e-12)
+    assert [plan.bound_terms[t] for t in which] == list(some["bottleneck"])
 
 
 def test_bounds_of_measured_configurations_are_ranks(gemm_h100):
