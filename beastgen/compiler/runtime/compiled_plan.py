@@ -144,6 +144,15 @@ class CompiledPlan:
         """The ``k`` valid configurations with the smallest bounds (see :meth:`.Ranker.rank`)."""
         return self.ranker.rank(k, threshold)
 
+    def rank_all(self):
+        """Every valid configuration with its bound, best first (see :meth:`.Ranker.rank_all`)."""
+        return self.ranker.rank_all()
+
+    def bounds_of(self, rows):
+        """(bound, index of the dominating term) of the configurations ``rows``, as :meth:`rank`
+        gives them (see :meth:`.Ranker.bounds_of`)."""
+        return self.ranker.bounds_of(rows)
+
     def best_bound(self) -> float:
         """The smallest bound of any valid configuration (inf for an empty space)."""
         return self.ranker.best_bound()

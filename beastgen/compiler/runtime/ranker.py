@@ -56,13 +56,14 @@ class Ranker:
         import numpy as np
 
         from ..vectorised import bounds_computable  # NumPy's: imported where it is used
-        self._require_bounds()
-        if self.plan is not None and bounds_computable(self.plan):
-            rows = self.enumerate()
+        run = self.executable
+        run.require_bounds()
+        if run.plan is not None and bounds_computable(run.plan):
+            rows = self.enumerator.enumerate()
             bounds, terms = self.bounds_of(rows)
-            order = np.lexsort([rows[name] for name in reversed(self.plan.order)] + [bounds])
-            return self._structured({name: rows[name][order] for name in self.columns}, extra=[
-                ("bound", bounds[order]), ("bottleneck", np.array(self.bound_terms)[terms[order]])])
+            order = np.lexsort([rows[name] for name in reversed(run.plan.order)] + [bounds])
+            return self.enumerator.structured({name: rows[name][order] for name in run.columns}, extra=[
+                ("bound", bounds[order]), ("bottleneck", np.array(run.bound_terms)[terms[order]])])
         k = 4096
         while len(ranked := self.rank(k)) == k:
             k *= 4
@@ -76,16 +77,17 @@ class Ranker:
         import numpy as np
 
         from ..vectorised import bound_values, bounds_computable  # NumPy's: imported where it is used
-        self._require_bounds()
-        if self.plan is None or not len(rows):
+        run = self.executable
+        run.require_bounds()
+        if run.plan is None or not len(rows):
             return np.zeros(0), np.zeros(0, dtype=np.int64)
-        if bounds_computable(self.plan):
-            return bound_values(self.plan, {name: rows[name] for name in self.plan.order})
+        if bounds_computable(run.plan):
+            return bound_values(run.plan, {name: rows[name] for name in run.plan.order})
         every = self.rank_all()
-        index = {key: i for i, key in enumerate(zip(*(every[name].tolist() for name in self.columns)))}
-        found = np.array([index[key] for key in zip(*(rows[name].tolist() for name in self.columns))],
+        index = {key: i for i, key in enumerate(zip(*(every[name].tolist() for name in run.columns)))}
+        found = np.array([index[key] for key in zip(*(rows[name].tolist() for name in run.columns))],
                          dtype=np.int64)
-        terms = {term: i for i, term in enumerate(self.bound_terms)}
+        terms = {term: i for i, term in enumerate(run.bound_terms)}
         return every["bound"][found], np.array([terms[t] for t in every["bottleneck"][found]], dtype=np.int64)
 
     def best_bound(self) -> float:
