@@ -206,6 +206,9 @@ def _tune_arguments(p: argparse.ArgumentParser) -> None:
                         "Kernel Tuner cache file (.json/.json.gz) or a beastgen results store; "
                         "repeatable; orders the default search, never proves anything")
     p.add_argument("--seed", type=int, default=0, help="seed of the guided, random and genetic strategies")
+    p.add_argument("--strategy-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="set one of the strategy's options (repeatable; the guided search's, with "
+                        "and without --prior: docs/search.md); an unknown name lists them")
     p.add_argument("--iterations", type=int, default=None, help="timed runs per configuration (default: the kernel's, else 7)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beastgen.harness.strategies.gaussian_process import GaussianProcess, likelihood
+from beastgen.harness.strategies.models.gaussian_process import GaussianProcess, likelihood
 
 
 @given(st.integers(0, 2**32 - 1))

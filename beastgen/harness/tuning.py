@@ -209,15 +209,17 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
          results: str = "beastgen-results.db", strategy: str = DEFAULT, seed: int = 0,
          iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
          plot: str | None = None, log=None, pool=None, priors: list[str] | None = None,
-         good_enough: float | None = None) -> TuneResult:
+         good_enough: float | None = None, strategy_options: dict | None = None) -> TuneResult:
     """Search ``space_path`` for its fastest configuration (see the module docstring). With a
     ``pool`` (:class:`beastgen.distributed.pool.TunePool`), every candidate runs on a Dask worker
     holding a GPU; the results store stays on this machine. ``priors``: measurement files of the
     same space from elsewhere (:mod:`.priors`) that warm-start the default strategy. The search
     stops early after ``budget`` runs, ``time_limit`` seconds, or once a configuration runs in at
-    most ``good_enough`` seconds (:class:`Limits`)."""
+    most ``good_enough`` seconds (:class:`Limits`). ``strategy_options``: {name: value} of the
+    strategy's option table (``--strategy-option``; the guided search's: docs/search.md)."""
     tuning = Tuning(space_path, backend, strategy, seed, Limits(budget, time_limit, good_enough),
-                    log or (lambda message: print(message, file=sys.stderr, flush=True)), pool, priors)
+                    log or (lambda message: print(message, file=sys.stderr, flush=True)), pool, priors,
+                    strategy_options)
     tuning.setup(device, dict(settings or {}), replay, results, iterations, generated_dir)
     result = tuning.run(progress)
     if plot:
@@ -231,7 +233,7 @@ class Tuning:
     :class:`TuneResult` and the :class:`SearchState` the strategy reads."""
 
     def __init__(self, space_path: str, backend: str, strategy: str, seed: int, limits: Limits,
-                 log, pool, priors):
+                 log, pool, priors, strategy_options: dict | None = None):
         strategy = ALIASES.get(strategy, strategy)
         if strategy not in STRATEGIES:
             raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
@@ -244,6 +246,8 @@ class Tuning:
             raise BeastError(f"--good-enough must be a time above zero, not {limits.good_enough:g} s")
         self.space_path, self.backend, self.strategy, self.seed = space_path, backend, strategy, seed
         self.limits, self.log, self.pool, self.priors = limits, log, pool, priors
+        self.strategy_options = dict(strategy_options or {})
+        STRATEGIES[strategy].resolve_options(self.strategy_options, bool(priors))  # before any work
         self.state = SearchState()
         self.unmeasured_bounds = []  # bounds of proposed configurations the backend cannot answer
         self.bar = None
@@ -290,6 +294,7 @@ class Tuning:
             "space": os.path.abspath(space.path), "source": space.source_hash,
             "device": profile.fingerprint(), "settings": {k: str(v) for k, v in self.settings.items()},
             "backend": self.backend, "strategy": self.strategy, "seed": self.seed,
+            **({"strategy_options": self.strategy_options} if self.strategy_options else {}),
             "kernel": (hashlib.sha256(source.encode()).hexdigest() if source else
                        recording and os.path.abspath(recording.path)),
         }, sort_keys=True).encode()).hexdigest()[:20]
@@ -307,7 +312,7 @@ class Tuning:
         """Search until every candidate is run or cut, or a limit is reached; the result."""
         result, pool = self.result, self.pool
         self.chosen = STRATEGIES[self.strategy](self.plan, self.seed, functools.partial(
-            prior_matrix, list(self.priors)) if self.priors else None)
+            prior_matrix, list(self.priors)) if self.priors else None, self.strategy_options)
         self.start = time.perf_counter()
         self.bar = _progress_bar(progress, min(self.limits.budget or math.inf, self.plan.count())
                                  if progress else None)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .options import resolve
+
 
 @dataclass
 class Candidate:
@@ -67,13 +69,22 @@ class Strategy:
     #: whether it reads ``priors`` (measurements from elsewhere that order its proposals)
     uses_priors = False
 
-    def __init__(self, plan, seed: int = 0, priors=None):
+    def __init__(self, plan, seed: int = 0, priors=None, options: dict | None = None):
         self.plan = plan
         self.seed = seed
         #: None, or a function (columns, rows) -> prior matrix (:func:`..priors.prior_matrix`)
         self.priors = priors
+        #: the user's options ({name: value or its text}), checked against the strategy's table
+        self.given_options = dict(options or {})
+        self.options = self.resolve_options(self.given_options, priors is not None)
         self.known_count: int | None = None  # valid configurations, when the strategy listed them all
         self.scanned_bounds = None  # bounds of the configurations it listed (numpy array)
+
+    @classmethod
+    def resolve_options(cls, given: dict, priors: bool):
+        """Every option of the strategy (:mod:`.options`), ``given`` ones replacing the defaults;
+        a clear error for a name it does not have. ``priors``: whether it runs with priors."""
+        return resolve({}, given, f"strategy {cls.name}")
 
     def _list_all(self) -> list[Candidate]:
         candidates = all_candidates(self.plan)

@@ -1,5 +1,5 @@
 """A Gaussian process of log run time in NumPy (the model of Kernel Tuner's Bayesian optimisation,
-Willemsen et al. 2021); :mod:`.learnt_order` proposes by its lower confidence bound.
+Willemsen et al. 2021); :class:`Process` is the guided search's model on it.
 
 Inputs are each parameter's value index scaled to [0, 1]; the kernel is Matern-5/2 with one length
 scale per parameter (ARD); outputs are the log times standardised. The hyperparameters (length
@@ -13,7 +13,17 @@ import math
 
 import numpy as np
 
+from .base import Model, Schedule
+
 SQRT5 = math.sqrt(5.0)
+#: the hyperparameters' start (length scale on inputs in [0, 1], noise variance on standardised
+#: outputs; signal variance 1) and the box every fit keeps them in, in logs (the hyperprior)
+START_LENGTH, START_NOISE = math.log(0.5), math.log(0.1)
+LOG_LOW, LOG_HIGH = -7.0, 5.0
+#: Adam's step size on the log hyperparameters
+RATE = 0.1
+#: added to the kernel matrix's diagonal, relative to the signal variance
+JITTER = 1e-6
 
 
 class GaussianProcess:
@@ -27,7 +37,7 @@ class GaussianProcess:
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
         self.offset, self.scale = y.mean(), y.std() if y.std() > 0 else 1.0
         z = (y - self.offset) / self.scale
-        default = np.concatenate([np.full(x.shape[1], math.log(0.5)), [0.0, math.log(0.1)]])
+        default = np.concatenate([np.full(x.shape[1], START_LENGTH), [0.0, START_NOISE]])
         if self.theta is None or len(self.theta) != len(default):
             self.theta = default
         if steps:
@@ -65,7 +75,7 @@ def _kernel(scaled: np.ndarray, signal: float, noise: float):
     r)."""
     r = _distance(scaled, scaled)
     k = signal * _matern(r)
-    k[np.diag_indices_from(k)] += noise + 1e-6 * signal
+    k[np.diag_indices_from(k)] += noise + JITTER * signal
     return k, r
 
 
@@ -98,9 +108,9 @@ def likelihood(x: np.ndarray, z: np.ndarray, theta: np.ndarray) -> tuple[float, 
     return float(value), gradient
 
 
-def _adam(x, z, theta, steps, rate=0.1):
+def _adam(x, z, theta, steps, rate=RATE):
     """``steps`` of Adam ascent on the log marginal likelihood from ``theta``: (best theta, value)."""
-    theta = np.clip(np.array(theta, dtype=float), -7.0, 5.0)
+    theta = np.clip(np.array(theta, dtype=float), LOG_LOW, LOG_HIGH)
     first, second = np.zeros_like(theta), np.zeros_like(theta)
     best = (theta.copy(), -math.inf)
     for step in range(1, steps + 1):
@@ -113,5 +123,37 @@ def _adam(x, z, theta, steps, rate=0.1):
         first = 0.9 * first + 0.1 * gradient
         second = 0.999 * second + 0.001 * gradient * gradient
         theta = theta + rate * (first / (1 - 0.9 ** step)) / (np.sqrt(second / (1 - 0.999 ** step)) + 1e-8)
-        theta = np.clip(theta, -7.0, 5.0)
+        theta = np.clip(theta, LOG_LOW, LOG_HIGH)
     return best
+
+
+class Process(Model):
+    """The guided search's Gaussian process on ``inputs`` (n x columns in [0, 1]), conditioned on
+    the best half of at most ``training`` measurements and a random rest (``rng``) whenever it
+    proposes; its hyperparameters refitted by ``steps`` of Adam after ``refit`` more measurements
+    (at least ``least``). Failures are never measurements, so never trained on."""
+
+    def __init__(self, inputs: np.ndarray, training: int, refit: float, least: int, steps: int,
+                 rng: np.random.Generator):
+        super().__init__(Schedule(0.0, 0))  # conditioned anew whenever asked
+        self.inputs, self.training, self.steps, self.rng = inputs, training, steps, rng
+        self.tuning = Schedule(refit, least, restart_on_violation=False)
+        self.process = GaussianProcess()
+
+    def ready(self, history) -> bool:
+        return len(history.measured) >= 2 and history.codes.shape[1] > 0
+
+    def learn(self, history) -> None:
+        y = np.asarray(history.log_times)
+        chosen = np.argsort(y, kind="stable")
+        if len(chosen) > self.training:
+            half = self.training // 2
+            rest = self.rng.choice(chosen[half:], self.training - half, replace=False)
+            chosen = np.concatenate([chosen[:half], rest])
+        steps = self.steps if self.tuning.due(history) else 0
+        self.process.fit(self.inputs[np.asarray(history.measured)[chosen]], y[chosen], steps)
+        if steps:
+            self.tuning.done(history)
+
+    def score(self, indices):
+        return self.process.predict(self.inputs[indices])

@@ -2,7 +2,7 @@
 file's optimum (and to come within 1% and 5% of it), on every replay file, against Kernel Tuner's
 own strategies on the same file, in one run.
 
-    python benchmarks/bench_search.py [--seeds 5] [--budget 1000] [--files PATTERN ...]
+    python benchmarks/search/bench_search.py [--seeds 5] [--budget 1000] [--files PATTERN ...]
                                       [--strategies ...] [--kt-strategies ... | --no-kt] [--json OUT]
 
 Every ``data/replay/<kernel>_<gpu>.json.gz`` is searched in the space whose name is the longest
@@ -51,7 +51,7 @@ import warnings
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 from beastgen.harness.recorded import load_replay  # noqa: E402
