@@ -54,15 +54,17 @@ class SourcesFirst(Proposer):
 class ModelMinimum(Proposer):
     """The open configuration with the smallest lower confidence bound of a model: mean minus
     ``kappa`` spreads (a log-time model's never below the configuration's valid bound), among at
-    most ``candidates`` open configurations drawn at random (None: all). The candidates are queued
-    when the model is fitted (on its schedule, when asked) and taken in that order; a queue that
-    runs dry while configurations are open (they were not drawn) is fitted and queued again."""
+    most ``candidates`` open configurations drawn at random (None: all). They are drawn when the
+    model is fitted from scratch (its ``generation``), scored and queued whenever it is fitted,
+    and taken in that order; a queue that runs dry while configurations are open (they were not
+    drawn) is fitted and queued again."""
 
     def __init__(self, history, model, kappa: float, candidates: int | None,
                  rng: np.random.Generator):
         self.history, self.model, self.kappa = history, model, kappa
         self.candidates, self.rng = candidates, rng
         self.queue, self.position, self.queued = np.zeros(0, dtype=np.int64), 0, 0  # fits queued
+        self.drawn, self.pool = -1, np.zeros(0, dtype=np.int64)  # the generation drawn for
 
     def propose(self, best):
         history = self.history
@@ -81,15 +83,25 @@ class ModelMinimum(Proposer):
                 self.model.fit(history)
         return None
 
+    def scores(self, best: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the drawn candidates, their mean, their spread) by the model as fitted now; drawn
+        anew after a fit from scratch or when none of them is open and not cut by ``best``."""
+        alive = self.history.alive(best)
+        if self.drawn != self.model.generation or not alive[self.pool].any():
+            pool = np.flatnonzero(alive)
+            if self.candidates is not None and len(pool) > self.candidates:
+                pool = self.rng.choice(pool, self.candidates, replace=False)
+            self.pool, self.drawn = pool, self.model.generation
+        mean, spread = self.model.score(self.pool)
+        return self.pool, mean, spread
+
     def _queue(self, best: float) -> None:
-        candidates = np.flatnonzero(self.history.alive(best))
-        if self.candidates is not None and len(candidates) > self.candidates:
-            candidates = self.rng.choice(candidates, self.candidates, replace=False)
-        mean, spread = self.model.score(candidates)
+        pool, mean, spread = self.scores(best)
         score = mean - self.kappa * spread
         if self.model.log_times:
-            score = self.history.floor(candidates, score)
-        self.queue = candidates[np.argsort(score, kind="stable")]
+            score = self.history.floor(pool, score)
+        order = np.argsort(score, kind="stable")
+        self.queue = pool[order[self.history.alive(best)[pool][order]]]
         self.position, self.queued = 0, self.model.fits
 
 

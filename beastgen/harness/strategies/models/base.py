@@ -4,7 +4,9 @@ time; proposers (:mod:`..guided.proposers`) choose among the open candidates by 
 TVM's cost models and Optuna's Gaussian process, a model knows nothing of how it is used.
 
 Each model refits on its own :class:`Schedule`; ``fits`` counts its fits, so a proposer that queued
-candidates by its scores knows when to queue them again.
+candidates by its scores knows when to queue them again, and ``generation`` its fits from scratch
+(a model that updates itself cheaply between them, as the Gaussian process does, scores the same
+candidates again until the next).
 """
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ class Model:
     def __init__(self, schedule: Schedule):
         self.schedule = schedule
         self.fits = 0
+
+    @property
+    def generation(self) -> int:
+        """Fits from scratch so far (here every fit)."""
+        return self.fits
 
     def ready(self, history) -> bool:
         """Whether it can be fitted on what is measured (at least one measurement)."""
