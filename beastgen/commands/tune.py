@@ -21,7 +21,7 @@ def collect_inputs(args) -> int:
     from ..harness.inputs import collect
 
     for option in ("strategy", "prior", "budget", "time", "good_enough", "plot", "replay",
-                   "strategy_option"):
+                   "strategy_option", "confidence"):
         if getattr(args, option) not in (None, [], "guided"):
             raise BeastError(f"--inputs draws its pairs at random: --{option.replace('_', '-')} "
                              "does not apply to it")
@@ -52,7 +52,8 @@ def search(args, tune_function) -> int:
                                strategy=args.strategy, seed=args.seed, iterations=args.iterations,
                                generated_dir=args.generated_dir, progress=not args.no_progress,
                                plot=args.plot, priors=args.prior, good_enough=good_enough,
-                               strategy_options=parse_assignments(args.strategy_option))
+                               strategy_options=parse_assignments(args.strategy_option),
+                               confidence=args.confidence)
     except KeyboardInterrupt:
         print(interrupted_message(args.results), file=sys.stderr, flush=True)
         raise

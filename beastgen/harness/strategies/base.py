@@ -26,6 +26,12 @@ class SearchState:
     times: dict = field(default_factory=dict)  # config_key -> seconds (inf: failed)
     proven: bool = False  # branch and bound: no unrun configuration can beat best_time
     lower_bound: float = math.nan  # branch and bound: the optimum is at least this (seconds)
+    #: a model's estimate (not a proof) of the probability that no configuration left is more
+    #: than ``tolerance`` faster than best_time (nan: the strategy makes none)
+    confidence: float = math.nan
+    tolerance: float = 0.01
+    model_seconds: float = 0.0  # CPU time of the strategy's models and proposals so far
+    proposals: int = 0  # configurations proposed so far (by a strategy that counts them)
 
 
 def row_config(row, columns) -> dict:
@@ -68,6 +74,8 @@ class Strategy:
     name = "?"
     #: whether it reads ``priors`` (measurements from elsewhere that order its proposals)
     uses_priors = False
+    #: whether it keeps ``state.confidence`` (a model's estimate of how sure it is of the best)
+    estimates_confidence = False
 
     def __init__(self, plan, seed: int = 0, priors=None, options: dict | None = None):
         self.plan = plan

@@ -6,6 +6,8 @@ The defaults were chosen by leave-one-GPU-out cross-validation over the replay f
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..models.base import Schedule
@@ -15,6 +17,7 @@ from ..models.residual import SourcesBaseline
 from ..models.ridge import ThompsonRidge
 from ..models.transfer import Transfer
 from ..options import Option, markdown, resolve
+from .confidence import Confidence
 from .features import (derived_inputs, forest_inputs, process_inputs, regression_features,
                        source_inputs, source_process_inputs, stacked, with_sources)
 from .mixer import Mixer, Stage
@@ -50,10 +53,11 @@ FOREST = {
 }
 #: the Gaussian process (:class:`~..models.gaussian_process.Process`)
 PROCESS = {
-    "gp_training": Option("at most this many measurements train the Gaussian process (the best "
-                          "half of them, the rest drawn at random)", 256, 2),
-    "gp_candidates": Option("the Gaussian process ranks at most this many open configurations "
-                            "(drawn at random) per proposal", 4096, 1),
+    "gp_training": Option("the Gaussian process is fitted on at most this many measurements (the "
+                          "best half, the rest drawn at random); later ones join them until they "
+                          "are twice as many", 256, 2),
+    "gp_candidates": Option("the Gaussian process ranks at most this many open configurations, "
+                            "drawn at random at each fit of its hyperparameters", 4096, 1),
     "gp_refit": Option("its hyperparameters are refitted after this fraction more measurements",
                        0.1),
     "gp_refit_min": Option("... after at least this many more", 8, 1),
@@ -65,6 +69,12 @@ PROCESS = {
 CERTIFICATE = {
     "certificate_every": Option("proposals between updates of the certificate's lower bound (a "
                                 "scan of every open configuration)", 16, 1),
+    "tolerance": Option("the confidence is that no configuration left is more than this fraction "
+                        "faster than the best measured", 0.01, POSITIVE),
+    "confidence_spread": Option("the Gaussian process's spread is scaled by this in the "
+                                "confidence (calibrated on the replay files)", 1.0, POSITIVE),
+    "model_threads": Option("BLAS threads of the models (0: one, or what the environment's "
+                            "OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, ... say when set)", 0),
 }
 
 WITHOUT_PRIORS = {
@@ -132,7 +142,13 @@ def options(priors: bool, given: dict):
     return resolve(chosen, given, what, {name: elsewhere for name in other if name not in chosen})
 
 
-def mixer(history, values: np.ndarray, sources: np.ndarray | None, chosen, rng) -> Mixer:
+@dataclass
+class Recipe:
+    mixer: Mixer  # the proposals
+    confidence: Confidence  # how sure the search is of its best
+
+
+def build(history, values: np.ndarray, sources: np.ndarray | None, chosen, rng) -> Recipe:
     """The recipe's proposers over ``history`` (``values``: n x the varying parameters' numeric
     values; ``sources``: the priors' scores or None; ``chosen``: :func:`options`)."""
     if sources is None:
@@ -140,26 +156,26 @@ def mixer(history, values: np.ndarray, sources: np.ndarray | None, chosen, rng) 
     return with_priors(history, values, sources, chosen, rng)
 
 
-def without_priors(history, values, o, rng) -> Mixer:
+def without_priors(history, values, o, rng) -> Recipe:
     """Random initial configurations, then half local proposals; of the rest a quarter from the
     Gaussian process, and of what remains crossover children, the forest's and the regression's."""
     features = regression_features(history, values)
     regression = _regression(features, *_regression_prior(features, o), o, rng)
     forest = Forest(stacked(forest_inputs(history) + derived_inputs(values), len(values)),
                     o.forest_trees, Schedule(o.forest_refit, o.forest_refit_min), rng, no_baseline)
-    process = Process(process_inputs(history), o.gp_training, o.gp_refit, o.gp_refit_min,
-                      o.gp_steps, rng)
-    return Mixer(history, SmallestBoundThenRandom(history, rng), o.initial, [regression], [
+    process = ModelMinimum(history, Process(process_inputs(history), o.gp_training, o.gp_refit,
+                                            o.gp_refit_min, o.gp_steps, rng),
+                           o.gp_kappa, o.gp_candidates, rng)
+    return Recipe(Mixer(history, SmallestBoundThenRandom(history, rng), o.initial, [regression], [
         Stage([(Local(history, regression, o.local_top), o.local_share)]),
-        Stage([(ModelMinimum(history, process, o.gp_kappa, o.gp_candidates, rng), o.gp_share)],
-              until=o.gp_until),
+        Stage([(process, o.gp_share)], until=o.gp_until),
         Stage([(Crossover(history, regression, o.cross_top, o.cross_children, rng), o.cross_share),
                (ModelMinimum(history, forest, o.forest_kappa, o.forest_candidates, rng), o.forest_share),
                (ModelMinimum(history, regression, 0.0, None, rng), 1.0)]),
-    ])
+    ]), _confidence(history, process, o))
 
 
-def with_priors(history, values, sources, o, rng) -> Mixer:
+def with_priors(history, values, sources, o, rng) -> Recipe:
     """The sources' best first, then half local proposals; of the rest half in the sources'
     trusted consensus, then (from ``gp_after`` measurements on) the Gaussian process on the
     parameters and the sources, and the forest on the residual of the sources' linear part and the
@@ -173,17 +189,22 @@ def with_priors(history, values, sources, o, rng) -> Mixer:
     forest = Forest(stacked(forest_inputs(history) + source_inputs(sources), len(values)),
                     o.forest_trees, Schedule(o.forest_refit, o.forest_refit_min), rng,
                     SourcesBaseline(sources, o.residual_ridge))
-    process = Process(source_process_inputs(process_inputs(history), sources), o.gp_training,
-                      o.gp_refit, o.gp_refit_min, o.gp_steps, rng)
+    process = ModelMinimum(history, Process(source_process_inputs(process_inputs(history), sources),
+                                            o.gp_training, o.gp_refit, o.gp_refit_min, o.gp_steps,
+                                            rng),
+                           o.gp_kappa, o.gp_candidates, rng)
     transfer = Transfer(sources, o.transfer_temperature)
-    return Mixer(history, SourcesFirst(history, sources), o.initial, [regression], [
+    return Recipe(Mixer(history, SourcesFirst(history, sources), o.initial, [regression], [
         Stage([(Local(history, regression, o.local_top), o.local_share)]),
         Stage([(ModelMinimum(history, transfer, 0.0, None, rng), o.transfer_share)]),
-        Stage([(ModelMinimum(history, process, o.gp_kappa, o.gp_candidates, rng), o.gp_share)],
-              after=o.gp_after, until=o.gp_until),
+        Stage([(process, o.gp_share)], after=o.gp_after, until=o.gp_until),
         Stage([(ModelMinimum(history, forest, o.forest_kappa, o.forest_candidates, rng), o.forest_share),
                (ModelMinimum(history, regression, 0.0, None, rng), 1.0)]),
-    ])
+    ]), _confidence(history, process, o))
+
+
+def _confidence(history, process, o) -> Confidence:
+    return Confidence(history, process, o.tolerance, o.confidence_spread)
 
 
 def _regression_prior(features, o) -> tuple[np.ndarray, np.ndarray]:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 
 from ...store import config_key
 from ..base import Strategy, candidate_of
+from ..threads import BlasThreads
 from . import recipes
 from .history import History
 
@@ -38,29 +40,49 @@ class GuidedSearch:
     (nan otherwise); ``sources``: the priors' scores, n x sources (nan where a source lacks the
     configuration; :func:`beastgen.harness.priors.prior_matrix`), or None; ``options``: {name:
     value} of the recipe's table (:mod:`.recipes`). Call :meth:`next` for an index, then
-    :meth:`observe` with its time."""
+    :meth:`observe` with its time; :meth:`confidence` says how sure it is of the best.
+    ``model_seconds``: the CPU time of its models and proposals so far (its BLAS threads
+    included: :mod:`..threads`)."""
 
     def __init__(self, codes: np.ndarray, bounds: np.ndarray, terms: np.ndarray,
                  values: np.ndarray | None = None, sources: np.ndarray | None = None, seed: int = 0,
                  options: dict | None = None):
+        started = time.process_time()
         n = len(bounds)
-        self.history = History(codes, bounds, terms)
-        varying = self.history.varying
-        values = (np.full((n, len(varying)), np.nan) if values is None else
-                  np.asarray(values, dtype=float).reshape(n, -1)[:, varying])
         if sources is not None:
             sources = np.asarray(sources, dtype=float).reshape(n, -1)
         self.options = recipes.options(sources is not None, options or {})
-        self.mixer = recipes.mixer(self.history, values, sources, self.options,
-                                   np.random.default_rng(seed))
+        self.threads = BlasThreads(self.options.model_threads)
+        with self.threads():
+            self.history = History(codes, bounds, terms)
+            varying = self.history.varying
+            values = (np.full((n, len(varying)), np.nan) if values is None else
+                      np.asarray(values, dtype=float).reshape(n, -1)[:, varying])
+            self.recipe = recipes.build(self.history, values, sources, self.options,
+                                        np.random.default_rng(seed))
+        self.model_seconds = time.process_time() - started
 
     def next(self, best: float) -> int | None:
         """The next candidate to measure, or None when every candidate is measured or cut."""
-        return self.mixer.propose(best)
+        started = time.process_time()
+        with self.threads():
+            i = self.recipe.mixer.propose(best)
+        self.model_seconds += time.process_time() - started
+        return i
 
     def observe(self, i: int, time: float | None) -> None:
         """Candidate ``i`` was measured in ``time`` seconds (inf: failed; None: no time)."""
-        self.mixer.observe(i, time)
+        self.recipe.mixer.observe(i, time)
+
+    def confidence(self, best: float) -> float:
+        """The models' estimate of the probability that no configuration left is more than the
+        ``tolerance`` option faster than ``best`` (:mod:`.confidence`; 1 when the bounds cut
+        every such one, 0 before the models can tell)."""
+        started = time.process_time()
+        with self.threads():
+            estimate = self.recipe.confidence.estimate(best)
+        self.model_seconds += time.process_time() - started
+        return estimate
 
     def violate(self, term: int) -> None:
         """A measurement proved term ``term`` wrong: it cuts nothing any more."""
@@ -78,6 +100,7 @@ class GuidedSearch:
 class Guided(Strategy):
     name = "guided"
     uses_priors = True
+    estimates_confidence = True
 
     @classmethod
     def resolve_options(cls, given: dict, priors: bool):
@@ -101,13 +124,14 @@ class Guided(Strategy):
                               self.given_options)
         if state.times:  # known before the search (resumed): not open
             index = {values: i for i, values in enumerate(zip(*(rows[c].tolist() for c in columns)))}
-            for key, time in state.times.items():
+            for key, seconds in state.times.items():
                 config = json.loads(key)
                 i = index.get(tuple(config.get(c) for c in columns))
                 if i is not None:
-                    search.observe(i, time)
+                    search.observe(i, seconds)
         every = search.options.certificate_every
-        proposals, violated = 0, -1
+        state.tolerance = search.options.tolerance
+        proposals, violated, estimated = 0, -1, -1  # estimated: measurements at the last estimate
         while True:
             for term in state.violated_terms:
                 search.violate(terms.index(term))
@@ -116,10 +140,18 @@ class Guided(Strategy):
                 # between updates the value only gets more conservative: closing configurations
                 # and lowering the best time can only raise the true smallest open bound
                 state.lower_bound = search.lower_bound(state.best_time)
+            measured = len(search.history.measured)
+            if measured >= estimated + max(1, measured // 100):  # a new estimate every 1% more
+                estimated = measured
+                state.confidence = search.confidence(state.best_time)
+            state.model_seconds = search.model_seconds
             proposals += 1
+            state.proposals += 1
             i = search.next(state.best_time)
+            state.model_seconds = search.model_seconds
             if i is None:
                 state.proven = True  # every configuration was measured or cut by a valid bound
+                state.confidence = 1.0
                 return
             candidate = candidate_of(rows[i], columns, bool(terms))
             yield candidate
