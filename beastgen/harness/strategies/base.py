@@ -74,6 +74,9 @@ class Strategy:
     name = "?"
     #: whether it reads ``priors`` (measurements from elsewhere that order its proposals)
     uses_priors = False
+    #: whether it is branch and bound: a candidate whose valid bound is not below the best time
+    #: need not run (a Dask worker then cuts it); any other strategy runs every candidate it proposes
+    prunes = False
     #: whether it keeps ``state.confidence`` (a model's estimate of how sure it is of the best)
     estimates_confidence = False
 

@@ -99,6 +99,7 @@ class GuidedSearch:
 
 class Guided(Strategy):
     name = "guided"
+    prunes = True
     uses_priors = True
     estimates_confidence = True
 
