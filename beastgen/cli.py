@@ -196,7 +196,7 @@ def _tune_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, default=None, metavar="C",
                    help="stop once the default search's models are C sure (0.95: 95%%) that no "
                         "configuration left is more than 1%% faster than the best (a model's "
-                        "estimate, not a proof)")
+                        "estimate, not a proof, and not calibrated yet: docs/search.md)")
     p.add_argument("--results", default="beastgen-results.db", metavar="DB",
                    help="SQLite results store; a run resumes from it (default beastgen-results.db)")
     p.add_argument("--strategy", default="guided",

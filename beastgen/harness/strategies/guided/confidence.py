@@ -8,9 +8,10 @@ spread, the spread scaled by ``spread``), and ``a``, how likely the backend is t
 (a replay file lacks most configurations of some spaces: :meth:`.history.History.answerable`).
 The expected number of such configurations is ``E = sum(a p)`` (over the process's candidates,
 scaled to all that are open), and the estimate is ``exp(-E)``: the chance that there is none if
-they come independently. ``spread`` was calibrated by leave-one-GPU-out over the replay files
-(``benchmarks/search/confidence.py``): of the runs that stop at 95%, 95% or more have a best within
-1% of their file's optimum.
+they come independently. ``spread`` is meant to be calibrated by leave-one-GPU-out over the
+replay files (``benchmarks/search/confidence.py``) so that of the runs that stop at 95%, 95% or more
+have a best within 1% of their file's optimum; no spread tried does that yet (issue 41's record in
+``benchmarks/search/RESEARCH.md``), so the estimate is not calibrated.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class Confidence:
     def expected_better(self, best: float, spreads=None) -> float | list[float]:
         """``E`` (module docstring): 0 when no configuration can be better, inf when the model
         cannot tell yet (before its hyperparameters are first fitted); with ``spreads``, a list:
-        ``E`` for each spread instead of the calibrated one."""
+        ``E`` for each spread instead of the option's."""
         history = self.history
         threshold = best / (1 + self.tolerance)
         alive = history.alive(threshold)

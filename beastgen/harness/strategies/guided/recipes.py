@@ -72,7 +72,7 @@ CERTIFICATE = {
     "tolerance": Option("the confidence is that no configuration left is more than this fraction "
                         "faster than the best measured", 0.01, POSITIVE),
     "confidence_spread": Option("the Gaussian process's spread is scaled by this in the "
-                                "confidence (calibrated on the replay files)", 1.0, POSITIVE),
+                                "confidence (not calibrated yet: docs/search.md)", 1.0, POSITIVE),
     "model_threads": Option("BLAS threads of the models (0: one, or what the environment's "
                             "OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, ... say when set)", 0),
 }
