@@ -157,6 +157,11 @@ class CompiledPlan:
         """The smallest bound of any valid configuration (inf for an empty space)."""
         return self.ranker.best_bound()
 
+    def threshold_seconds(self, threshold) -> float:
+        """``threshold`` in seconds (a factor of the best bound resolved; see
+        :meth:`.Ranker.threshold_seconds`)."""
+        return self.ranker.threshold_seconds(threshold)
+
     def compare(self, threshold):
         """Exhaustive versus bound-pruned counts, and per loop level where the cuts happen."""
         return self.ranker.compare(threshold)

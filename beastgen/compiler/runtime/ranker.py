@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...bounds import Comparison, LevelCuts, Threshold
+from ...bounds import Comparison, LevelCuts, Threshold, format_seconds
+from ...errors import BeastError
 from .counter import Counter
 from .enumerator import Enumerator
 from .executable import Executable
@@ -95,14 +96,29 @@ class Ranker:
         best = self.rank(1)
         return float(best["bound"][0]) if len(best) else math.inf
 
+    def threshold_seconds(self, threshold: Threshold) -> float:
+        """``threshold`` in seconds: a time as it is, a factor of the best bound resolved; a factor
+        of a best bound below zero is refused, naming the negative term and its place."""
+        if threshold.factor is None:
+            return threshold.seconds
+        best = self.rank(1)
+        if len(best) and best["bound"][0] < 0:
+            term = str(best["bottleneck"][0])
+            raise BeastError(f"threshold {threshold}: the best bound, {format_seconds(best['bound'][0])},"
+                             f" is below zero (bound term '{term}' is that negative), and "
+                             f"{threshold.factor:g}x of it is below every bound: give the threshold "
+                             "as a time", self.executable.specialized.space.variables[term].origin)
+        return threshold.resolve(float(best["bound"][0]) if len(best) else math.inf)
+
     def compare(self, threshold: Threshold) -> Comparison:
-        """Exhaustive versus bound-pruned counts, and per loop level where the cuts happen."""
+        """Exhaustive versus bound-pruned counts, and per loop level where the cuts happen: exact
+        for any threshold and bound values, negative ones included."""
         import numpy as np
         run = self.executable
         run.require_bounds()
         spec = run.specialized
         best = self.best_bound()
-        seconds = threshold.resolve(best)
+        seconds = self.threshold_seconds(threshold)
         exhaustive = self.counter.count()
         if run.plan is None:
             return Comparison(spec.space.name, spec.device.key, threshold, seconds, best, 0, 0, 0, [])
