@@ -61,3 +61,9 @@ def _ctrl_c_delivered():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-budget", type=int, default=None,
+                     help="spaces of each form the differential test (test_differential.py) checks "
+                          "(default: a small fixed budget; also BEASTGEN_FUZZ_BUDGET)")

@@ -7,6 +7,7 @@ enumeration, estimation, ranking) are its subclasses, joined in :class:`.driver.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 #: most about 3 times slower (gemm: 0.54 s against 0.25 s), so at most tens of milliseconds here
 QUICK_COMPILE_ITERATIONS = 1 << 22
 #: generated functions whose work is at most a walk of the nest (not so Knuth's or Chen's samples)
+#: Numba's generated counts in two words (their last argument the high word: native.exact_count)
+TWO_WORDS = frozenset({"count", "count_with_stats", "count_pruned"})
 _NEST_WALKS = frozenset({"count", "count_with_stats", "split_nodes", "fill", "count_pruned", "rank",
                          "cut_analysis"})
 
@@ -242,14 +245,20 @@ class PlanCore:
         return self.path is not None and not all(map(self.numba_cached, functions))
 
     def _nest_function(self, function_name: str, *args):
-        """A generated function: the native count or split_nodes when there is one, else Numba's."""
+        """A generated function: the native count or split_nodes when there is one, else Numba's; a
+        count in two words (:data:`TWO_WORDS`) as one that returns an exact integer."""
         if function_name in native.FUNCTIONS and self.native is not None:
             return self.native.function(function_name)
-        return self._compiled(function_name, *args)
+        function = self._compiled(function_name, *args)
+        return functools.partial(native.exact_count, function) if function_name in TWO_WORDS else function
 
     def _compiled(self, function_name: str, *args):
-        """The generated function, compiled for these arguments' types (a readable error if not)."""
+        """The generated function, compiled for these arguments' types (a readable error if not;
+        a count in two words, :data:`TWO_WORDS`, for its high word too)."""
         function = getattr(self.module, function_name)
+        if function_name in TWO_WORDS:
+            import numpy as np
+            args = (*args, np.zeros(1, np.int64))
         try:
             function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
         except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
