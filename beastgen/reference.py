@@ -2,7 +2,9 @@
 
 It shares nothing with the optimizing pipeline but the inputs: iterators are nested in a plain
 topological order, every derived value and filter is evaluated only at the innermost level, and
-space functions run as the user's own Python code. Tests use it to prove the compiled enumerator
+space functions run as the user's own Python code. A count does not walk the iterators that
+nothing reads: each configuration of the others stands for the product of their sizes (so a range
+of 2**62 values is counted, as the compiled paths count it). Tests use it to prove the compiled enumerator
 exact. A filter REJECTS a configuration when it is true; a configuration for which any derived
 value or filter raises is rejected too.
 """

@@ -157,19 +157,31 @@ class DifferentialSpace:
     t1: bool
     iterators: list
     filters: list
-    derived: list = field(default_factory=list)  # (name, node)
+    derived: list = field(default_factory=list)  # (name, node, iterators declared before it)
     settings: dict = field(default_factory=dict)  # name -> default
     overrides: dict = field(default_factory=dict)  # name -> text, as --set gives it
     features: set = field(default_factory=set)
 
     # -- the texts -------------------------------------------------------------------------------
+    def declarations(self) -> list:
+        """The iterators and derived values in the order they are written: a derived value right
+        after the iterator it follows (``derived``: ``(name, node, after)``, ``after`` the number
+        of iterators declared before it)."""
+        order = []
+        for index, it in enumerate(self.iterators):
+            order.append(it)
+            order += [(name, node) for name, node, after in self.derived if after == index + 1]
+        return order
+
     def space_file(self) -> str:
         lines = ["import math", "import beastgen as beast", ""]
         lines += [f"{name} = beast.setting({value!r})" for name, value in self.settings.items()]
-        for it in self.iterators:
-            parts = ", ".join(render(p, False) for p in it.parts)
-            lines.append(f"{it.name} = beast.{it.kind}({parts})")
-        lines += [f"{name} = {render(node, False)}" for name, node in self.derived]
+        for declared in self.declarations():
+            if isinstance(declared, Iteration):
+                parts = ", ".join(render(p, False) for p in declared.parts)
+                lines.append(f"{declared.name} = beast.{declared.kind}({parts})")
+            else:
+                lines.append(f"{declared[0]} = {render(declared[1], False)}")
         lines += [f"f{i} = beast.filter({render(node, False)})" for i, node in enumerate(self.filters)]
         return "\n".join(lines) + "\n"
 
@@ -193,19 +205,21 @@ class DifferentialSpace:
         lines = ["import math", "def rlen(r):", "    return max(0, (r.stop - r.start + r.step - (1 if r.step > 0 else -1)) // r.step)",
                  "def brute():", *(f"    {k} = {v!r}" for k, v in settings.items()), "    total = 0"]
         depth = 1
-        walked = [it for it in self.iterators if not it.wide]
-        for it in walked:
-            pad = "    " * depth
-            parts = ", ".join(render(p, True) for p in it.parts)
-            domain = f"range({parts})" if it.kind == "range" else f"({parts},)"
-            lines += [f"{pad}try:", f"{pad}    {it.name}__d = {domain}", f"{pad}except Exception:",
-                      f"{pad}    {'continue' if depth > 1 else 'return 0'}",
-                      f"{pad}for {it.name} in {it.name}__d:"]
+        for declared in self.declarations():
+            pad, reject = "    " * depth, "continue" if depth > 1 else "return 0"
+            if not isinstance(declared, Iteration):  # a derived value that raises rejects
+                lines += [f"{pad}try:", f"{pad}    {declared[0]} = {render(declared[1], True)}",
+                          f"{pad}except Exception:", f"{pad}    {reject}"]
+                continue
+            if declared.wide:
+                continue
+            parts = ", ".join(render(p, True) for p in declared.parts)
+            domain = f"range({parts})" if declared.kind == "range" else f"({parts},)"
+            lines += [f"{pad}try:", f"{pad}    {declared.name}__d = {domain}", f"{pad}except Exception:",
+                      f"{pad}    {reject}", f"{pad}for {declared.name} in {declared.name}__d:"]
             depth += 1
         pad = "    " * depth
         lines.append(f"{pad}try:")
-        for name, node in self.derived:
-            lines.append(f"{pad}    {name} = {render(node, True)}")
         for node in self.filters:
             test = f"not ({render(node, True)})" if self.t1 else f"({render(node, True)})"
             lines.append(f"{pad}    if {test}:")
@@ -431,12 +445,13 @@ def differential_spaces(draw, t1: bool | None = None) -> DifferentialSpace:
             node = g.named(g.expr(kind, 2), kind)
             if node[0] in ("n", "k"):  # `d = a` would be a second name of a, not a derived value
                 node = ("bin", "+", g.name_of("int", "float") or ("n", name), node)
-            space.derived.append((derived, node))
+            space.derived.append((derived, node, len(space.iterators)))
             g.names[derived] = kind
     if not t1 and g.chance(0.3):
         at = draw(st.integers(0, len(space.iterators)))
         outer = [it.name for it in space.iterators[:at] if it.value_kind == "int"]
         space.iterators.insert(at, g.wide("w", outer))
+        space.derived = [(name, node, after + (after >= at)) for name, node, after in space.derived]
         g.features.add("wide range")
     space.filters = [g.named(g.expr("bool", 3), "bool") for _ in range(draw(st.integers(1, 3)))]
     space.features = g.features

@@ -231,17 +231,6 @@ class NumbaNest(NestWalker):
             return
         use(source)
 
-    def _try(self, statement: str, item: Item, why: str) -> None:
-        """``statement`` in a try whose exception rejects ``item``'s configuration."""
-        self.emit("try:")
-        self.depth += 1
-        self.emit(statement)
-        self.depth -= 1
-        self.emit(f"except Exception:  # {why}")
-        self.depth += 1
-        self.reject(item)
-        self.depth -= 1
-
     def _checked_try(self, statement: str, item: Item, checked, original: L.Expr) -> None:
         """``statement`` in a try whose exception rejects ``item``'s configuration unless one of its
         checked integer operations left 64 bits: evaluated again recording which

@@ -27,7 +27,7 @@ primitive and condition (``tests/test_semantics.py``).
 from __future__ import annotations
 
 import ast
-import math
+import functools
 import operator
 from dataclasses import dataclass
 
@@ -185,8 +185,10 @@ PYTHON = Spelling("({x} and {y})", "({x} or {y})", "(not {x})",
                    "isnan": "math.isnan({x})", "floor": "math.floor({x})"})
 
 
-def condition_names(condition: str) -> set[str]:
-    return {node.id for node in ast.walk(ast.parse(condition, mode="eval")) if isinstance(node, ast.Name)}
+@functools.lru_cache(maxsize=None)
+def condition_names(condition: str) -> frozenset[str]:
+    """The names ``condition`` reads (of ``a``, ``b``, ``r`` and its functions)."""
+    return frozenset(node.id for node in ast.walk(ast.parse(condition, mode="eval")) if isinstance(node, ast.Name))
 
 
 def print_condition(condition: str, operands: dict[str, str], spelling: Spelling) -> str:
