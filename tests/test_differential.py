@@ -12,8 +12,9 @@ the place; a different count, one path refusing where another counts, a tracebac
 count, a hang or a process killed by a signal fails. The paths run in a worker process
 (``differential_worker.py``), so a signal is a finding, not the end of the run.
 
-A small fixed budget runs in every test run; ``--fuzz-budget N`` (or ``BEASTGEN_FUZZ_BUDGET=N``)
-runs N spaces of each form, for a release. Numba compiles for a second or more a space, so with
+A small fixed budget runs in every test run, and a deeper one (other spaces) in the tests marked
+``slow``; ``--fuzz-budget N`` (or ``BEASTGEN_FUZZ_BUDGET=N``) runs N spaces of each form, for a
+release. Numba compiles for a second or more a space, so with
 the small budget it runs on every fourth space; with a larger one, on every space.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import threading
 import time
 
+import hypothesis
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 
@@ -36,6 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #: spaces of each form (space file, T1) in every test run, and how often Numba runs among them
 DEFAULT_BUDGET = 14
 NUMBA_EVERY_DEFAULT = 4
+#: spaces of each form in the slow-marked deeper variant (another seed, Numba on each)
+DEEPER_BUDGET = 30
 REQUEST_SECONDS = 300  # a path that takes longer hangs
 
 
@@ -170,13 +174,15 @@ DIFFERENTIAL = settings(deadline=None, derandomize=True, database=None,
                                                HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 
 
-def differential(t1: bool):
+def differential(t1: bool, examples: int | None = None, seed: int | None = None):
+    """The test of ``t1`` spaces (T1 files, else space files): ``examples`` of them (the budget when
+    None), drawn from ``seed`` (derandomized when None: the same spaces every run)."""
     def test(request, worker, tmp_path_factory):
-        count = budget(request.config)
+        count = examples or budget(request.config)
         numba_every = 1 if count > DEFAULT_BUDGET else NUMBA_EVERY_DEFAULT
         seen = []
 
-        @settings(DIFFERENTIAL, max_examples=count)
+        @settings(DIFFERENTIAL, max_examples=count, derandomize=seed is None)
         @given(space=differential_spaces(t1=t1))
         def one(space):
             seen.append(None)
@@ -184,9 +190,14 @@ def differential(t1: bool):
             for feature in sorted(space.features):
                 event(feature)
             event(check_space(space, directory, worker, numba=len(seen) % numba_every == 0))
+        if seed is not None:
+            one = hypothesis.seed(seed)(one)
         one()
     return test
 
 
 test_space_files_count_alike_on_every_path = differential(t1=False)
 test_t1_files_count_alike_on_every_path = differential(t1=True)
+#: deeper, on other spaces (another seed) and Numba on each: the quick set (-m 'not slow') leaves them out
+test_more_space_files_count_alike_on_every_path = pytest.mark.slow(differential(False, DEEPER_BUDGET, seed=37))
+test_more_t1_files_count_alike_on_every_path = pytest.mark.slow(differential(True, DEEPER_BUDGET, seed=37))

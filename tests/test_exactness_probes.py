@@ -50,6 +50,9 @@ CASES = [
      {"n": str(2 ** 63 - 1)}, 2),
     ("F5 variants", ".py", HEADER + "n = beast.setting(64)\na = beast.values(3, 7)\n"
                                     "f = beast.filter((n // a > 0) | (-n < a))\n", {"n": str(-2 ** 63 - 1)}, None),
+    ("F5 folded into a loop bound", ".py", HEADER + "n = beast.setting(-2)\na = beast.values(False)\n"
+     "b = beast.range(beast.max(-5, beast.min(6, abs(a))), beast.max(-5, beast.min(6, n // 5)), 3)\n"
+     "f = beast.filter(a >= b)\n", {"n": str(-2 ** 63 - 3)}, None),  # the fuzzer's: C counted, Numba a NameError
     # F6: a count of 2**63 or more summed over outer loops was printed negative
     ("F6 wrapf3", ".py", HEADER + "z = beast.values(0, 1)\na = beast.range(z, 2**62 + 2)\nb = beast.range(z, z - 7, -2)\n"
                                   "f = beast.filter(z <= b)\n", {}, 3 * (2 ** 62 + 2) + 3 * (2 ** 62 + 1)),

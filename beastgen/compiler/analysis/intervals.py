@@ -9,6 +9,7 @@ and leaves the 64-bit range is refused with a clear error rather than compiled t
 from __future__ import annotations
 
 import math
+import re
 from itertools import product
 
 from ..language import nodes as L
@@ -149,9 +150,9 @@ class _Analysis(Mapper):
         an integer past 64 bits (a constant, a setting folded in), an integer power whose exponent
         may be negative (Python's result is an int or a float by its value)."""
         why, where = None, expr
-        for child in expr.children():
-            if isinstance(child, L.Const) and semantics.refusal("constant", child.value):
-                why = semantics.refusal("constant", child.value)
+        for node in (expr, *expr.children()):
+            for value in self._constant_values(node):
+                why = why or semantics.refusal("constant", value)
         if (isinstance(expr, L.BinOp) and expr.op == "**" and self.item.kind != "bound"
                 and self.type_of(expr.left) in ("int", "bool") and self.type_of(expr.right) in ("int", "bool")
                 and not (isinstance(expr.right, L.Const) and expr.right.value < 0)
@@ -160,6 +161,18 @@ class _Analysis(Mapper):
         if why:
             raise SpaceError(f"{self.item.kind} '{self.item.name}': in {expr_source(where)}: {why}",
                              self.item.origin)
+
+    def _constant_values(self, node) -> list:
+        """The values of a constant and of the settings the compiled code reads for it: a setting
+        the plan keeps as a name (a loop bound's), and those a folded constant is printed with
+        (``Const.shown``, ``n // 5``: the generated code computes it from the setting's global)."""
+        if isinstance(node, L.Ref):
+            return [self.spec.constants[node.target]] if node.target in self.spec.constants else []
+        if not isinstance(node, L.Const):
+            return []
+        shown = getattr(node, "shown", None) or ""
+        return [node.value] + [self.spec.constants[name] for name in re.findall(r"[A-Za-z_]\w*", shown)
+                               if name in self.spec.constants]
 
     def _check_to_int(self, expr, value) -> None:
         """A float made an integer (``math.floor``, ``math.ceil``, ``int``) must be proven inside 64
