@@ -70,6 +70,12 @@ CASES = [
      {}, 2),
     ("F7 INT64_MIN % -1", ".py", HEADER + "x = beast.values(-2**63, 5)\ny = beast.values(-1, 3)\n"
                                           "f = beast.filter(x % y == 0)\n", {}, 2),
+    # the fuzzer's: a power of a power of a nonnegative base is never complex (the T1 file was
+    # refused where the file `convert` wrote from it counted)
+    ("power of a nonnegative power", ".json", t1({"a": "[0, 4, 16]"}, "(a ** 0.5) ** 0.5 != 2"), {}, 2),
+    ("power of a nonnegative power (fuzz)", ".json", t1({"a": "[5, 5]"}, "a == -2",
+                                                       "(a ** -0.5) ** (-1e999 if a != -3 else a) == (a // a if a < 5 else a - a)",
+                                                       "-a % a > a ** a"), {}, 0),
     # X8: the reference enumerator counts a range of 2**62 values that nothing reads
     ("X8 reference", ".py", HEADER + "w = beast.range(2**62)\na = beast.values(1, 2, 3)\nf = beast.filter(a > 1)\n",
      {}, 2 ** 62),

@@ -210,7 +210,17 @@ class _Analysis(Mapper):
             return False  # an integer exponent: Python's result is a number
         if isinstance(expr.right, L.Const) and float(expr.right.value).is_integer():
             return False
-        return base is None or base[0] < 0
+        return (base is None or base[0] < 0) and not self._nonnegative(expr.left)
+
+    def _nonnegative(self, expr) -> bool:
+        """Proven never negative where the interval is not known: a power of a nonnegative base
+        (Python's ``x ** y`` of ``x >= 0`` is a nonnegative float, inf or NaN, never complex)."""
+        if isinstance(expr, L.Const):
+            return isinstance(expr.value, (int, float)) and not expr.value < 0
+        if isinstance(expr, L.Ref):
+            known = self.map_Ref(expr, [])
+            return known is not None and known[0] >= 0
+        return isinstance(expr, L.BinOp) and expr.op == "**" and self._nonnegative(expr.left)
 
     def refuse_complex(self, power) -> None:
         raise SpaceError(
