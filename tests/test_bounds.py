@@ -78,6 +78,36 @@ def test_pruning_and_rank_agree_with_the_reference(text, k, tmp_path_factory):
         assert row["bound"] == pytest.approx(bound, rel=1e-12) and row["bottleneck"] == term
 
 
+@pytest.mark.parametrize("terms", [TERMS, TERMS[:2] + [FUNCTION_TERM]], ids=["numpy", "python-function"])
+def test_rank_all_and_bounds_of_are_ranks(terms, tmp_path):
+    """Every configuration at once (NumPy over the terms, or rank where a term is a Python function),
+    and the bounds of some configurations alone, exactly as rank gives them."""
+    text = ["import beastgen as beast", "a = beast.range(1, 7)", "b = beast.range(a, 3 * a + 2, a)",
+            "c = beast.values(0, 2, 3)", "odd = beast.filter((a + b + c) % 3 == 0)"]
+    text += [term if term.startswith("\n") else f"t{i} = {term}" for i, term in enumerate(terms)]
+    (tmp_path / "space.py").write_text("\n".join(text) + "\n")
+    plan = beastgen.load(str(tmp_path / "space.py")).specialize(generated_dir=str(tmp_path))
+    exhaustive = plan.count()
+    every, ranked = plan.rank_all(), plan.rank(exhaustive + 1)
+    assert list(every.dtype.names) == list(ranked.dtype.names) and len(every) == exhaustive > 10
+    for name in plan.columns + ["bottleneck"]:
+        assert list(every[name]) == list(ranked[name])
+    assert list(every["bound"]) == pytest.approx(list(ranked["bound"]), rel=1e-12)
+    some = ranked[::2]
+    bounds, which = plan.bounds_of(some)
+    assert list(bounds) == pytest.approx(list(some["bound"]), rel=1e-12)
+    assert [plan.bound_terms[t] for t in which] == list(some["bottleneck"])
+
+
+def test_bounds_of_measured_configurations_are_ranks(gemm_h100):
+    """check-bounds computes the bounds of the measured configurations alone (NumPy over the GEMM
+    model's expressions): the same as rank's, term for term."""
+    top = gemm_h100.rank(3000)
+    bounds, terms = gemm_h100.bounds_of(top[::-1])
+    assert list(bounds) == pytest.approx(list(top["bound"][::-1]), rel=1e-12)
+    assert [gemm_h100.bound_terms[t] for t in terms] == list(top["bottleneck"][::-1])
+
+
 def test_threshold_is_a_runtime_argument(gemm_h100):
     gemm_h100.count(1.0)
     module = gemm_h100.module

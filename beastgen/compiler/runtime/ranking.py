@@ -47,6 +47,47 @@ class Ranking(Enumeration):
         bottleneck = np.array(self.bound_terms)[terms[order]]
         return self._structured(columns, extra=[("bound", bounds[order]), ("bottleneck", bottleneck)])
 
+    def rank_all(self) -> np.ndarray:
+        """Every valid configuration with its bound, best first: :meth:`rank` with ``k`` at least
+        the count, in the same order. Where NumPy computes the bound terms
+        (:func:`~beastgen.compiler.vectorised.bound_values`), the enumeration (the C library's where
+        there is one) and one pass of NumPy over it, with no Numba compile of ``rank`` (a minute on a
+        loaded machine for a new device profile); else ``rank`` with a growing ``k``."""
+        import numpy as np
+
+        from ..vectorised import bounds_computable  # NumPy's: imported where it is used
+        self._require_bounds()
+        if self.plan is not None and bounds_computable(self.plan):
+            rows = self.enumerate()
+            bounds, terms = self.bounds_of(rows)
+            order = np.lexsort([rows[name] for name in reversed(self.plan.order)] + [bounds])
+            return self._structured({name: rows[name][order] for name in self.columns}, extra=[
+                ("bound", bounds[order]), ("bottleneck", np.array(self.bound_terms)[terms[order]])])
+        k = 4096
+        while len(ranked := self.rank(k)) == k:
+            k *= 4
+        return ranked
+
+    def bounds_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bound, index of the dominating term in ``bound_terms``) of valid configurations
+        (``rows``: a structured array with a field per iterator), exactly as :meth:`rank` gives
+        them: computed by NumPy for these rows only; where NumPy cannot (a Python function, a
+        string), looked up in :meth:`rank_all`."""
+        import numpy as np
+
+        from ..vectorised import bound_values, bounds_computable  # NumPy's: imported where it is used
+        self._require_bounds()
+        if self.plan is None or not len(rows):
+            return np.zeros(0), np.zeros(0, dtype=np.int64)
+        if bounds_computable(self.plan):
+            return bound_values(self.plan, {name: rows[name] for name in self.plan.order})
+        every = self.rank_all()
+        index = {key: i for i, key in enumerate(zip(*(every[name].tolist() for name in self.columns)))}
+        found = np.array([index[key] for key in zip(*(rows[name].tolist() for name in self.columns))],
+                         dtype=np.int64)
+        terms = {term: i for i, term in enumerate(self.bound_terms)}
+        return every["bound"][found], np.array([terms[t] for t in every["bottleneck"][found]], dtype=np.int64)
+
     def best_bound(self) -> float:
         """The smallest bound of any valid configuration (inf for an empty space)."""
         best = self.rank(1)

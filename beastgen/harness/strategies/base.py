@@ -30,18 +30,12 @@ def row_config(row, columns) -> dict:
     return {c: row[c].item() for c in columns}
 
 
-def all_rows(plan, start: int = 4096):
+def all_rows(plan):
     """Every valid configuration as one structured array in enumeration (nest) order, with the
-    ``bound`` and ``bottleneck`` fields when the space has bound terms (one compiled ``rank`` gives
-    both: no second enumerator to compile)."""
+    ``bound`` and ``bottleneck`` fields when the space has bound terms (``rank_all``)."""
     if not plan.bound_terms:
         return plan.enumerate()
-    k = start
-    while True:
-        ranked = plan.rank(k)
-        if len(ranked) < k:
-            break
-        k *= 4
+    ranked = plan.rank_all()
     order = plan.plan.order if plan.plan else plan.columns
     return ranked[np.lexsort([ranked[c] for c in reversed(order)])] if len(ranked) else ranked
 
