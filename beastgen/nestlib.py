@@ -66,10 +66,11 @@ def float_power(base, exponent):
 
 
 @numba.njit(cache=True, nogil=True)
-def range_length(start, stop, step):
-    """``len(range(start, stop, step))`` of 64-bit integers whose difference may pass 64 bits
-    (Numba's ``range`` computes ``stop - start`` in 64 bits and then counts nothing). A length past
-    2**63 - 1 (no loop ends that) is that."""
+def range_chunk(start, stop, step, chunk):
+    """How many of ``range(start, stop, step)``'s values (64-bit integers whose difference may pass
+    64 bits: Numba's ``range`` computes ``stop - start`` in 64 bits and then counts nothing) lie in
+    its ``chunk``-th run of 2**62: its length, up to 2**64 - 1, is chunks 0 to 3 (a count's carry
+    runs between them)."""
     if step > 0 and start < stop:
         span = numba.uint64(stop) - numba.uint64(start) - numba.uint64(1)  # exact: wraps modulo 2**64
         length = span // numba.uint64(step) + numba.uint64(1)
@@ -78,14 +79,18 @@ def range_length(start, stop, step):
         length = span // (numba.uint64(0) - numba.uint64(step)) + numba.uint64(1)
     else:
         return 0
-    return numba.int64(min(length, numba.uint64(9223372036854775807)))
+    first = numba.uint64(chunk) << numba.uint64(62)
+    if length <= first:
+        return 0
+    return numba.int64(min(length - first, numba.uint64(4611686018427387904)))
 
 
 @numba.njit(cache=True, nogil=True)
-def range_value(start, index, step):
-    """``range(start, stop, step)[index]`` for an index inside the range (exact: the value fits in
-    64 bits, the wrap-around of ``index * step`` cancels)."""
-    return numba.int64(numba.uint64(start) + numba.uint64(index) * numba.uint64(step))
+def range_value(start, chunk, index, step):
+    """``range(start, stop, step)[chunk * 2**62 + index]`` for an index inside the range (exact: the
+    value fits in 64 bits, the wrap-around of the product cancels)."""
+    position = (numba.uint64(chunk) << numba.uint64(62)) + numba.uint64(index)
+    return numba.int64(numba.uint64(start) + position * numba.uint64(step))
 
 
 @numba.njit(cache=True, nogil=True)

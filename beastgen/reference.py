@@ -2,7 +2,9 @@
 
 It shares nothing with the optimizing pipeline but the inputs: iterators are nested in a plain
 topological order, every derived value and filter is evaluated only at the innermost level, and
-space functions run as the user's own Python code. Tests use it to prove the compiled enumerator
+space functions run as the user's own Python code. A count does not walk the iterators that
+nothing reads: each configuration of the others stands for the product of their sizes (so a range
+of 2**62 values is counted, as the compiled paths count it). Tests use it to prove the compiled enumerator
 exact. A filter REJECTS a configuration when it is true; a configuration for which any derived
 value or filter raises is rejected too.
 """
@@ -24,6 +26,14 @@ class _Raised(Exception):
     pass
 
 
+def _size(domain) -> int:
+    """How many values ``domain`` has: a list's length; a range's, past 64 bits too (``len`` raises)."""
+    if not isinstance(domain, range):
+        return len(domain)
+    step = domain.step
+    return max(0, (domain.stop - domain.start + step - (1 if step > 0 else -1)) // step)
+
+
 class ReferenceEnumerator:
     def __init__(self, space: Space, device=None, settings: dict | None = None):
         self.space = space
@@ -37,14 +47,35 @@ class ReferenceEnumerator:
         self.iterators = [n for n in order if space.variables[n].kind == "iterator"]
         self.checks = [n for n in order if space.variables[n].kind in ("derived", "filter")]
         self.bound_terms = [n for n in space.variables if space.variables[n].kind == "bound"]
+        # iterators that no iterator, derived value or filter reads: a count needs their sizes only
+        self.unread = [n for n in self.iterators
+                       if not any(space.variables[m].kind in ("iterator", "derived", "filter")
+                                  for m in graph.successors(n))]
 
     def configurations(self):
         """Yield each valid configuration as a dict {iterator: value}, in nest order."""
         yield from self._nest(0, {})
 
     def count(self) -> int:
-        """How many valid configurations (room made for deeply nested expressions)."""
-        return deeply(lambda: sum(1 for _ in self.configurations()))
+        """How many valid configurations (room made for deeply nested expressions). The iterators
+        nothing reads are not walked: each valid configuration of the others stands for the product
+        of their domains' sizes (a range of 2**62 values is counted, not listed)."""
+        walked = [n for n in self.iterators if n not in self.unread]
+
+        def count():
+            return sum(self._unread_size(config) for config in self._nest(0, {}, walked))
+        return deeply(count)
+
+    def _unread_size(self, config: dict) -> int:
+        """The product of the unread iterators' domain sizes below ``config`` (0 where one raises)."""
+        size = 1
+        for name in self.unread:
+            try:
+                domain = self._domain(name, config, {})
+            except _Raised:
+                return 0
+            size *= _size(domain)
+        return size
 
     def bound(self, config: dict) -> tuple[float, str | None]:
         """The bound of a valid configuration (the largest term; a term that raises bounds nothing,
@@ -84,8 +115,9 @@ class ReferenceEnumerator:
                 out[name] = None
         return out
 
-    def _nest(self, depth: int, config: dict):
-        if depth == len(self.iterators):
+    def _nest(self, depth: int, config: dict, iterators=None):
+        iterators = self.iterators if iterators is None else iterators
+        if depth == len(iterators):
             env: dict = {}
             try:
                 rejected = any(bool(self._value(n, config, env)) and
@@ -95,14 +127,14 @@ class ReferenceEnumerator:
             if not rejected:
                 yield dict(config)
             return
-        name = self.iterators[depth]
+        name = iterators[depth]
         try:
             domain = list(self._domain(name, config, {}))
         except _Raised:
             return
         for value in domain:
             config[name] = value
-            yield from self._nest(depth + 1, config)
+            yield from self._nest(depth + 1, config, iterators)
         config.pop(name, None)
 
     # -- evaluation ------------------------------------------------------------------------------

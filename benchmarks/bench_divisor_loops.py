@@ -51,24 +51,25 @@ def c_iterations(plan, directory: str) -> int:
                         "static int64_t _iterations = 0;", *lines,
                         "int64_t iterations(void) { return _iterations; }"]) + "\n"
     library = ctypes.CDLL(os.path.abspath(native.build_library(directory, "iterations", source, "-O0")[0]))
-    library.count.argtypes, library.count.restype = [ctypes.c_int64, ctypes.c_int64], ctypes.c_int64
+    library.count.argtypes, library.count.restype = native.SIGNATURES["count"], ctypes.c_int64
     library.iterations.restype = ctypes.c_int64
-    library.count(0, EVERYTHING)
+    native.exact_count(library.count, 0, EVERYTHING)
     return library.iterations()
 
 
 def worker(space: str, device: str) -> None:
     """Compile ``space``, print its facts as one JSON line, then time what each stdin line names."""
     import beastgen
+    from beastgen.compiler.native import exact_count
 
     directory = tempfile.mkdtemp(prefix="bench_divisor_loops_")
     plan = beastgen.load(space).specialize(device=device, generated_dir=directory)
     count = plan.count()
     stats = plan.stats()
     module = plan.module
-    module.count(0, EVERYTHING)  # compiled here, not timed
+    exact_count(module.count, 0, EVERYTHING)  # compiled here, not timed
     runs = {"count()": plan.count, "C count": lambda: plan.native.count(0, EVERYTHING),
-            "Numba count": lambda: module.count(0, EVERYTHING), "stats()": plan.stats}
+            "Numba count": lambda: exact_count(module.count, 0, EVERYTHING), "stats()": plan.stats}
     print(json.dumps({"count": count, "stats iterations": sum(n for _, n in stats.levels),
                       "C iterations": c_iterations(plan.plan, directory),
                       "rejections": stats.rejections}), flush=True)

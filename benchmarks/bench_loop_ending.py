@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import glob
 import importlib.util
 import os
@@ -28,6 +29,7 @@ sys.path.insert(0, REPO)
 
 import beastgen  # noqa: E402
 from beastgen.compiler import native  # noqa: E402
+from beastgen.compiler.native import exact_count  # noqa: E402
 from beastgen.compiler.analysis.symbolic import SymbolicContext  # noqa: E402
 from beastgen.compiler.codegen import c_nest, numba_functions  # noqa: E402
 from beastgen.compiler.codegen.c_expression import c_source, value_tables  # noqa: E402
@@ -52,9 +54,9 @@ def iterations_library(plan, symbolic, directory: str) -> int:
                         *lines, "int64_t iterations(void) { return _iterations; }"]) + "\n"
     built = native.build_library(directory, "iterations", source, "-O0")
     library = ctypes.CDLL(os.path.abspath(built[0]))
-    library.count.argtypes, library.count.restype = [ctypes.c_int64, ctypes.c_int64], ctypes.c_int64
+    library.count.argtypes, library.count.restype = native.SIGNATURES["count"], ctypes.c_int64
     library.iterations.restype = ctypes.c_int64
-    library.count(0, EVERYTHING)
+    exact_count(library.count, 0, EVERYTHING)
     return library.iterations()
 
 
@@ -76,8 +78,8 @@ def numba_count(plan, symbolic, directory: str, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.count(0, EVERYTHING)  # compiled here, not timed
-    return module.count
+    exact_count(module.count, 0, EVERYTHING)  # compiled here, not timed
+    return functools.partial(exact_count, module.count)
 
 
 def build(plan, symbolic, ends: bool, directory: str) -> dict:

@@ -71,6 +71,12 @@ def _ctrl_c_delivered():
     signal.signal(signal.SIGINT, previous)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-budget", type=int, default=None,
+                     help="spaces of each form the differential test (test_differential.py) checks "
+                          "(default: a small fixed budget; also BEASTGEN_FUZZ_BUDGET)")
+
+
 #: run in a fresh interpreter: which GPU pycuda's driver sees (the stand-in of tests/cuda_standin says so)
 _GPU_PROBE = """
 import pycuda

@@ -4,6 +4,7 @@ dependent and raising bounds, derived values and filters as expressions and as f
 settings overridden at specialization, with the features each space uses (for ``event``)."""
 from __future__ import annotations
 
+import math
 import textwrap
 
 from hypothesis import strategies as st
@@ -25,7 +26,7 @@ def render(node, fn: bool) -> str:
     if kind == "n":
         return node[1]
     if kind == "k":
-        return f"({node[1]!r})" if isinstance(node[1], (int, float)) and node[1] < 0 else repr(node[1])
+        return constant(node[1], fn)
     if kind == "bin":
         return f"({render(node[2], fn)} {node[1]} {render(node[3], fn)})"
     if kind == "neg":
@@ -45,6 +46,18 @@ def render(node, fn: bool) -> str:
     if kind == "not":
         return f"(not {render(node[1], fn)})" if fn else f"(~{render(node[1], fn)})"
     raise AssertionError(kind)
+
+
+def constant(value, fn: bool) -> str:
+    """A constant as source: a negative one (``-0.0`` too) in parentheses (``(-0.0) ** x`` is not
+    ``-(0.0 ** x)``); infinities and NaN as ``math.inf``/``math.nan`` in a space expression and as
+    ``1e999``/``(1e999 - 1e999)`` in Python text that has no ``math`` (a T1 condition)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if value != value:
+            return "math.nan" if not fn else "(1e999 - 1e999)"
+        return ("math.inf" if not fn else "1e999") if value > 0 else ("(-math.inf)" if not fn else "(-1e999)")
+    negative = isinstance(value, (int, float)) and math.copysign(1, value) < 0
+    return f"({value!r})" if negative else repr(value)
 
 
 def has_name(node) -> bool:

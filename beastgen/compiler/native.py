@@ -243,13 +243,30 @@ def _compile(command: list[str], source_fd: int, directory_fd: int, while_compil
 _I64, _PTR = ctypes.c_int64, ctypes.c_void_p
 #: the library's functions (:data:`~beastgen.compiler.codegen.c_nest.C_FUNCTIONS`): argument
 #: types; each returns an int64
-SIGNATURES = {"count": [_I64, _I64], "split_nodes": [],
+SIGNATURES = {"count": [_I64, _I64, _PTR], "split_nodes": [],
               "fill": [_PTR, _I64, _I64, _PTR, _PTR, _I64, _PTR, _PTR, _I64],  # rows of claimed split nodes
-              "count_claimed": [_PTR, _I64, _I64]}
+              "count_claimed": [_PTR, _I64, _I64, _PTR]}
+#: the functions that count in two words: their last argument is the high word (see exact_count)
+TWO_WORDS = ("count", "count_claimed")
+
+
+def exact_count(function, *args) -> int:
+    """``function(*args, high)``, a generated count in two words (the low one returned, the high one,
+    in units of 2**62, added to ``high[0]``: :attr:`~beastgen.compiler.codegen.nest.NestWalker.CARRIES`),
+    as one exact Python integer; ``high`` an int64 array of one (a NumPy array for Numba, ctypes' for C)."""
+    if getattr(function, "argtypes", None) is not None:  # ctypes: no NumPy for a warm count
+        high = (ctypes.c_int64 * 1)(0)
+        low = function(*args, ctypes.addressof(high))
+    else:
+        import numpy as np
+        high = np.zeros(1, np.int64)
+        low = function(*args, high)
+    return int(low) % 2 ** 64 + (int(high[0]) << 62)
 
 
 class NativeNest:
-    """The library's ``count(lo, hi)`` and ``split_nodes()``, with the Numba nest's signatures, and
+    """The library's ``count(lo, hi)`` (an exact integer: :func:`exact_count`) and ``split_nodes()``,
+    as the runtime calls the Numba nest's, and
     its ``fill`` and ``count_claimed``, which threads share by claiming split nodes (see
     :class:`beastgen.compiler.codegen.c_nest.CClaimingWriter`). A library may hold only some of
     them (``functions``: a cold count compiles only what it calls); ``more()``, the library of
@@ -259,9 +276,7 @@ class NativeNest:
         self.path, self.sha256, self.functions, self._more = library.path, library.sha256, tuple(functions), more
         mapped = _map(library)
         for name in self.functions:
-            function = getattr(mapped, name)
-            function.argtypes, function.restype = SIGNATURES[name], _I64
-            setattr(self, name, function)
+            setattr(self, name, _bound(mapped, name))
 
     def __getattr__(self, name: str):
         """A function this library lacks, from the library of them all (built once)."""
@@ -280,6 +295,16 @@ class NativeNest:
         if name not in FUNCTIONS:
             raise KeyError(name)
         return getattr(self, name)
+
+
+def _bound(library, name: str):
+    """The library's function ``name``, typed; a count in two words returns one exact integer
+    (:func:`exact_count`), so that callers see the Numba nest's signature."""
+    function = getattr(library, name)
+    function.argtypes, function.restype = SIGNATURES[name], _I64
+    if name in TWO_WORDS:
+        return lambda *args: exact_count(function, *args)
+    return function
 
 
 #: sha256 -> the library mapped with those bytes: each is mapped once a process, and the descriptor

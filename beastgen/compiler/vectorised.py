@@ -23,7 +23,9 @@ import os
 import networkx as nx
 import numpy as np
 
+from .codegen.nest import operation_rule
 from .language import nodes as L
+from .language import semantics
 from .language.mapper import Mapper
 from .plan import Plan, range_length
 from .specialize import infer_type
@@ -68,7 +70,7 @@ class VectorisedNest:
 
     def __init__(self, plan: Plan, block_rows: int = BLOCK_ROWS):
         self.plan, self.block_rows = plan, block_rows
-        self.constants = plan.specialized.constants
+        self.constants, self.items = plan.specialized.constants, plan.specialized.items
         for level in plan.levels:
             for item in level.items:
                 _check_supported(item, plan.specialized.items)
@@ -98,7 +100,7 @@ class VectorisedNest:
         checks = [item for item in level.items[1:] if item.kind in ("derived", "filter")]
         values = self._domain(level.iterator, block, n)
         if counting and not checks and depth == len(self.plan.levels) - 1:
-            yield block, int(values[2].sum())
+            yield block, _exact_sum(values[2])
             return
         for rows, size in self._expanded(level.iterator.name, block, values):
             for item in checks:
@@ -110,7 +112,7 @@ class VectorisedNest:
         """(kind, data, sizes) of an iterator's values for each row: ``('range', (start, step))``
         or ``('values', matrix)``, and how many each row has (none where computing them raised)."""
         kind, *parts = item.domain
-        evaluator = _Evaluator(self.constants, block, n)
+        evaluator = _Evaluator(self.constants, block, n, self.items)
         parts = [np.broadcast_to(np.asarray(evaluator(part)), (n,)) for part in parts]
         keep = ~evaluator.raised
         if kind == "range":
@@ -155,7 +157,7 @@ class VectorisedNest:
     def _check(self, item, rows: dict, size: int):
         """``rows`` with a derived value's column added, or a filter applied; the rows where it
         raised (or the filter rejects) dropped."""
-        evaluator = _Evaluator(self.constants, rows, size)
+        evaluator = _Evaluator(self.constants, rows, size, self.items)
         value = evaluator(item.expr)
         keep = ~evaluator.raised
         if item.kind == "filter":
@@ -266,7 +268,14 @@ def _check_supported(item, items: dict) -> None:
             infer_type(part, items) not in ("int", "bool") for part in parts):
         raise Unsupported(f"{item.name}: a range of other than integers")
     for part in parts:
-        _Supported()(part)
+        _Supported(items)(part)
+
+
+def _exact_sum(sizes: np.ndarray) -> int:
+    """The sum of a level's sizes as an exact integer (int64's sum of many large sizes wraps): the
+    high and low 32 bits summed apart (a block of 2**18 rows stays far inside 64 bits)."""
+    sizes = sizes.astype(np.uint64)
+    return (int((sizes >> np.uint64(32)).sum()) << 32) + int((sizes & np.uint64(0xFFFFFFFF)).sum())
 
 
 def _integers(values) -> np.ndarray:
@@ -288,7 +297,11 @@ def _truth(values, size: int) -> np.ndarray:
 
 
 class _Supported(Mapper):
-    """Raises :class:`Unsupported` at a node :class:`_Evaluator` does not compute."""
+    """Raises :class:`Unsupported` at a node :class:`_Evaluator` does not compute: one the semantics
+    table has no rule for (a string, a space function's value)."""
+
+    def __init__(self, items: dict):
+        self.items = items
 
     def map_Expr(self, node):
         raise Unsupported(type(node).__name__)
@@ -301,23 +314,26 @@ class _Supported(Mapper):
         pass
 
     def map_BinOp(self, node):
-        if node.op == "**" and not (isinstance(node.right, L.Const) and type(node.right.value) is int
-                                    and node.right.value >= 0):
-            raise Unsupported("a power with a varying or negative exponent")
+        rule = operation_rule(node, self.items)
+        if rule is None or rule.value not in NUMPY_VALUES:
+            raise Unsupported(f"{node.op} of these values")
         for child in node.children():
             self(child)
 
     def map_Call(self, node):
-        if node.func not in _CALLS:
+        rule = operation_rule(node, self.items)
+        if node.func not in _CALLS or rule is None or (node.func not in ("min", "max") and rule.value not in NUMPY_VALUES):
             raise Unsupported(node.func)
         for child in node.children():
             self(child)
 
-    def map_UnaryOp(self, node):
+    map_UnaryOp = map_BinOp
+
+    def map_Compare(self, node):
         for child in node.children():
             self(child)
 
-    map_Compare = map_BoolOp = map_Not = map_IfExp = map_UnaryOp
+    map_BoolOp = map_Not = map_IfExp = map_Compare
 
 
 class _Evaluator(Mapper):
@@ -325,8 +341,8 @@ class _Evaluator(Mapper):
     ``raised``: the rows where Python would have raised, among those whose value was needed
     (``active``: the rows a ``where`` or ``and``/``or`` computes a branch for)."""
 
-    def __init__(self, constants: dict, columns: dict, size: int):
-        self.constants, self.columns, self.size = constants, columns, size
+    def __init__(self, constants: dict, columns: dict, size: int, items: dict):
+        self.constants, self.columns, self.size, self.items = constants, columns, size, items
         self.raised = np.zeros(size, dtype=bool)
 
     def __call__(self, node, active=True):
@@ -344,7 +360,7 @@ class _Evaluator(Mapper):
         return self.constants[node.target]
 
     def map_UnaryOp(self, node, active):
-        return -_number(self(node.operand, active))
+        return self._operation(node, [self(node.operand, active)], active)
 
     def map_Not(self, node, active):
         return ~_truth(self(node.operand, active), self.size)
@@ -354,23 +370,33 @@ class _Evaluator(Mapper):
         return np.asarray(L.COMPARE_OPS[node.op](np.asarray(left), np.asarray(right)))
 
     def map_BinOp(self, node, active):
-        left, right = _number(self(node.left, active)), _number(self(node.right, active))
-        if node.op in ("+", "-", "*"):
-            with np.errstate(all="ignore"):  # float overflow gives inf (and inf - inf nan) silently
-                return L.BINARY_OPS[node.op](np.asarray(left), right)
-        if node.op == "**":  # the exponent a whole constant >= 0 (_Supported)
-            with np.errstate(all="ignore"):
-                value = np.power(np.asarray(left), right)
-            if value.dtype.kind == "f":  # a finite float power past the largest raises OverflowError
-                self._raise_where(np.isinf(value) & np.isfinite(left), active)
-            return value
-        zero = np.asarray(right) == 0
-        self._raise_where(zero, active)
-        safe = np.where(zero, 1, right)
-        with np.errstate(all="ignore"):
-            if node.op == "/":
-                return np.true_divide(left, safe)
-            return (np.floor_divide if node.op == "//" else np.remainder)(left, safe)
+        return self._operation(node, [self(node.left, active), self(node.right, active)], active)
+
+    def _operation(self, node, operands: list, active):
+        """The rule of ``node`` (the semantics table): the rows where one of its raises holds are
+        marked raised (where they are ``active``) and computed on harmless operands (1), then its
+        value primitive (:data:`NUMPY_VALUES`)."""
+        rule = operation_rule(node, self.items)
+        values = [_number(v) for v in operands]
+        with np.errstate(all="ignore"):  # overflow to inf, nan: Python's floats give them silently
+            raised = self._raises(rule.raises_before(), values, None)
+            if raised is not None:
+                values = [np.where(raised, 1, v) for v in values]
+                self._raise_where(raised, active)
+            value = NUMPY_VALUES[rule.value](*values)
+            after = self._raises(rule.raises_after(), values, value)
+        if after is not None:
+            self._raise_where(after, active)
+        return value
+
+    def _raises(self, checks, values: list, value):
+        """Where any of ``checks`` holds (an array), or None when there is none to check."""
+        found = None
+        for check in checks:
+            held = np.asarray(semantics.evaluate_condition(
+                check.condition, {"a": values[0], "b": values[-1], "r": value}, _NUMPY_OPERATIONS), dtype=bool)
+            found = held if found is None else found | held
+        return found
 
     def map_BoolOp(self, node, active):
         value = self(node.operands[0], active)
@@ -384,23 +410,36 @@ class _Evaluator(Mapper):
         return np.where(test, self(node.body, active & test), self(node.orelse, active & ~test))
 
     def map_Call(self, node, active):
-        args = [_number(self(a, active)) for a in node.args]
+        args = [self(a, active) for a in node.args]
         if node.func in ("min", "max"):  # Python keeps the first of equal values
-            value = args[0]
-            for other in args[1:]:
+            value = _number(args[0])
+            for other in map(_number, args[1:]):
                 value = np.where(other < value if node.func == "min" else other > value, other, value)
             return value
-        (value,) = args
-        value = np.asarray(value)
-        if node.func == "abs":
-            return np.abs(value)
-        if node.func == "float":
-            return value.astype(np.float64)
-        if value.dtype.kind != "f":  # floor, ceil, int of an integer: itself
-            return value
-        self._raise_where(~np.isfinite(value), active)  # Python raises on an infinity or NaN
-        rounded = {"floor": np.floor, "ceil": np.ceil, "int": np.trunc}[node.func](value)
+        return self._operation(node, args, active)
+
+
+def _to_int(rounding):
+    """A float rounded (``np.floor``...) to int64 (NaN and the infinities raise: marked, given 0)."""
+    def convert(values):
+        values = np.asarray(values)
+        if values.dtype.kind != "f":
+            return values
+        rounded = rounding(values)
         return np.where(np.isfinite(rounded), rounded, 0).astype(np.int64)
+    return convert
 
 
+#: each value primitive of the semantics table in NumPy; no ``float_pow``: NumPy's float power is
+#: not C's ``pow`` (its SIMD loops give ``1.1 ** 3.0`` one bit off, ``x ** 0.5`` of a scalar exponent
+#: is ``sqrt(x)``, -0.0 for -0.0): such a space counts with C or Numba
+NUMPY_VALUES = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+    "neg": np.negative, "abs": np.abs,
+    "floor": _to_int(np.floor), "ceil": _to_int(np.ceil), "trunc": _to_int(np.trunc),
+    "same": lambda a: a, "to_float": lambda a: np.asarray(a, dtype=np.float64),
+}
+_NUMPY_OPERATIONS = {"and": np.logical_and, "or": np.logical_or, "not": np.logical_not,
+                     "isfinite": np.isfinite, "isinf": np.isinf, "isnan": np.isnan, "floor": np.floor}
 _CALLS = ("min", "max", "abs", "floor", "ceil", "int", "float")

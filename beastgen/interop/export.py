@@ -18,7 +18,7 @@ import math
 
 from ..compiler.language import nodes as L
 from ..compiler.language.identity import IdentityMapper
-from ..compiler.codegen.nest import risky_nodes
+from ..compiler.codegen.nest import guards
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
 from ..output import AtomicOutput
@@ -150,7 +150,7 @@ def to_t1(space, path: str | None = None, device=None, settings: dict | None = N
     if spec.empty_reason:  # nothing is valid for this device and these settings
         conditions.append({"Expression": "False", "Parameters": []})
     exporter = _Inliner(spec)
-    nonzero = SymbolicContext(spec.items).provably_nonzero
+    symbolic = SymbolicContext(spec.items)
     for name, item in spec.items.items():
         var = space.variables[name]
         if item.kind == "filter":
@@ -170,7 +170,7 @@ def to_t1(space, path: str | None = None, device=None, settings: dict | None = N
                     raise BeastError(f"cannot export to T1: derived value '{name}' is written as a "
                                      "function; T1 conditions can only inline expressions", var.origin)
                 continue
-            if any(True for _ in risky_nodes(item.expr, nonzero)):
+            if guards(item.expr, spec.items, symbolic):
                 # a derived value that raises rejects the configuration: so does this condition
                 expr = exporter.inline(item.expr, name)
                 text = expr_source(expr)

@@ -16,7 +16,8 @@ Two evaluators:
 * :func:`evaluate_values` evaluates a T1 ``Values`` string to a concrete list: the condition
   constructs plus list and tuple literals, ``range``, ``list``, list comprehensions and generator
   expressions over them (with ``if`` clauses), subscripts and slices (``[::-1]``) and concatenation.
-  Sizes are capped (:data:`MAX_VALUES`, :data:`MAX_INT_BITS`) so that data cannot exhaust memory.
+  Sizes are capped (:data:`MAX_VALUES`, :data:`MAX_INT_BITS`), and so is all a Values expression
+  builds (:data:`MAX_WEIGHT`), so that data cannot exhaust memory.
 """
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ from ..errors import SpaceError, a_type, did_you_mean
 MAX_VALUES = 1 << 20
 #: the most loop iterations all comprehensions of one Values expression may run together
 MAX_ITERATIONS = 1 << 22
+#: the most a Values expression may build in all, in words (an element, a character, 64 bits of an
+#: integer each): every list is capped, and so is their sum (``[[1] * 2**20 for _ in range(2**10)]``
+#: would take 8 GB in lists of 2**20), so that data cannot exhaust memory
+MAX_WEIGHT = 1 << 22
 #: the largest integer (in bits) a constant computation may produce
 MAX_INT_BITS = 4096
 #: the longest expression text accepted: room for a literal list of MAX_VALUES numbers of up to 15
@@ -327,6 +332,15 @@ class _ValueEvaluator(_Walker):
     def __init__(self, text: str, context: str, where: str | None):
         super().__init__(text, context, where)
         self.iterations = 0
+        self.weight = 0  # what the lists, strings and integers built so far hold (MAX_WEIGHT)
+
+    def built(self, node, value):
+        """``value``, just built: its :func:`_weight` counted against :data:`MAX_WEIGHT`."""
+        self.weight += _weight(value)
+        if self.weight > MAX_WEIGHT:
+            self.fail(node, f"the expression builds more than {MAX_WEIGHT:,} elements in all (lists, "
+                            "characters and 64-bit words of integers)")
+        return value
 
     def _reject(self, node, what=None):
         self.fail(node, f"{what or _describe(node)} is not allowed (a Values expression may use "
@@ -342,7 +356,7 @@ class _ValueEvaluator(_Walker):
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 self._reject(node, "star-unpacking")
             items = [self.value(e, scope) for e in node.elts]
-            return items if isinstance(node, ast.List) else tuple(items)
+            return self.built(node, items if isinstance(node, ast.List) else tuple(items))
         if isinstance(node, ast.Name):
             if node.id in scope:
                 return scope[node.id]
@@ -353,7 +367,8 @@ class _ValueEvaluator(_Walker):
             if op is None:
                 self._reject(node, f"the operator {operator_words(node.op)}")
             left, right = self.value(node.left, scope), self.value(node.right, scope)
-            return self._arith(node, lambda: safe_binary(op, left, right, lambda why: self.fail(node, why)))
+            return self.built(node, self._arith(node, lambda: safe_binary(op, left, right,
+                                                                           lambda why: self.fail(node, why))))
         if isinstance(node, ast.UnaryOp):
             operand = self.value(node.operand, scope)
             if isinstance(node.op, ast.Not):
@@ -404,10 +419,14 @@ class _ValueEvaluator(_Walker):
                           for part in (node.slice.lower, node.slice.upper, node.slice.step)]
                 if not all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds):
                     self.fail(node, "slice bounds must be integers")
-                return self._arith(node, lambda: container[slice(*bounds)])
+                if isinstance(container, range):  # its length may pass 64 bits (slicing raises)
+                    container = self._materialized(node, container)
+                return self.built(node, self._arith(node, lambda: container[slice(*bounds)]))
             index = self.value(node.slice, scope)
             if not isinstance(index, int) or isinstance(index, bool):
                 self.fail(node, "an index must be an integer")
+            if isinstance(container, range):
+                container = self._materialized(node, container)
             return self._arith(node, lambda: container[index])
         self._reject(node)
 
@@ -429,19 +448,25 @@ class _ValueEvaluator(_Walker):
         if func.id == "range":
             if not 1 <= len(args) <= 3 or not all(isinstance(a, int) for a in args):
                 self.fail(node, "range() takes one to three integers")
-            result = self._arith(node, lambda: range(*args))
-            if len(result) > MAX_VALUES:
-                self.fail(node, f"the range has more than {MAX_VALUES:,} elements")
-            return result
+            return self._materialized(node, self._arith(node, lambda: range(*args)))
         if func.id == "list":
             if len(args) != 1 or not isinstance(args[0], (list, tuple, range, str)):
                 self.fail(node, "list() takes one list, tuple, range or string")
-            return list(args[0])
+            return self.built(node, list(args[0]))
         return self._arith(node, lambda: getattr(builtins, func.id)(*args))
+
+    def _materialized(self, node, values: range) -> range:
+        """A range of at most :data:`MAX_VALUES` elements (``len`` raises past 64 bits: its length
+        computed)."""
+        step = values.step
+        if (values.stop - values.start + step - (1 if step > 0 else -1)) // step > MAX_VALUES:
+            self.fail(node, f"the range has more than {MAX_VALUES:,} elements")
+        return values
 
     def _comprehension(self, node, generators, index: int, scope: dict, out: list):
         if index == len(generators):
             out.append(self.value(node.elt, scope))
+            self.built(node, [None])  # one element more (the element's own weight counted where built)
             if len(out) > MAX_VALUES:
                 self.fail(node, f"the comprehension makes more than {MAX_VALUES:,} elements")
             return
@@ -475,6 +500,16 @@ class _ValueEvaluator(_Walker):
             self.fail(target, f"cannot unpack {len(values)} values into {len(target.elts)} names")
         for sub, v in zip(target.elts, values):
             self._bind(sub, v, scope)
+
+
+def _weight(value) -> int:
+    """What a value built holds, in words: a list's or tuple's elements, a string's characters, an
+    integer's 64-bit words; 0 for anything else (a range is lazy, a float one word of its list)."""
+    if isinstance(value, (list, tuple, str)):
+        return len(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value.bit_length() // 64
+    return 0
 
 
 def _target_names(target) -> list[str] | None:

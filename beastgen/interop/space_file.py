@@ -146,7 +146,8 @@ def _filter_source(variable, origins: dict[str, str], beast: str = "beast") -> l
         node.body[0:0] = [ast.Expr(ast.Constant(where))]
         return head + ast.unparse(node).splitlines()
     expr = variable.expr
-    body = (f"not ({expr_source(expr.operand, root=True)})" if isinstance(expr, L.Not)
+    # the condition's operand printed by its name where it is a variable (a parameter: `not (a)`)
+    body = (f"not ({expr_source(expr.operand)})" if isinstance(expr, L.Not)
             else expr_source(expr, root=True))
     return head + [f"def {variable.name}():", f'    """{docstring_text(where)}"""',
                    f"    return {body}"]

@@ -9,9 +9,11 @@ and leaves the 64-bit range is refused with a clear error rather than compiled t
 from __future__ import annotations
 
 import math
+import re
 from itertools import product
 
 from ..language import nodes as L
+from ..language import semantics
 from ..language.mapper import Mapper
 from ..language.printer import expr_source
 from ...errors import SpaceError
@@ -65,7 +67,7 @@ def _check_domain(item, interval: Interval) -> None:
 def range_fits(spec: Specialized, known: dict, item) -> bool:
     """Whether a range iterator's loop is proven to stay inside 64 bits as compiled: ``stop - start``
     (Numba's ``range`` computes it) and the value past the last one (``x += step`` in C) both fit.
-    Otherwise the loops count their trips instead (``nestlib.range_length``)."""
+    Otherwise the loops count their trips instead (``nestlib.range_chunk``)."""
     analysis = _Analysis(spec, known, item)
     parts = [analysis.interval(part) for part in item.domain[1:]]
     if None in parts:
@@ -127,6 +129,7 @@ class _Analysis(Mapper):
             value = None  # NaN: nothing known
         if isinstance(expr, L.Call) and expr.func in _TO_INT and self.type_of(expr.args[0]) == "float":
             self._check_to_int(expr, value)
+        self._check_held(expr, children)
         if self.item.kind != "bound":  # a count's exactness; a bound is not counted
             self._check_rounding(expr, children)
             self._check_complex_uses(expr, children)
@@ -141,6 +144,35 @@ class _Analysis(Mapper):
                 "integers of compiled code, where Python's integers are exact; narrow the domains "
                 "or compute it in floating point (float(...))", self.item.origin)
         return value
+
+    def _check_held(self, expr, children) -> None:
+        """Refuse what no compiled target holds (the semantics table's :func:`~..language.semantics.refusal`):
+        an integer past 64 bits (a constant, a setting folded in), an integer power whose exponent
+        may be negative (Python's result is an int or a float by its value)."""
+        why, where = None, expr
+        for node in (expr, *expr.children()):
+            for value in self._constant_values(node):
+                why = why or semantics.refusal("constant", value)
+        if (isinstance(expr, L.BinOp) and expr.op == "**" and self.item.kind != "bound"
+                and self.type_of(expr.left) in ("int", "bool") and self.type_of(expr.right) in ("int", "bool")
+                and not (isinstance(expr.right, L.Const) and expr.right.value < 0)
+                and (children[1] is None or children[1][0] < 0)):
+            why = semantics.refusal("maybe negative exponent")
+        if why:
+            raise SpaceError(f"{self.item.kind} '{self.item.name}': in {expr_source(where)}: {why}",
+                             self.item.origin)
+
+    def _constant_values(self, node) -> list:
+        """The values of a constant and of the settings the compiled code reads for it: a setting
+        the plan keeps as a name (a loop bound's), and those a folded constant is printed with
+        (``Const.shown``, ``n // 5``: the generated code computes it from the setting's global)."""
+        if isinstance(node, L.Ref):
+            return [self.spec.constants[node.target]] if node.target in self.spec.constants else []
+        if not isinstance(node, L.Const):
+            return []
+        shown = getattr(node, "shown", None) or ""
+        return [node.value] + [self.spec.constants[name] for name in re.findall(r"[A-Za-z_]\w*", shown)
+                               if name in self.spec.constants]
 
     def _check_to_int(self, expr, value) -> None:
         """A float made an integer (``math.floor``, ``math.ceil``, ``int``) must be proven inside 64
@@ -178,7 +210,17 @@ class _Analysis(Mapper):
             return False  # an integer exponent: Python's result is a number
         if isinstance(expr.right, L.Const) and float(expr.right.value).is_integer():
             return False
-        return base is None or base[0] < 0
+        return (base is None or base[0] < 0) and not self._nonnegative(expr.left)
+
+    def _nonnegative(self, expr) -> bool:
+        """Proven never negative where the interval is not known: a power of a nonnegative base
+        (Python's ``x ** y`` of ``x >= 0`` is a nonnegative float, inf or NaN, never complex)."""
+        if isinstance(expr, L.Const):
+            return isinstance(expr.value, (int, float)) and not expr.value < 0
+        if isinstance(expr, L.Ref):
+            known = self.map_Ref(expr, [])
+            return known is not None and known[0] >= 0
+        return isinstance(expr, L.BinOp) and expr.op == "**" and self._nonnegative(expr.left)
 
     def refuse_complex(self, power) -> None:
         raise SpaceError(

@@ -1,7 +1,9 @@
-"""The C target's expressions: an expression printed as C with Python's semantics where C's differ
-(floor division and modulo, ``min``/``max`` as Python folds them, every operation that raises in
-Python sets ``_err``), through the helpers of ``prelude.h`` (package data, :func:`c_source`);
-names, comments and literals made safe for C; what a count must compute.
+"""The C target's expressions: an expression printed as C with Python's semantics, from the
+semantics table (:mod:`..language.semantics`): each operation is its rule's value primitive (the
+helpers of ``prelude.h``, package data, :func:`c_source`: floor division and modulo as Python's,
+``min``/``max`` as Python folds them, none of them ever traps), and each raise of its rule that is
+not proven absent is a guard (:func:`c_guards`) that the nest tests first, rejecting the
+configuration; names, comments and literals made safe for C; what a count must compute.
 """
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ from ...quoting import comment_text
 from ..analysis.intervals import NodeTypes
 from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
+from ..language import semantics
 from ..language.mapper import Mapper
 from ..plan import Plan
 from ..specialize import infer_type
-from .nest import PythonPowers, constant_values
+from .nest import constant_values, guard_test, guards, operation_rule
 
 
 class Unsupported(Exception):
@@ -59,19 +62,29 @@ def c_literal(value) -> str:
             return "NAN"
         if math.isinf(value):
             return "INFINITY" if value > 0 else "(-INFINITY)"
-        return f"({value.hex()})" if value < 0 else value.hex()
+        return f"({value.hex()})" if math.copysign(1, value) < 0 else value.hex()
     raise Unsupported(f"the constant {value!r} is not a number")
 
 
+#: how C writes a condition of the semantics table (``isnan`` and friends: ``prelude.h``)
+C_SPELLING = semantics.Spelling("({x} && {y})", "({x} || {y})", "(!{x})",
+                                {"isfinite": "isfinite((double)({x}))", "isinf": "isinf((double)({x}))",
+                                 "isnan": "isnan((double)({x}))", "floor": "floor((double)({x}))"})
+
+
+def c_truth(source: str, expected: bool) -> str:
+    """A value's truth in C (NaN is true, as in Python), or its falsehood."""
+    return f"(({source}) {'!=' if expected else '=='} 0)"
+
+
 class CExpression(Mapper):
-    """C source for an expression, fully parenthesized; proofs (``symbolic``) that a divisor is never
-    zero, or that both operands are nonnegative, choose plainer operations. :attr:`may_fail` becomes
-    true once an operation that can set ``_err`` is printed."""
+    """C source for an expression, fully parenthesized: each operation its rule's value primitive
+    (:data:`C_VALUES`); proofs (``symbolic``) that a divisor is never zero and both operands are
+    nonnegative choose C's own division."""
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
-        self.items = items
+        self.items, self.symbolic = items, symbolic
         self.nonzero, self.nonnegative = symbolic.provably_nonzero, symbolic.provably_nonnegative
-        self.may_fail = False
         self.types = NodeTypes(items)  # each node typed once (a 900-term chain took 7 s)
 
     def type_of(self, expr: L.Expr) -> str:
@@ -98,35 +111,18 @@ class CExpression(Mapper):
             raise Unsupported(f"a reference to {expr.target!r} outside the nest")
         return c_name(expr.target)
 
-    def _checked(self, call: str, divisor: L.Expr | None = None) -> str:
-        if divisor is None or not self.nonzero(divisor):
-            self.may_fail = True
-        return call
-
     def map_BinOp(self, expr: L.BinOp) -> str:
+        rule = operation_rule(expr, self.items)
+        if rule is None:
+            raise Unsupported(f"operator {expr.op} on these values")
         left, right = self.source(expr.left), self.source(expr.right)
-        floats = "float" in (self.type_of(expr.left), self.type_of(expr.right))
-        op = expr.op
-        if op in ("+", "-", "*"):
-            return f"({left} {op} {right})"
-        if op == "/":
-            if self.nonzero(expr.right):
-                return f"((double)({left}) / (double)({right}))"
-            return self._checked(f"bg_truediv((double)({left}), (double)({right}), &_err)")
-        if op in ("//", "%"):
-            helper = {"//": "bg_floordiv", "%": "bg_mod"}[op]
-            if floats:
-                return self._checked(f"{helper}_f({left}, {right}, &_err)", expr.right)
-            if self.nonzero(expr.right):
-                if self.nonnegative(expr.left) and self.nonnegative(expr.right):
-                    return f"bg_c{'div' if op == '//' else 'mod'}({left}, {right})"  # C's agrees
-                return f"{helper}_nz({left}, {right})"
-            return self._checked(f"{helper}({left}, {right}, &_err)")
-        if op == "**":
-            if floats:
-                return self._checked(f"bg_pow_f((double)({left}), (double)({right}), &_err)")
-            return f"bg_pow_i({left}, {right})"  # a negative exponent was refused (nest writer)
-        raise Unsupported(f"operator {op}")
+        kind = "float" if "float" in (self.type_of(expr.left), self.type_of(expr.right)) else "int"
+        if rule.value in ("floordiv", "mod") and kind == "int" and self.nonzero(expr.right):
+            # a divisor proven never zero (the guards rejected every raise on the way here)
+            if self.nonnegative(expr.left) and self.nonnegative(expr.right):
+                return f"bg_c{'div' if rule.value == 'floordiv' else 'mod'}({left}, {right})"  # C's agrees
+            return f"bg_{rule.value}_nz({left}, {right})"
+        return C_VALUES[rule.value, kind].format(a=left, b=right, op=expr.op)
 
     def map_UnaryOp(self, expr: L.UnaryOp) -> str:
         return f"(-{self.source(expr.operand)})"
@@ -170,39 +166,55 @@ class CExpression(Mapper):
         return f"({self.source(expr.test)} ? {self.source(expr.body)} : {self.source(expr.orelse)})"
 
     def map_Call(self, expr: L.Call) -> str:
+        rule = operation_rule(expr, self.items)
+        if rule is None:
+            raise Unsupported(f"function {expr.func}")
         args = [self.source(a) for a in expr.args]
         floats = any(self.type_of(a) == "float" for a in expr.args)
-        func = expr.func
-        if func in ("min", "max"):
-            helper = f"bg_{func}_{'f' if floats else 'i'}"
+        if expr.func in ("min", "max"):
+            helper = f"bg_{expr.func}_{'f' if floats else 'i'}"
             result = f"(double)({args[0]})" if floats else args[0]
             for arg in args[1:]:
                 result = f"{helper}({result}, {arg})"
             return result
-        if func == "abs":
-            return f"fabs({args[0]})" if floats else f"bg_abs_i({args[0]})"
-        if func in ("ceil", "floor", "int"):
-            if not floats:
-                return f"((int64_t)({args[0]}))"
-            inner = args[0] if func == "int" else f"{func}({args[0]})"
-            return self._checked(f"bg_to_int({inner}, &_err)")
-        if func == "float":
-            return f"((double)({args[0]}))"
-        if func == "float_power":
-            return self._checked(f"bg_pow_f((double)({args[0]}), (double)({args[1]}), &_err)")
-        raise Unsupported(f"function {func}")
+        return C_VALUES[rule.value, "float" if floats else "int"].format(a=args[0])
 
 
-def c_expression(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> tuple[str, bool]:
-    """C source for ``expr`` (each float power that may differ from Python's made a checked one)
-    and whether it can fail (set ``_err``)."""
+#: each value primitive of the semantics table as C, by the kind it computes in (``{a}``, ``{b}``:
+#: the operands; ``{op}``: C's own operator); each total (no operand makes it trap)
+C_VALUES = {
+    **{(name, kind): "({a} {op} {b})" for name in ("add", "sub", "mul") for kind in ("int", "float")},
+    **{("truediv", kind): "((double)({a}) / (double)({b}))" for kind in ("int", "float")},
+    ("floordiv", "int"): "bg_floordiv({a}, {b})", ("floordiv", "float"): "bg_floordiv_f({a}, {b})",
+    ("mod", "int"): "bg_mod({a}, {b})", ("mod", "float"): "bg_mod_f({a}, {b})",
+    ("pow", "int"): "bg_pow_i({a}, {b})",
+    **{("float_pow", kind): "pow((double)({a}), (double)({b}))" for kind in ("int", "float")},
+    ("neg", "int"): "(-{a})", ("neg", "float"): "(-{a})",
+    ("abs", "int"): "bg_abs_i({a})", ("abs", "float"): "fabs({a})",
+    ("floor", "float"): "bg_to_int(floor({a}))", ("ceil", "float"): "bg_to_int(ceil({a}))",
+    ("trunc", "float"): "bg_to_int({a})",
+    ("same", "int"): "((int64_t)({a}))",
+    ("to_float", "int"): "((double)({a}))", ("to_float", "float"): "((double)({a}))",
+}
+
+
+def c_expression(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> tuple[list, str]:
+    """The guards of ``expr`` (C tests, each true where Python raises: the configuration is
+    rejected; :func:`c_guards`) and its C source."""
     printer = CExpression(items, symbolic)
-    source = printer.source(PythonPowers(items, symbolic)(expr))
-    return source, printer.may_fail
+    return c_guards(expr, items, symbolic, printer), printer.source(expr)
 
 
-def derived_sources(plan: Plan, symbolic: SymbolicContext) -> dict[str, tuple[str, bool]]:
-    """Every derived expression printed once (:func:`c_expression`), by name."""
+def c_guards(expr: L.Expr, items: dict, symbolic: SymbolicContext, printer: CExpression) -> list:
+    """Each raise of ``expr``'s operations not proven absent (:func:`.nest.guards`) as a C test,
+    with a comment naming it: ``(test, why)``."""
+    return [(guard_test(guard, printer.source, C_SPELLING, c_truth),
+             f"{guard.check.error} in Python: rejected")
+            for guard in guards(expr, items, symbolic)]
+
+
+def derived_sources(plan: Plan, symbolic: SymbolicContext) -> dict[str, tuple[list, str]]:
+    """Every derived expression's guards and source (:func:`c_expression`), by name."""
     items = plan.specialized.items
     return {name: c_expression(item.expr, items, symbolic) for name, item in items.items()
             if item.kind == "derived" and item.function is None}
@@ -223,8 +235,9 @@ def value_tables(plan: Plan) -> list[str]:
 
 
 def needed_items(plan: Plan, may_fail) -> set[str]:
-    """The items a count computes: iterators, filters, derived values that may raise (a raise
-    rejects), and what they read, transitively; not what only bound terms read."""
+    """The items a count computes: iterators, filters, derived values that may raise
+    (``may_fail(item)``: a raise rejects), and what they read, transitively; not what only bound
+    terms read."""
     items = plan.specialized.items
     pending = [name for name, item in items.items() if item.kind in ("iterator", "filter")
                or (item.kind == "derived" and (item.function is not None or may_fail(item)))]

@@ -6,9 +6,9 @@ whose items are all expressions over int, bool and float values, and listed stri
 constants (:class:`Unsupported` otherwise): ``count`` and ``split_nodes`` (:class:`CCount`,
 :class:`CSplitNodes`), ``fill`` and ``count_claimed`` (:class:`CFill`, :class:`CCountClaimed`).
 
-Python's semantics are kept where C's differ (:mod:`.c_expression`): every operation that raises
-in Python sets ``_err``, which rejects the configuration as the Numba nest does. Integers are
-64-bit and wrap (compiled with ``-fwrapv``), as in Numba.
+Python's semantics are the semantics table's (:mod:`.c_expression`): where an operation raises in
+Python, a guard tested before the expression rejects the configuration, as the Numba nest's do.
+Integers are 64-bit and wrap (compiled with ``-fwrapv``), as in Numba.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..specialize import Item, infer_type
 from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
                            derived_sources, needed_items, value_tables)
 from .monotone import loop_ending_filters
-from .nest import NestWalker, constant_values, countable_tail, divisor_narrowing, split_level
+from .nest import CARRY, NestWalker, constant_values, countable_tail, divisor_narrowing, split_level
 
 __all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
 
@@ -32,27 +32,28 @@ class CNest(NestWalker):
     DIVISOR_LOOPS = True
 
     def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None,
-                 derived: dict[str, tuple[str, bool]] | None = None):
+                 derived: dict[str, tuple[list, str]] | None = None):
         """``derived``: :func:`.c_expression.derived_sources`, when the caller has them."""
         super().__init__(plan, symbolic, ending)
-        # needed_items asks which derived values may fail; place_derived prints them
+        # needed_items asks which derived values may raise; place_derived prints them
         self.derived = derived_sources(plan, symbolic) if derived is None else derived
-        self.needed = needed_items(plan, lambda item: self.derived[item.name][1])
+        self.needed = needed_items(plan, lambda item: bool(self.derived[item.name][0]))
 
-    def expression(self, expr: L.Expr) -> tuple[str, bool]:
-        """C source for ``expr`` and whether it can fail (set ``_err``)."""
+    def expression(self, expr: L.Expr) -> tuple[list, str]:
+        """The guards of ``expr`` (``(test, why)``: where Python raises) and its C source."""
         return c_expression(expr, self.items, self.symbolic)
 
     def assign(self, target: str, expr: L.Expr) -> None:
         self._store(target, *self.expression(expr))
 
-    def _store(self, target: str, source: str, may_fail: bool) -> None:
+    def _store(self, target: str, tests: list, source: str) -> None:
+        """``target = source;`` after the guards that reject where Python raises."""
+        self.guard(tests)
         self.emit(f"{target} = {source};")
-        if may_fail:
-            self.emit("if (_err) {  // raised (division by zero or similar): rejected")
-            self.emit("    _err = 0;")
-            self.emit(f"    {self.reject_statement()}")
-            self.emit("}")
+
+    def guard(self, tests: list) -> None:
+        for test, why in tests:
+            self.reject_if(test, None, why)
 
     # -- rejection -------------------------------------------------------------------------------
     def reject_statement(self) -> str:
@@ -68,6 +69,12 @@ class CNest(NestWalker):
         self.emit("}")
 
     # -- the function ----------------------------------------------------------------------------
+    def carry(self) -> None:
+        self.emit(f"if ((uint64_t)_n >= {CARRY}ULL) {{  // the count's carry into its high word (units of 2**62)")
+        self.emit("    *_high += (int64_t)((uint64_t)_n >> 62);  // _n as unsigned: a closed-form inner loop may pass 2**63")
+        self.emit(f"    _n &= {CARRY - 1}LL;")
+        self.emit("}")
+
     def close(self, result: str = "_n") -> list[str]:
         """Close every block and return ``result``."""
         while self.depth > 1:
@@ -78,7 +85,6 @@ class CNest(NestWalker):
         return self.lines
 
     def declarations(self, levels) -> None:
-        self.emit("int _err = 0;  // set by an operation that raises in Python")
         for index, level in enumerate(levels):
             if self.divisor_loops(index):
                 var = c_name(level.iterator.name)
@@ -134,15 +140,24 @@ class CNest(NestWalker):
 
     def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
         """A range whose last value plus step (or ``stop - start``) may pass 64 bits: its trips
-        counted in unsigned arithmetic (exact), so ``x += step`` past the last value never loops."""
+        counted in unsigned arithmetic (exact), so ``x += step`` past the last value never loops; in
+        chunks of at most 2**62 trips (up to 2**64 - 1 in all), so that a count's carry runs between
+        them (a compiler closes an empty inner loop in one addition)."""
         self._condition(it, hi, step)
         var = c_name(it.name)
-        left = f"{var}__left"
-        self.emit(f"uint64_t {left} = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
+        length, chunk, left = f"{var}__length", f"{var}__chunk", f"{var}__left"
+        self.emit(f"uint64_t {length} = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
                   f"(uint64_t){step} + 1 : 0) : ({hi} < {lo} ? ((uint64_t){lo} - (uint64_t){hi} - 1) / "
                   f"(0 - (uint64_t){step}) + 1 : 0);  // the range's length: stop - start may pass 64 bits")
-        self.open_loop(f"for ({var} = {lo}; {left} > 0; {left}--, {var} = (int64_t)((uint64_t){var} + "
-                       f"(uint64_t){step})) {{", index)
+        self.emit(f"for (uint64_t {chunk} = 0; {chunk} < 4; {chunk}++) {{  // chunks of at most 2**62 trips")
+        self.depth += 1
+        self.loops += 1
+        if self.CARRIES:
+            self.carry()
+        self.emit(f"uint64_t {left} = {length} > ({chunk} << 62) ? {length} - ({chunk} << 62) : 0;")
+        self.emit(f"if ({left} > {CARRY}ULL) {left} = {CARRY}ULL;")
+        self.open_loop(f"for ({var} = (int64_t)((uint64_t){lo} + ({chunk} << 62) * (uint64_t){step}); {left} > 0; "
+                       f"{left}--, {var} = (int64_t)((uint64_t){var} + (uint64_t){step})) {{", index)
 
     def values_loop(self, it: Item, index: int) -> None:
         kind = it.value_type
@@ -270,7 +285,7 @@ class CNest(NestWalker):
                       f"((uint64_t){lo} - (uint64_t){var}) % (0 - (uint64_t){step}) == 0)")  # may pass 64 bits
         elif not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
             inside = (f"(({step} > 0 && {lo} <= {var} && {var} < {hi}) || ({step} < 0 && {hi} < {var} "
-                      f"&& {var} <= {lo})) && bg_mod({var} - {lo}, {step}, &_err) == 0")
+                      f"&& {var} <= {lo})) && bg_mod({var} - {lo}, {step}) == 0")
         self.reject_if(f"!({inside})", item, f"outside the domain of {c_comment(it.name)}")
         self.enter(index)
 
@@ -290,14 +305,11 @@ class CNest(NestWalker):
         self._store(c_name(item.name), *self.derived[item.name])
 
     def place_filter(self, item: Item) -> None:
-        source, may_fail = self.expression(item.expr)
+        tests, source = self.expression(item.expr)
         iterator = self.ends_loop(item)
-        if may_fail:
-            self.emit(f"if (({source}) || _err) {{")
-            self.emit("    _err = 0;")
-        else:
-            self.emit(f"if ({source}) {{")
-        if iterator and not may_fail:
+        self.guard(tests)
+        self.emit(f"if ({source}) {{")
+        if iterator and not tests:
             self.emit(f"    break;  // every later {c_comment(iterator)} is rejected too: the test only turns "
                       "true as it grows")
         else:
@@ -306,14 +318,18 @@ class CNest(NestWalker):
 
 
 class CCount(CNest):
-    """``count(_lo, _hi)``: the valid configurations below split nodes ``_lo <= node < _hi``."""
+    """``count(_lo, _hi, _high)``: the valid configurations below split nodes ``_lo <= node < _hi``."""
+
+    CARRIES = True
 
     def write(self) -> list[str]:
         levels = self.plan.levels
         split = split_level(self.plan)
         counted = countable_tail(levels)
-        self.lines = ["/* Number of valid configurations below split nodes _lo <= node < _hi. */",
-                      "int64_t count(int64_t _lo, int64_t _hi) {"]
+        self.carry_levels = len(levels) - len(counted) - 1
+        self.lines = ["/* Number of valid configurations below split nodes _lo <= node < _hi: the result (as",
+                      "   unsigned) plus *_high * 2**62. */",
+                      "int64_t count(int64_t _lo, int64_t _hi, int64_t *_high) {"]
         self.declarations(levels)
         self.emit("int64_t _n = 0;")
         if split == 0:
@@ -460,13 +476,15 @@ class CFill(CClaimingWriter):
 class CCountClaimed(CClaimingWriter):
     """``count_claimed``: the valid configurations of the claimed nodes."""
 
-    SIGNATURE = "int64_t count_claimed(int64_t *_next, int64_t _lo, int64_t _hi)"
+    SIGNATURE = "int64_t count_claimed(int64_t *_next, int64_t _lo, int64_t _hi, int64_t *_high)"
+    CARRIES = True
 
     def write(self) -> list[str]:
         levels = self.plan.levels
         counted = countable_tail(levels)
+        self.carry_levels = len(levels) - len(counted) - 1
         self.lines = ["/* Valid configurations below the split nodes _lo <= node < _hi this thread claims from",
-                      "   *_next (see fill). */",
+                      "   *_next (see fill): the result (as unsigned) plus *_high * 2**62. */",
                       f"{self.SIGNATURE} {{"]
         self.claiming_nest(levels[:len(levels) - len(counted)], "", "0")
         self.count_leaf(counted)
@@ -487,7 +505,7 @@ def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None,
               "do not edit.",
               f"// loop order: {', '.join(c_comment(name) for name in plan.order)}",
               f"// SPLIT_LEVEL = {split_level(plan)}",
-              "// A filter REJECTS a configuration when it is true; _err rejects one whose values raise.",
+              "// A filter REJECTS a configuration when it is true; so does a guard where Python raises.",
               ""]
     ending, derived = loop_ending_filters(plan, symbolic), derived_sources(plan, symbolic)
     parts = ["\n".join(C_FUNCTIONS[name](plan, symbolic, ending, derived).write())

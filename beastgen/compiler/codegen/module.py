@@ -13,9 +13,9 @@ from ..language.printer import expr_source, literal
 from ..plan import Plan
 from .estimator import ChenWriter
 from .monotone import loop_ending_filters
-from .nest import PythonPowers, constant_values, divides_next, split_level, stat_slots
+from .nest import constant_values, divides_next, split_level, stat_slots
 from .numba_functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
-from .numba_nest import CASTS, NJIT, NJIT_GENERATOR
+from .numba_nest import CASTS, NJIT, NJIT_GENERATOR, NumbaForm, RaisingPowers
 
 
 def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:
@@ -80,7 +80,7 @@ def _nestlib_names(plan: Plan) -> list[str]:
     return (["float_power", "heap_offer"]
             + (["DIVISORS_LIMIT", "DIVISORS_MAX", "count_between", "divisors", "gcd"] if divisor_loops else [])
             + sorted(called & {"range_argument", "sequence_len", "sequence_max", "sequence_min"})  # helpers' builtins
-            + (["range_length", "range_value"] if any(not level.solved for level in ranges) else [])
+            + (["range_chunk", "range_value"] if any(not level.solved for level in ranges) else [])
             + (["range_contains"] if any(level.solved for level in ranges) else []))
 
 
@@ -136,10 +136,11 @@ def _helpers_section(plan: Plan, symbolic: SymbolicContext) -> list[str]:
         item = helper.item
         lines += [f"# {item.kind} {name} ({comment_text(item.origin)}), form: {item.function.form}"]
         lines += helper.lines(NJIT, NJIT_GENERATOR)
-    powers = PythonPowers(plan.specialized.items, symbolic)
+    items = plan.specialized.items
+    powers, form = RaisingPowers(items, symbolic), NumbaForm(items)
     for name, checked in plan.checked.items():
         lines += [f"# integer operations of {checked.item.kind} {name} on a space function's value, checked"]
-        lines += checked.lines(NJIT, lambda expr: expr_source(powers(expr)))
+        lines += checked.lines(NJIT, lambda expr: expr_source(powers(form(expr))))
     return lines
 
 

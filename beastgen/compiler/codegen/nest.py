@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
-from ..language.identity import IdentityMapper
+from ..language import semantics
 from ..language.mapper import Mapper
 from ..plan import Plan, domain_size
 from ..specialize import Item, infer_type
@@ -45,6 +45,9 @@ def countable_tail(levels) -> list:
         tail.insert(0, level)
     return tail if len(tail) < len(levels) else tail[1:]
 
+
+#: the count's low word carries into its high word above this (see :attr:`NestWalker.CARRIES`)
+CARRY = 2 ** 62
 
 #: raw (unfiltered) prefix size the split level aims for; a domain that is not constant counts as this
 _SPLIT_TARGET = 4096
@@ -125,7 +128,7 @@ def divisor_narrowing(plan: Plan, index: int, symbolic: SymbolicContext) -> Narr
     (the partner's range, X, Y, c), none of it able to raise, and at the solved level nothing
     before the filter that could reject or raise; so the values skipped are the solved filter's
     and that filter's rejections in a walk of every value (``--stats`` counts them so)."""
-    levels, nonzero = plan.levels, symbolic.provably_nonzero
+    levels = plan.levels
     level, below = levels[index], levels[index + 1]
     inner = {item.name for item in level.items + below.items}
     items = plan.specialized.items
@@ -142,15 +145,15 @@ def divisor_narrowing(plan: Plan, index: int, symbolic: SymbolicContext) -> Narr
     partner = below.iterator
     if (partner.function is None and partner.domain[0] == "range" and _is_constant(partner.domain[3], 1)
             and plan.range_fits(partner) and all(outer(part) for part in partner.domain[1:3])
-            and _quiet_expressions(plan, partner, list(partner.domain[1:3]), nonzero)
+            and _quiet_expressions(plan, partner, list(partner.domain[1:3]), symbolic)
             and positive(partner.domain[1])):
         narrowing.partner = tuple(partner.domain[1:3])
     filters = [position for position, item in enumerate(below.body) if item.kind == "filter"]
     if not filters:
         return narrowing
     item = below.body[filters[0]]
-    if not (item.function is None and _quiet(plan, below.body[:filters[0]], nonzero)
-            and _quiet_expressions(plan, item, [item.expr], nonzero)):
+    if not (item.function is None and _quiet(plan, below.body[:filters[0]], symbolic)
+            and _quiet_expressions(plan, item, [item.expr], symbolic)):
         return narrowing
     operands = item.expr.operands if isinstance(item.expr, L.BoolOp) and item.expr.op == "or" else [item.expr]
     for operand in operands:
@@ -182,18 +185,18 @@ def _factor_of(expr: L.Expr, name: str):
     return False
 
 
-def skips_only_solution_rejects(plan: Plan, index: int, nonzero) -> bool:
+def skips_only_solution_rejects(plan: Plan, index: int, symbolic: SymbolicContext) -> bool:
     """Whether a divisor loop at level ``index`` (:func:`divides_next`) skips only values that a
     walk of every value would count as the solved filter's rejections: nothing placed at the level
     can reject or raise before the solved level's test (bound terms are not computed there), and the
-    numerator cannot raise (``nonzero(divisor)``: a divisor proven never zero). The statistics then
-    add the skipped values to that filter's rejections and stay exact."""
+    numerator cannot raise. The statistics then add the skipped values to that filter's rejections
+    and stay exact."""
     level, solution = plan.levels[index], plan.levels[index + 1].solved
-    return _quiet(plan, level.body, nonzero) and _quiet_expressions(plan, solution.filter, [solution.numerator],
-                                                                      nonzero)
+    return _quiet(plan, level.body, symbolic) and _quiet_expressions(plan, solution.filter, [solution.numerator],
+                                                                       symbolic)
 
 
-def rejects_first(plan: Plan, item: Item, nonzero) -> bool:
+def rejects_first(plan: Plan, item: Item, symbolic: SymbolicContext) -> bool:
     """Whether ``item``, a filter ending its loop (:mod:`.monotone`), is the first thing at its
     level that could reject or raise on the values it leaves, and cannot raise itself, on a range
     proven inside 64 bits: a walk of every value would count each of them as its rejection (the
@@ -202,28 +205,22 @@ def rejects_first(plan: Plan, item: Item, nonzero) -> bool:
     level = plan.levels[index]
     before = level.body[:level.body.index(item)]
     return (plan.range_fits(level.iterator) and not divides_next(plan, index)
-            and _quiet(plan, before, nonzero) and _quiet_expressions(plan, item, [item.expr], nonzero))
+            and _quiet(plan, before, symbolic) and _quiet_expressions(plan, item, [item.expr], symbolic))
 
 
-def _quiet(plan: Plan, items: list[Item], nonzero) -> bool:
+def _quiet(plan: Plan, items: list[Item], symbolic: SymbolicContext) -> bool:
     """Whether ``items`` (placed in a level's body) can neither reject nor raise: derived values of
     quiet expressions (a bound term is not computed where the statistics are)."""
     computed = [item for item in items if item.kind != "bound"]
     return all(item.kind == "derived" and item.function is None and _quiet_expressions(
-        plan, item, [item.expr], nonzero) for item in computed)
+        plan, item, [item.expr], symbolic) for item in computed)
 
 
-def _quiet_expressions(plan: Plan, item: Item, exprs: list[L.Expr], nonzero) -> bool:
-    """Whether ``exprs`` of ``item`` cannot raise: no calls or powers, no checked integers, no
-    division or modulo by what may be zero (``nonzero(divisor)``: proven never zero)."""
-    return (item.name not in plan.checked
-            and all(isinstance(node, _QUIET_NODES) and getattr(node, "op", None) != "**"
-                    for expr in exprs for node in L.walk(expr))
-            and not any(True for expr in exprs for _ in risky_nodes(expr, nonzero)))
-
-
-#: expressions that raise only by a division or modulo (``risky_nodes``) or a power: no calls
-_QUIET_NODES = (L.Const, L.Ref, L.BinOp, L.UnaryOp, L.Compare, L.BoolOp, L.Not, L.IfExp)
+def _quiet_expressions(plan: Plan, item: Item, exprs: list[L.Expr], symbolic: SymbolicContext) -> bool:
+    """Whether ``exprs`` of ``item`` cannot raise: no checked integers (a space function's value)
+    and no raise of the semantics table left unproven (:func:`guards`)."""
+    return item.name not in plan.checked and not any(guards(expr, plan.specialized.items, symbolic)
+                                                     for expr in exprs)
 
 
 def stat_slots(plan: Plan) -> list[Item]:
@@ -232,97 +229,132 @@ def stat_slots(plan: Plan) -> list[Item]:
     return [item for level in plan.levels for item in level.items]
 
 
-_NONZERO_SAFE = ("/", "//", "%")
+# --------------------------------------------------------------------------------------------------
+# Where Python raises: the semantics table's rules at each node, the guards every target prints
+# --------------------------------------------------------------------------------------------------
+def operation_rule(node: L.Expr, items: dict) -> semantics.Rule | None:
+    """The rule (:mod:`..language.semantics`) of an operation node on numbers; None for a node that
+    never raises (a name, a constant, a comparison, and/or/not, if-else) or one on other kinds."""
+    if isinstance(node, (L.BinOp, L.UnaryOp, L.Call)):
+        kinds = [infer_type(child, items) for child in node.children()]
+        if not kinds or not set(kinds) <= set(semantics.KINDS):
+            return None
+        if isinstance(node, L.BinOp):
+            return semantics.binary(node.op, *kinds, negative_exponent=negative_constant(node.right))
+        if isinstance(node, L.UnaryOp):
+            return semantics.unary("neg", kinds[0])
+        if node.func in ("min", "max"):
+            return semantics.choice(node.func, kinds)
+        if node.func in ("abs", "floor", "ceil", "int", "float"):
+            return semantics.unary(node.func, kinds[0])
+    return None
 
 
-def risky_nodes(expr: L.Expr, nonzero, conditional: bool = False):
-    """(node, conditional) for every division/modulo/power that may raise, innermost first;
-    ``nonzero(divisor)`` says when a divisor is proven never zero (no guard needed)."""
-    return RiskyNodes(nonzero)(expr, conditional)
+def negative_constant(expr: L.Expr) -> bool:
+    """Whether ``expr`` is a negative integer constant (``x ** -1`` of integers is a float)."""
+    return isinstance(expr, L.Const) and type(expr.value) is int and expr.value < 0
 
 
-class RiskyNodes(Mapper):
-    """The walk of :func:`risky_nodes`: ``conditional`` is true under a short-circuit operand or an
-    if-else branch, where an operation may not run at all."""
+@dataclass(frozen=True)
+class Guard:
+    """A raise of the rule at ``node`` (``check``) not proven absent: the condition reads the
+    ``operands`` (``a``, ``b``, and ``r``: the node's value), and evaluation reaches the node only
+    on its ``path``, the (test, truth) pairs of the if-else branches and short-circuit operands
+    around it. A target rejects the configuration where the path and the condition both hold,
+    before it computes the expression: so no operation ever runs on an operand Python would have
+    raised for (a zero divisor never reaches a machine division)."""
 
-    def __init__(self, nonzero):
-        self.nonzero = nonzero
-
-    def _children(self, expr: L.Expr, conditional: bool, branches: bool = False):
-        for index, child in enumerate(expr.children()):
-            yield from self(child, conditional or (branches and index > 0))
-
-    def map_Expr(self, expr: L.Expr, conditional: bool):
-        yield from self._children(expr, conditional)
-
-    def map_IfExp(self, expr: L.IfExp, conditional: bool):
-        yield from self._children(expr, conditional, branches=True)
-
-    map_BoolOp = map_IfExp
-
-    def map_BinOp(self, expr: L.BinOp, conditional: bool):
-        yield from self._children(expr, conditional)
-        if expr.op in _NONZERO_SAFE and not self.nonzero(expr.right):
-            yield expr, conditional
-        elif expr.op == "**" and not isinstance(expr.right, L.Const):
-            yield expr, True  # 0 ** -1 and friends: left to try/except
-
-    def map_Call(self, expr: L.Call, conditional: bool):
-        yield from self._children(expr, conditional)
-        if expr.func == "float_power":
-            yield expr, True  # raises where Python does not give a float
+    node: L.Expr
+    check: semantics.Raise
+    operands: tuple  # (name, expression) pairs
+    path: tuple = ()
 
 
-class PythonPowers(IdentityMapper):
-    """The expression with each float ``**`` that compiled code could compute unlike Python replaced
-    by ``float_power`` (nestlib), which raises where Python does not give a float: ``0.0 ** -1``
-    (ZeroDivisionError in Python, inf compiled) and a negative base with a fractional exponent
-    (a complex number in Python, nan compiled), or a finite power overflows (OverflowError in
-    Python). Either rejects the configuration. Also ``float`` of a bool (see :meth:`map_Call`)."""
+def guards(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> list[Guard]:
+    """The guards of ``expr``, in the order Python evaluates it (operands before their operation,
+    an if-else's test before its branches, a short-circuit's operands left to right)."""
+    return list(_GuardWalk(items, symbolic)(expr, ()))
+
+
+class _GuardWalk(Mapper):
+    """The walk of :func:`guards`: ``path`` holds the (test, truth) pairs that reach the node."""
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
         self.items, self.symbolic = items, symbolic
 
-    def map_BinOp(self, expr: L.BinOp) -> L.Expr:
-        rebuilt = super().map_BinOp(expr)
-        if expr.op == "**" and not self._float_power_agrees(rebuilt.left, rebuilt.right) \
-                and infer_type(expr, self.items) != "int":
-            return L.Call("float_power", [rebuilt.left, rebuilt.right])
-        return rebuilt
+    def map_Expr(self, expr: L.Expr, path: tuple):
+        for child in expr.children():
+            yield from self(child, path)
+        rule = operation_rule(expr, self.items)
+        for check in rule.raises if rule is not None else ():
+            if not proven_absent(check, expr, self.symbolic):
+                children = dict(zip("ab", expr.children()))
+                operands = tuple((name, part) for name, part in (*children.items(), ("r", expr))
+                                 if name in semantics.condition_names(check.condition))
+                yield Guard(expr, check, operands, path)
 
-    def map_Call(self, expr: L.Call) -> L.Expr:
-        """``float(b)`` of a bool as ``float(b * 1)``: Numba has no ``float`` of a bool."""
-        rebuilt = super().map_Call(expr)
-        if expr.func == "float" and infer_type(expr.args[0], self.items) == "bool":
-            return L.Call("float", [L.BinOp("*", rebuilt.args[0], L.Const(1))])
-        return rebuilt
+    def map_Ref(self, expr: L.Ref, path: tuple):
+        return iter(())  # another item: guarded where it is computed
 
-    def _float_power_agrees(self, base: L.Expr, exponent: L.Expr) -> bool:
-        """Whether ``base ** exponent`` is a float (or raises) alike in Python and compiled code."""
-        if not self._stays_finite(base, exponent):
-            return False  # Python raises OverflowError where compiled code gives inf
-        if isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
-                and exponent.value >= 0 and float(exponent.value).is_integer():
-            return True  # a whole, nonnegative exponent: any base
-        if not self.symbolic.provably_nonnegative(base):
-            return False
-        return self.symbolic.provably_nonnegative(exponent) or self.symbolic.provably_nonzero(base)
+    def map_IfExp(self, expr: L.IfExp, path: tuple):
+        yield from self(expr.test, path)
+        yield from self(expr.body, path + ((expr.test, True),))
+        yield from self(expr.orelse, path + ((expr.test, False),))
 
-    def _stays_finite(self, base: L.Expr, exponent: L.Expr) -> bool:
-        """Whether a finite power cannot overflow: the exponent 0 or 1, or a constant one over an
-        integer base of known bounds (a nonzero integer to a negative power is at most 1)."""
-        value = exponent.value if isinstance(exponent, L.Const) else None
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
-            return False
-        if value in (0, 1):
-            return True
-        bounds = self.symbolic.interval(base)
-        if bounds is None:
-            return False
-        try:
-            return value < 0 or math.isfinite(float(max(map(abs, bounds))) ** value)
-        except OverflowError:
-            return False
+    def map_BoolOp(self, expr: L.BoolOp, path: tuple):
+        reached = path
+        for operand in expr.operands:  # each later operand runs where the earlier ones did not decide
+            yield from self(operand, reached)
+            reached = reached + ((operand, expr.op == "and"),)
+
+
+def proven_absent(check: semantics.Raise, node: L.Expr, symbolic: SymbolicContext) -> bool:
+    """Whether ``check`` (a raise of ``node``'s rule) can never happen: a divisor proven never zero,
+    a float power proven to stay a finite real (see :func:`_power_raise_absent`)."""
+    if check is semantics.ZERO_DIVISOR:
+        return symbolic.provably_nonzero(node.right)
+    if check in semantics.FLOAT_POWER_RAISES:
+        return _power_raise_absent(check, node.left, node.right, symbolic)
+    return False
+
+
+def _power_raise_absent(check: semantics.Raise, base: L.Expr, exponent: L.Expr,
+                        symbolic: SymbolicContext) -> bool:
+    """``0.0 ** negative`` needs a zero base and a negative exponent; a complex result a negative
+    base and a fractional exponent; an overflow an exponent other than 0 and 1 over a base of
+    unknown bounds (a nonzero integer to a negative power is at most 1)."""
+    whole = isinstance(exponent, L.Const) and isinstance(exponent.value, (int, float)) \
+        and float(exponent.value).is_integer()
+    if check.error == "ZeroDivisionError":
+        return symbolic.provably_nonnegative(exponent) or symbolic.provably_nonzero(base)
+    if check.error == "complex":
+        return whole or infer_type(exponent, symbolic.items) in ("int", "bool") \
+            or symbolic.provably_nonnegative(base)
+    value = exponent.value if isinstance(exponent, L.Const) else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        return False
+    if value in (0, 1):
+        return True
+    bounds = symbolic.interval(base)
+    if bounds is None:
+        return False
+    try:
+        return value < 0 or math.isfinite(float(max(map(abs, bounds))) ** value)
+    except OverflowError:
+        return False
+
+
+def guard_test(guard: Guard, source, spelling: semantics.Spelling, truth) -> str:
+    """A target's test of ``guard``: its path's tests (``truth(source, expected)`` each), then the
+    rule's condition over the operands' ``source``, joined by the target's conjunction (which must
+    short-circuit: an operand is computed only where the path reaches it)."""
+    parts = [truth(source(test), expected) for test, expected in guard.path]
+    parts.append(semantics.print_condition(guard.check.condition,
+                                           {name: source(part) for name, part in guard.operands}, spelling))
+    text = parts[0]
+    for part in parts[1:]:
+        text = spelling.conjunction.format(x=text, y=part)
+    return text
 
 
 # --------------------------------------------------------------------------------------------------
@@ -345,6 +377,13 @@ class NestWalker:
 
     ENDS_LOOPS = False
     DIVISOR_LOOPS = False
+    #: a count: at the top of each level above the innermost walked one (:attr:`carry_levels`), the
+    #: count so far above 2**62 moves to the high word (``_high``, units of 2**62): a closed form
+    #: that a compiler gives an inner loop adds less than 2**63 (a range's length, proven inside 64
+    #: bits, or a counted range's chunk), and the outer loops never add up in one word, so a count of
+    #: any size is exact (:func:`~beastgen.compiler.runtime.core.exact_count` joins the words)
+    CARRIES = False
+    carry_levels = 0
 
     def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None):
         """``ending``: :func:`.monotone.loop_ending_filters`, when the caller has it (one analysis
@@ -354,7 +393,6 @@ class NestWalker:
         if not self.ENDS_LOOPS:
             ending = {}
         self.ending = loop_ending_filters(plan, symbolic) if ending is None else ending
-        self.python_powers = PythonPowers(self.items, symbolic)
         self.lines: list[str] = []
         self.depth = 1
         self.loops = 0  # loops open where the next line goes
@@ -412,6 +450,12 @@ class NestWalker:
     def enter(self, index: int) -> None:
         """Once level ``index``'s iterator is bound (a function's bookkeeping extends it)."""
         self.levels_entered = index + 1
+        if self.CARRIES and index < self.carry_levels:
+            self.carry()
+
+    def carry(self) -> None:
+        """The count's carry into its high word (see :attr:`CARRIES`), in the target's syntax."""
+        raise NotImplementedError
 
     def at_split(self) -> None:
         """Right below the split level: what a chunked function does at a split node."""

@@ -20,6 +20,7 @@ class WalkedNest(NumbaNest):
         self.prologue()
         levels = self.plan.levels
         counted = countable_tail(levels) if self.COUNTS_TAIL else []
+        self.carry_levels = len(levels) - len(counted) - 1
         self.walk(levels[:len(levels) - len(counted)], self.split)
         if counted:
             self.emit(f"_n += 1  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
@@ -63,28 +64,32 @@ class ChunkedNest(WalkedNest):
 
 
 class Count(ChunkedNest):
-    ENDS_LOOPS = DIVISOR_LOOPS = True
-    SIGNATURE = "count(_lo, _hi)"
-    DOC = "Number of valid configurations below split nodes _lo <= node < _hi."
+    ENDS_LOOPS = DIVISOR_LOOPS = CARRIES = True
+    SIGNATURE = "count(_lo, _hi, _high)"
+    DOC = ("Number of valid configurations below split nodes _lo <= node < _hi: the result (as\n"
+           "    unsigned) plus _high[0] * 2**62 (see exact_count).")
     COUNTS_TAIL = True
+
+    def part_state(self, index: int) -> list[str]:
+        return ["_high"]
 
 
 class CountWithStats(ChunkedNest):
-    SIGNATURE = "count_with_stats(_visits, _rejections, _lo, _hi)"
+    SIGNATURE = "count_with_stats(_visits, _rejections, _lo, _hi, _high)"
     DOC = ("count(), also adding loop iterations per level to _visits and rejections (filters)\n"
            "    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above\n"
            "    SPLIT_LEVEL are walked whole whatever the chunk.")
     # the statistics walk the levels above the split whole, so every chunk reports them alike
     PAST_CHUNK = "continue"
-    ENDS_LOOPS = DIVISOR_LOOPS = True
+    ENDS_LOOPS = DIVISOR_LOOPS = CARRIES = True
 
     def part_state(self, index: int) -> list[str]:
-        return ["_visits", "_rejections"]
+        return ["_visits", "_rejections", "_high"]
 
     def divisor_loops(self, index: int) -> bool:
         """Only where the values skipped are the solved filter's rejections alone (they are counted)."""
         return super().divisor_loops(index) and skips_only_solution_rejects(
-            self.plan, index, self.symbolic.provably_nonzero)
+            self.plan, index, self.symbolic)
 
     COUNTS_SKIPPED = True
 
@@ -94,7 +99,7 @@ class CountWithStats(ChunkedNest):
     def ends_loop(self, item: Item) -> str | None:
         """Only where each value left would be that filter's rejection (they are counted)."""
         iterator = super().ends_loop(item)
-        return iterator if iterator and rejects_first(self.plan, item, self.symbolic.provably_nonzero) else None
+        return iterator if iterator and rejects_first(self.plan, item, self.symbolic) else None
 
     def leaving(self, item: Item, iterator: str) -> None:
         hi, step = self.range_ends[iterator]
@@ -307,14 +312,14 @@ class BoundedNest(WalkedNest):
 
 
 class CountPruned(BoundedNest):
-    ENDS_LOOPS = DIVISOR_LOOPS = True
-    SIGNATURE = "count_pruned(_threshold)"
+    ENDS_LOOPS = DIVISOR_LOOPS = CARRIES = True
+    SIGNATURE = "count_pruned(_threshold, _high)"
     DOC = ("Valid configurations whose bound is at most _threshold; each bound term cuts\n"
            "    its whole subtree at the level where it is first computable.")
     COUNTS_TAIL = True
 
     def part_state(self, index: int) -> list[str]:
-        return ["_threshold", "_limit"]
+        return ["_threshold", "_limit", "_high"]
 
 
 class CutAnalysis(BoundedNest):

@@ -5,12 +5,15 @@ under a short-circuit rejects the configuration). Each generated function is a s
 """
 from __future__ import annotations
 
-from ...errors import SpaceError
 from ...quoting import comment_text
+from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
+from ..language import semantics
+from ..language.identity import IdentityMapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..specialize import Item, infer_type
-from .nest import NestWalker, constant_values, divisor_narrowing, risky_nodes, split_level, stat_slots
+from .nest import (CARRY, NestWalker, constant_values, divisor_narrowing, guard_test, guards, operation_rule,
+                   proven_absent, split_level, stat_slots)
 
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
@@ -28,6 +31,67 @@ def _compiles(lines: list[str]) -> bool:
     except SyntaxError:
         return False
     return True
+
+
+def python_truth(source: str, expected: bool) -> str:
+    """A value's truth in Python (and Numba: NaN is true), or its falsehood."""
+    return f"({source})" if expected else f"(not ({source}))"
+
+
+def _operand(expr: L.Expr) -> str:
+    return f"({expr_source(expr)})"
+
+
+class NumbaForm(IdentityMapper):
+    """An expression as Numba computes it like Python: a float power (the semantics table's
+    ``float_pow``: a float operand, or an integer to a negative constant power, which is a float in
+    Python) as ``float(a) ** float(b)``, C's ``pow`` as Python's (Numba's ``float ** int``
+    multiplies, ``1.1 ** 3`` then differs in its last bit); ``math.floor``, ``math.ceil`` and
+    ``int`` of an integer as itself (Numba's go through a float: 2**53 + 1 is lost); ``float`` and
+    ``abs`` of a bool through an int (Numba has no ``float`` of a bool, its ``abs`` is a bool)."""
+
+    def __init__(self, items: dict):
+        self.items = items
+
+    def map_BinOp(self, expr: L.BinOp) -> L.Expr:
+        rebuilt = super().map_BinOp(expr)
+        rule = operation_rule(expr, self.items) if expr.op == "**" else None
+        if rule is not None and rule.value == "float_pow":
+            return L.BinOp("**", *(self.as_float(part) for part in (rebuilt.left, rebuilt.right)))
+        return rebuilt
+
+    def as_float(self, expr: L.Expr) -> L.Expr:
+        if isinstance(expr, L.Const) and isinstance(expr.value, (int, float)):
+            return L.Const(float(expr.value))
+        return self.map_Call(L.Call("float", [expr]))
+
+    def map_Call(self, expr: L.Call) -> L.Expr:
+        rebuilt = super().map_Call(expr)
+        kinds = [infer_type(arg, self.items) for arg in expr.args]
+        if expr.func == "float" and kinds == ["bool"]:
+            return L.Call("float", [L.BinOp("*", rebuilt.args[0], L.Const(1))])
+        if expr.func in ("floor", "ceil", "int") and kinds[0] in ("int", "bool"):
+            # the integer itself (the table's ``same``): Numba's math.floor of an int goes through a float
+            return L.Call("int", [rebuilt.args[0]]) if kinds[0] == "bool" else rebuilt.args[0]
+        if expr.func == "abs" and kinds == ["bool"]:  # abs(True) is the int 1
+            return L.Call("abs", [L.Call("int", [rebuilt.args[0]])])
+        return rebuilt
+
+
+class RaisingPowers(IdentityMapper):
+    """For an expression run in a try (one computing with a space function's checked integers):
+    each float ``**`` whose raises are not all proven absent (:func:`.nest.proven_absent`) as
+    ``float_power`` (nestlib), which raises where Python does (Numba's ``**`` gives inf or nan)."""
+
+    def __init__(self, items: dict, symbolic: SymbolicContext):
+        self.items, self.symbolic = items, symbolic
+
+    def map_BinOp(self, expr: L.BinOp) -> L.Expr:
+        rebuilt = super().map_BinOp(expr)
+        if expr.op == "**" and infer_type(rebuilt, self.items) == "float" and not all(
+                proven_absent(check, rebuilt, self.symbolic) for check in semantics.FLOAT_POWER_RAISES):
+            return L.Call("float_power", [rebuilt.left, rebuilt.right])
+        return rebuilt
 
 
 def value_name(it: Item) -> str:
@@ -117,6 +181,11 @@ class NumbaNest(NestWalker):
     def part_prologue(self) -> None:
         self.emit("_n = 0")
 
+    def carry(self) -> None:
+        self.emit(f"if _n >= {CARRY} or _n < 0:  # the count's carry into its high word (units of 2**62)")
+        self.emit("    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63")
+        self.emit(f"    _n &= {CARRY - 1}")
+
     def finish(self, result: str) -> None:
         """Close every block and return ``result``."""
         self.depth = 1
@@ -134,45 +203,33 @@ class NumbaNest(NestWalker):
         pass
 
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
-        """Emit guards for the divisions in ``expr`` then ``use(source)``; try/except when a risky
-        operation is conditional (short-circuit or if-else)."""
-        self._check_integer_powers(item, expr)
-        original, checked = expr, self.plan.item_expression(item, expr)
-        has_checks, expr = checked is not expr, self.python_powers(checked)
-        risky = list(risky_nodes(expr, self.symbolic.provably_nonzero))
+        """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
+        :func:`.nest.guards`), each rejecting where Python raises, then ``use(source)``: so nothing
+        raises in the compiled expression. An expression computing with a space function's checked
+        integers (``analysis.checked_helpers``) runs in a try instead, its checks raising."""
+        checked = self.plan.item_expression(item, expr)
+        if checked is not expr:
+            self._guarded_checked(item, expr, checked, use)
+            return
+        expr = NumbaForm(self.items)(expr)
+        for guard in guards(expr, self.items, self.symbolic):
+            self.reject_if(guard_test(guard, _operand, semantics.PYTHON, python_truth), item,
+                           f"{guard.check.error} in Python: rejected")
+        use(expr_source(expr))
+
+    def _guarded_checked(self, item: Item, original: L.Expr, checked: L.Expr, use) -> None:
+        """``checked`` (``original`` with its checked integer operations): where anything in it may
+        raise, in a try that rejects on its own errors and stops the count on a checked one."""
+        expr = RaisingPowers(self.items, self.symbolic)(NumbaForm(self.items)(checked))
         source = expr_source(expr)
-        if any(conditional for _, conditional in risky):
+        if guards(expr, self.items, self.symbolic) or any(
+                isinstance(node, L.Call) and node.func == "float_power" for node in L.walk(expr)):
             self.temps += 1
             temp = f"{item.name}__t{self.temps}"
-            checked = self.plan.checked.get(item.name) if has_checks else None
-            if checked:  # a checked site raises in the try too: evaluated again, it says which
-                self._checked_try(f"{temp} = {source}", item, checked, original)
-            else:
-                self._try(f"{temp} = {source}", item, "division by zero or similar: rejected")
+            self._checked_try(f"{temp} = {source}", item, self.plan.checked[item.name], original)
             use(temp)
             return
-        seen = set()
-        for node, _ in risky:
-            divisor = expr_source(node.right)
-            if divisor in seen:
-                continue
-            seen.add(divisor)
-            self.emit(f"if {wrap(node.right, PRECEDENCE['cmp'], strict=True)} == 0:  # would divide by zero")
-            self.depth += 1
-            self.reject(item)
-            self.depth -= 1
         use(source)
-
-    def _try(self, statement: str, item: Item, why: str) -> None:
-        """``statement`` in a try whose exception rejects ``item``'s configuration."""
-        self.emit("try:")
-        self.depth += 1
-        self.emit(statement)
-        self.depth -= 1
-        self.emit(f"except Exception:  # {why}")
-        self.depth += 1
-        self.reject(item)
-        self.depth -= 1
 
     def _checked_try(self, statement: str, item: Item, checked, original: L.Expr) -> None:
         """``statement`` in a try whose exception rejects ``item``'s configuration unless one of its
@@ -191,18 +248,6 @@ class NumbaNest(NestWalker):
         self.depth -= 2
         self.emit(f"if {left}:")
         self.emit(f"    {checked.raising(left)}")
-
-    def _check_integer_powers(self, item: Item, expr: L.Expr) -> None:
-        """Python's int ** negative int is a float, Numba's is an int: refuse what may differ."""
-        for node in L.walk(expr):
-            if (isinstance(node, L.BinOp) and node.op == "**"
-                    and infer_type(node.left, self.items) in ("int", "bool")
-                    and infer_type(node.right, self.items) in ("int", "bool")
-                    and not self.symbolic.provably_nonnegative(node.right)):
-                raise SpaceError(f"{item.kind} '{item.name}': in {expr_source(node)} the integer "
-                                 "exponent may be negative, where Python gives a float and compiled "
-                                 "code an integer; write float(...) ** ... or keep the exponent >= 0",
-                                 item.origin)
 
     def may_raise(self, item: Item) -> bool:
         """Whether a space function's helper may raise: an error of its own, or a checked integer
@@ -261,13 +306,20 @@ class NumbaNest(NestWalker):
 
     def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
         """A range whose ``stop - start`` may pass 64 bits (where Numba's ``range`` counts nothing):
-        its trips counted and its values computed exactly (``nestlib``)."""
+        its trips counted and its values computed exactly (``nestlib``), in chunks of at most 2**62
+        trips (up to 2**64 - 1 in all), so that a count's carry runs between them (LLVM closes an
+        empty inner loop in one addition)."""
         for name, source in (("lo", lo), ("step", step)):
             if source != f"{it.name}__{name}":
                 self.emit(f"{it.name}__{name} = {source}")
-        self.open_loop(f"for {it.name}__k in range(range_length({it.name}__lo, {hi}, {it.name}__step)):"
+        self.emit(f"for {it.name}__c in range(4):  # chunks of at most 2**62 trips")
+        self.depth += 1
+        self.loops += 1
+        if self.CARRIES:
+            self.carry()
+        self.open_loop(f"for {it.name}__k in range(range_chunk({it.name}__lo, {hi}, {it.name}__step, {it.name}__c)):"
                        "  # stop - start may pass 64 bits", index)
-        self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__k, {it.name}__step)")
+        self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__c, {it.name}__k, {it.name}__step)")
 
     def range_parts(self, it: Item) -> list[str]:
         """Source for start, stop and step, after the guards they need (a zero step rejects)."""
@@ -483,13 +535,19 @@ class NumbaNest(NestWalker):
         self.emit(f"# bound {item.name} ({comment_text(item.origin)}): {comment_text(item.source_text)}")
         if item.function is not None:
             self.call(item, item.name, fallback="0.0")  # a bound term that raises bounds nothing
+        elif self.plan.item_expression(item, item.expr) is not item.expr:  # checked integers: a try
+            expr = RaisingPowers(self.items, self.symbolic)(NumbaForm(self.items)(
+                self.plan.item_expression(item, item.expr)))
+            self.emit("try:")
+            self.emit(f"    {item.name} = {expr_source(expr)}")
+            self.emit("except Exception:  # a bound term that raises bounds nothing")
+            self.emit(f"    {item.name} = 0.0")
         else:
-            expr = self.python_powers(self.plan.item_expression(item, item.expr))
-            if any(True for _ in risky_nodes(expr, self.symbolic.provably_nonzero)):
-                self.emit("try:")
-                self.emit(f"    {item.name} = {expr_source(expr)}")
-                self.emit("except Exception:  # a bound term that raises bounds nothing")
-                self.emit(f"    {item.name} = 0.0")
+            expr = NumbaForm(self.items)(item.expr)
+            tests = [guard_test(guard, _operand, semantics.PYTHON, python_truth)
+                     for guard in guards(expr, self.items, self.symbolic)]
+            if tests:  # a bound term that raises bounds nothing
+                self.emit(f"{item.name} = 0.0 if {' or '.join(tests)} else {wrap(expr, 1)}")
             else:
                 self.emit(f"{item.name} = {expr_source(expr)}")
         self.test_bound(item)

@@ -9,6 +9,7 @@
 #define pow __builtin_pow
 #define isfinite __builtin_isfinite
 #define isinf __builtin_isinf
+#define isnan __builtin_isnan
 #define NAN __builtin_nan("")
 #define INFINITY __builtin_inf()
 typedef __INT64_TYPE__ int64_t;
@@ -29,15 +30,10 @@ static inline int64_t bg_cmod(int64_t a, int64_t b) {
     if ((((uint64_t)a | (uint64_t)b) >> 32) == 0) return (int64_t)((uint32_t)a % (uint32_t)b);
     return a % b;
 }
-/* Python's // and % on integers (floor, the remainder takes the divisor's sign); a zero divisor
-   sets *err (Python raises ZeroDivisionError: the configuration is rejected). */
-static inline int64_t bg_floordiv(int64_t a, int64_t b, int *err) {
-    if (b == 0) { *err = 1; return 0; }
-    if (b == -1) return (int64_t)(0 - (uint64_t)a);
-    int64_t q = bg_cdiv(a, b);
-    return (bg_cmod(a, b) != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-/* The same for a divisor proven never zero. */
+/* The semantics table's value primitives (language/semantics.py): Python's value where Python does
+   not raise, and a harmless one where it would (the guards the nest tests first reject those), so
+   that no operand ever makes an operation trap: a zero divisor gives 0, INT64_MIN // -1 wraps. */
+/* Python's // and % on integers (floor, the remainder takes the divisor's sign). */
 static inline int64_t bg_floordiv_nz(int64_t a, int64_t b) {
     if (b == -1) return (int64_t)(0 - (uint64_t)a);
     int64_t q = bg_cdiv(a, b);
@@ -48,12 +44,8 @@ static inline int64_t bg_mod_nz(int64_t a, int64_t b) {
     int64_t r = bg_cmod(a, b);
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-static inline int64_t bg_mod(int64_t a, int64_t b, int *err) {
-    if (b == 0) { *err = 1; return 0; }
-    if (b == -1) return 0;
-    int64_t r = bg_cmod(a, b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
+static inline int64_t bg_floordiv(int64_t a, int64_t b) { return b == 0 ? 0 : bg_floordiv_nz(a, b); }
+static inline int64_t bg_mod(int64_t a, int64_t b) { return b == 0 ? 0 : bg_mod_nz(a, b); }
 /* CPython's float floor division and modulo (floatobject.c, _float_div_mod). */
 static inline void bg_divmod_f(double vx, double wx, double *floordiv, double *mod) {
     double div;
@@ -71,23 +63,20 @@ static inline void bg_divmod_f(double vx, double wx, double *floordiv, double *m
         *floordiv = copysign(0.0, vx / wx);
     }
 }
-static inline double bg_floordiv_f(double a, double b, int *err) {
+static inline double bg_floordiv_f(double a, double b) {
     double q, r;
-    if (b == 0.0) { *err = 1; return 0.0; }
+    if (b == 0.0) return 0.0;
     bg_divmod_f(a, b, &q, &r);
     return q;
 }
-static inline double bg_mod_f(double a, double b, int *err) {
+static inline double bg_mod_f(double a, double b) {
     double q, r;
-    if (b == 0.0) { *err = 1; return 0.0; }
+    if (b == 0.0) return 0.0;
     bg_divmod_f(a, b, &q, &r);
     return r;
 }
-static inline double bg_truediv(double a, double b, int *err) {
-    if (b == 0.0) { *err = 1; return 0.0; }
-    return a / b;
-}
-/* int ** int, the exponent proven >= 0 (wraps like Numba). */
+/* int ** int, the exponent >= 0 (the plan refuses one that may be negative; a result past 64 bits
+   too: this wraps like Numba). */
 static inline int64_t bg_pow_i(int64_t base, int64_t exponent) {
     uint64_t result = 1, b = (uint64_t)base;
     while (exponent > 0) {
@@ -97,20 +86,10 @@ static inline int64_t bg_pow_i(int64_t base, int64_t exponent) {
     }
     return (int64_t)result;
 }
-/* float ** float as Python: 0.0 ** negative raises, a negative base with a fractional exponent
-   gives a complex number (rejected, as nestlib.float_power), a finite power that overflows raises
-   OverflowError. */
-static inline double bg_pow_f(double base, double exponent, int *err) {
-    if (base == 0.0 && exponent < 0) { *err = 1; return 0.0; }
-    if (base < 0 && exponent != floor(exponent) && isfinite(exponent)) { *err = 1; return 0.0; }
-    double result = pow(base, exponent);
-    if (isinf(result) && isfinite(base) && isfinite(exponent)) { *err = 1; return 0.0; }
-    return result;
-}
-/* math.ceil, math.floor, int() of a float: an infinity or NaN raises in Python (the interval
-   analysis proves every other value inside 64 bits, -2**63 included, or refuses the space). */
-static inline int64_t bg_to_int(double x, int *err) {
-    if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) { *err = 1; return 0; }
+/* math.floor, math.ceil, int() of a float already rounded: NaN and the infinities raise in Python
+   (guarded); the interval analysis proves every other value inside 64 bits or refuses the space. */
+static inline int64_t bg_to_int(double x) {
+    if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return 0;
     return (int64_t)x;
 }
 static inline int64_t bg_min_i(int64_t a, int64_t b) { return b < a ? b : a; }

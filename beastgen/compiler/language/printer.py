@@ -31,6 +31,13 @@ def literal(value) -> str:
     return repr(value)
 
 
+def _negative(value) -> bool:
+    """Whether a constant prints with a minus sign: ``-0.0`` too (``(-0.0) ** x`` is not
+    ``-(0.0 ** x)``), not NaN."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.copysign(1, value) < 0 \
+        and value == value
+
+
 class Printer(Mapper):
     """Each ``map_`` method answers (source, precedence)."""
 
@@ -46,8 +53,7 @@ class Printer(Mapper):
         shown = getattr(node, "shown", None)
         if shown:
             return shown, (ATOM if shown.isidentifier() else 0)
-        return literal(node.value), (ATOM if not (isinstance(node.value, (int, float))
-                                                  and node.value < 0) else PRECEDENCE["neg"])
+        return literal(node.value), (PRECEDENCE["neg"] if _negative(node.value) else ATOM)
 
     def map_DeviceProperty(self, node):
         return f"beast.device.{node.prop}", ATOM

@@ -113,7 +113,7 @@ class Counter:
                 next_node[0] = lo  # no other thread claims: the claims run lo, lo + 1...
                 return count_claimed(address, 0, hi), next_node[0] <= hi  # (a claim past hi returns)
         else:
-            count, nodes = run.compiled("count", *WHOLE), run.split_node_count()
+            count, nodes = run.nest_function("count", *WHOLE), run.split_node_count()
 
             def walk(lo: int, hi: int) -> tuple[int, bool]:
                 return count(lo, hi), hi >= nodes

@@ -12,6 +12,7 @@ for what the record does not hold. The roles (:mod:`.counter`, :mod:`.enumerator
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 #: loop iterations below which the C library is compiled at -O0: several times faster to compile,
 #: its nest at most about 3 times slower, so at most tens of milliseconds here (benchmarks/README.md)
 QUICK_COMPILE_ITERATIONS = 1 << 22
+#: Numba's generated counts in two words (their last argument the high word: native.exact_count)
+TWO_WORDS = frozenset({"count", "count_with_stats", "count_pruned"})
 #: generated functions whose work is at most a walk of the nest (not so Knuth's or Chen's samples)
 _NEST_WALKS = frozenset({"count", "count_with_stats", "split_nodes", "fill", "count_pruned", "rank",
                          "cut_analysis"})
@@ -275,15 +278,20 @@ class Executable:
 
     # -- running the generated functions ---------------------------------------------------------
     def nest_function(self, function_name: str, *args):
-        """A generated function: the native count or split_nodes when there is one, else Numba's."""
+        """A generated function: the native count or split_nodes when there is one, else Numba's; a
+        count in two words (:data:`TWO_WORDS`) as one that returns an exact integer."""
         if function_name in native.FUNCTIONS and self.native is not None:
             return self.native.function(function_name)
-        return self.compiled(function_name, *args)
+        function = self.compiled(function_name, *args)
+        return functools.partial(native.exact_count, function) if function_name in TWO_WORDS else function
 
     def compiled(self, function_name: str, *args):
         """The generated Numba function, compiled for these arguments' types (a readable error if
-        not)."""
+        not; a count in two words, :data:`TWO_WORDS`, for its high word too)."""
         function = getattr(self.module, function_name)
+        if function_name in TWO_WORDS:
+            import numpy as np
+            args = (*args, np.zeros(1, np.int64))
         try:
             function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
         except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause

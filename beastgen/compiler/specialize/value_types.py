@@ -3,6 +3,7 @@ generated code's variables and the output columns)."""
 from __future__ import annotations
 
 from ..language import nodes as L
+from ..language import semantics
 from ..language.mapper import Mapper
 
 
@@ -47,9 +48,13 @@ class TypeInference(Mapper):
     map_Not = map_Compare
 
     def map_BinOp(self, expr):
+        kinds = [self(expr.left), self(expr.right)]
+        if set(kinds) <= set(semantics.KINDS):  # numbers: the semantics table's kind
+            negative = isinstance(expr.right, L.Const) and type(expr.right.value) is int and expr.right.value < 0
+            return semantics.binary(expr.op, *kinds, negative_exponent=negative).result
         if expr.op == "/":
             return "float"
-        t = common_type([self(expr.left), self(expr.right)])
+        t = common_type(kinds)
         return "int" if t == "bool" else t
 
     def map_UnaryOp(self, expr):
