@@ -1,0 +1,371 @@
+"""beastgen's search inside Kernel Tuner: ``beastgen.kernel_tuner.Strategy`` in Kernel Tuner 1.5's
+simulation mode on every replay file, against Kernel Tuner's own strategies, in one run.
+
+    python benchmarks/bench_kernel_tuner_strategy.py [--seeds 20] [--budget 1000] [--files PATTERN ...]
+                                                     [--kt-strategies ...] [--no-check]
+                                                     [--no-overhead] [--no-construction] [--json OUT]
+    python benchmarks/bench_kernel_tuner_strategy.py --summary-of A.json B.json
+
+Every ``data/replay/<kernel>_<gpu>.json.gz`` is tuned as a Kernel Tuner user would tune it:
+``tune_kernel(..., simulation_mode=True, cache=FILE)`` with the file's ``tune_params`` and, as
+restrictions, the conditions of the kernel's T1 file (``data/reference-spaces/<kernel>.json``).
+
+- ``beastgen``: ``strategy=beastgen.kernel_tuner.Strategy(seed=s)``, and ``beastgen+priors`` with
+  ``priors=`` the other GPUs' files of the same kernel (leave-one-GPU-out: never the file tuned);
+  ``strategy_options={"max_fevals": budget, "good_enough": optimum}``: a run stops once it has
+  measured the file's optimum (every column is known by then). The 3060 Laptop file holds 10,000
+  of the 17,956 configurations of its definition: the strategy skips the others at no cost.
+  Unless ``--no-check``, each run is repeated by ``beastgen tune --backend replay`` on the same
+  definition written as a T1 file (``bench_search.run_beastgen``), and the two sequences of
+  evaluations must be identical (the count of identical runs is printed; a difference is loud).
+- Kernel Tuner's strategies (``bench_search.run_kernel_tuner``: its space is the file's measured
+  configurations, seeded through ``random``/``numpy.random``) with ``max_fevals`` = the budget,
+  each stopped once it has measured the file's optimum (:class:`StopAtOptimum`: the evaluations up
+  to it are those of an unstopped run).
+
+Columns as in ``bench_search.py``: median evaluations until the optimum, 1% and 5% of it (">B":
+not reached within the budget in most seeds), seeds that found the optimum, and the ratio of the
+median to that of Kernel Tuner's best strategy on the file.
+
+``--no-overhead`` skips the strategy's own time per evaluation: seed 0 on the TITAN RTX file
+(17,956 configurations), the whole budget, read from Kernel Tuner's ``strategy_time`` of each
+result (the first result's holds the set-up: beastgen's plan of the definition, the check against
+Kernel Tuner's searchspace, the priors). ``--no-construction`` skips the space construction: Kernel
+Tuner's own ``Searchspace`` against ``beastgen.kernel_tuner.searchspace_options`` (beastgen's
+enumeration written as an ``ATF_cache`` file that Kernel Tuner's ``Searchspace`` reads) on the
+flagship GEMM space (``bench_enumeration.space_for_peers("gemm")``) and the T1 gemm_clblast space,
+each in a fresh process, its configurations checked to be the same set.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import glob
+import gzip
+import hashlib
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from bench_search import TARGETS, _cell, _median, first_reaching, run_beastgen, run_kernel_tuner  # noqa: E402
+
+from beastgen.harness.recorded import load_replay  # noqa: E402
+
+KERNEL_TUNER = ["genetic_algorithm", "pso", "diff_evo", "simulated_annealing", "dual_annealing",
+                "greedy_ils", "bayes_opt", "random_sample"]
+BEASTGEN = ["beastgen", "beastgen+priors"]
+OVERHEAD_FILE = "gemm_clblast_rtx_titan.json.gz"
+
+
+class StopAtOptimum:
+    """A Kernel Tuner strategy run as it is, stopped once a measured time reaches ``optimum`` (ms):
+    the budget is closed after that batch, as ``max_fevals`` closes it."""
+
+    def __init__(self, name: str, optimum_ms: float):
+        self.name, self.optimum_ms = name, optimum_ms
+
+    def tune(self, searchspace, runner, tuning_options):
+        from kernel_tuner.interface import strategy_map
+        return strategy_map[self.name].tune(searchspace, _Stopping(runner, self.optimum_ms),
+                                            tuning_options)
+
+
+class _Stopping:
+    """``runner`` that closes the budget once it has answered the optimum."""
+
+    def __init__(self, runner, optimum_ms):
+        self._runner, self._optimum = runner, optimum_ms
+
+    def __getattr__(self, name):
+        return getattr(self._runner, name)
+
+    def run(self, parameter_space, tuning_options):
+        results = self._runner.run(parameter_space, tuning_options)
+        if any(isinstance(r, dict) and isinstance(r.get("time"), (int, float))
+               and r["time"] <= self._optimum * (1 + 1e-12) for r in results):
+            budget = tuning_options.budget
+            budget.max_fevals = budget.num_fevals
+        return results
+
+
+def reference_t1(replay_path: str) -> str:
+    """The kernel's T1 file: the longest ``data/reference-spaces/<name>.json`` prefixing the file's name."""
+    name = os.path.basename(replay_path)
+    found = [p for p in glob.glob(os.path.join(REPO, "data", "reference-spaces", "*.json"))
+             if name.startswith(os.path.splitext(os.path.basename(p))[0] + "_")]
+    return max(found, key=len)
+
+
+def definition(replay_path: str, workdir: str):
+    """(cache as JSON file, its header, restrictions, the definition as a T1 file) of a replay file."""
+    cache_json = os.path.join(workdir, "cache.json")
+    with gzip.open(replay_path, "rb") as src, open(cache_json, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    with open(cache_json, encoding="utf-8") as f:
+        header = {k: v for k, v in json.load(f).items() if k != "cache"}
+    with open(reference_t1(replay_path), encoding="utf-8") as f:
+        restrictions = [c["Expression"] for c in json.load(f)["ConfigurationSpace"]["Conditions"]]
+    from beastgen.interop import from_kernel_tuner, to_t1
+    t1 = os.path.join(workdir, "definition.json")
+    to_t1(from_kernel_tuner(header["tune_params"], restrictions, name="definition"), t1)
+    return cache_json, header, restrictions, t1
+
+
+def run_strategy(cache_json, header, restrictions, priors, seed, budget, good_enough_ms=None):
+    """(evaluations as (values, seconds; inf for a failure) in order, Kernel Tuner's results) of
+    beastgen's strategy in Kernel Tuner's simulation mode."""
+    import beastgen.kernel_tuner
+    from kernel_tuner import tune_kernel
+    options = {"max_fevals": budget}
+    if good_enough_ms is not None:
+        options["good_enough"] = good_enough_ms
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results, _ = tune_kernel(header["kernel_name"], "", tuple(header["problem_size"]), [],
+                                 header["tune_params"], restrictions=restrictions, cache=cache_json,
+                                 simulation_mode=True, quiet=True,
+                                 strategy=beastgen.kernel_tuner.Strategy(priors=priors or None, seed=seed),
+                                 strategy_options=options)
+    keys = header["tune_params_keys"]
+    runs = [(tuple(r[k] for k in keys),
+             float(r["time"]) / 1e3 if isinstance(r.get("time"), (int, float)) and "__error__" not in r
+             else math.inf) for r in results]
+    return runs, results
+
+
+def benchmark(replay_path, others, seeds, budget, kt_strategies, check):
+    replay = load_replay(replay_path)
+    optimum = replay.best()[1]
+    print(f"\n{os.path.basename(replay_path)}: {replay.kernel_name} on {replay.device_name}, "
+          f"{len(replay.times):,} measured, optimum {optimum * 1e3:.4f} ms; priors: "
+          f"{', '.join(map(os.path.basename, others))}; budget {budget}, medians over {seeds} seeds",
+          flush=True)
+    rows, identical, compared = [], 0, 0
+    with tempfile.TemporaryDirectory() as workdir:
+        cache_json, header, restrictions, t1 = definition(replay_path, workdir)
+        for strategy in kt_strategies:
+            runs = []
+            for seed in range(seeds):
+                evaluations = run_kernel_tuner(StopAtOptimum(strategy, optimum * 1e3), cache_json,
+                                               seed, budget)
+                runs.append(first_reaching([t for _, t in evaluations], optimum))
+            rows.append(dict(tool="KT 1.5", strategy=strategy, runs=runs))
+        for variant in BEASTGEN:
+            priors = others if variant.endswith("priors") else []
+            runs = []
+            for seed in range(seeds):
+                evaluations, _ = run_strategy(cache_json, header, restrictions, priors, seed, budget,
+                                              optimum * 1e3)
+                runs.append(first_reaching([t for _, t in evaluations], optimum))
+                if check:
+                    tuned, _, _ = run_beastgen("guided+priors" if priors else "guided", t1, replay_path, priors or None, seed, budget,
+                                               workdir, header["tune_params_keys"],
+                                               optimum * (1 + 1e-12))
+                    compared += 1
+                    if [k for k, _ in tuned] == [k for k, _ in evaluations]:
+                        identical += 1
+                    else:
+                        print(f"  DIFFERENT from beastgen tune: {variant} seed {seed}: "
+                              f"{len(evaluations)} against {len(tuned)} evaluations", flush=True)
+            rows.append(dict(tool="beastgen", strategy=variant, runs=runs))
+    kt_best = min((_median([r.get("optimum") for r in row["runs"]], budget)
+                   for row in rows if row["tool"] != "beastgen"), default=math.nan)
+    kt_best_name = next((row["strategy"] for row in rows if row["tool"] != "beastgen" and
+                         _median([r.get("optimum") for r in row["runs"]], budget) == kt_best), "-")
+    header_line = f"{'tool':9} {'strategy':20} {'optimum':>8} {'1%':>6} {'5%':>6} {'found':>6} {'vs KT':>6}"
+    print(header_line + "\n" + "-" * len(header_line))
+    for row in rows:
+        runs = row["runs"]
+        median = _median([r.get("optimum") for r in runs], budget)
+        ratio = _ratio(median, kt_best, budget)
+        row.update(median=median, within_1=_median([r.get("1%") for r in runs], budget),
+                   ratio=ratio, kt_best=kt_best, kt_best_name=kt_best_name,
+                   file=os.path.basename(replay_path))
+        cells = [_cell(_median([r.get(name) for r in runs], budget), budget) for name, _ in TARGETS]
+        print(f"{row['tool']:9} {row['strategy']:20} {cells[0]:>8} {cells[1]:>6} {cells[2]:>6} "
+              f"{sum('optimum' in r for r in runs):>3}/{len(runs):<2} "
+              f"{_ratio_cell(ratio, kt_best):>6}   "
+              f"(to optimum: {[r.get('optimum') for r in runs]})", flush=True)
+    if check:
+        print(f"identical to beastgen tune --backend replay (same definition, priors and seed): "
+              f"{identical} of {compared} runs", flush=True)
+    return rows, identical, compared
+
+
+def _ratio(median: float, kt_best: float, budget: int) -> float:
+    """The median over Kernel Tuner's best; where no Kernel Tuner strategy reached the optimum
+    within the budget, over the budget (then an upper bound of the ratio)."""
+    if not math.isfinite(median):
+        return math.nan
+    return median / (kt_best if math.isfinite(kt_best) else budget)
+
+
+def _ratio_cell(ratio: float, kt_best: float) -> str:
+    if math.isnan(ratio):
+        return "-"
+    return f"{'<' if math.isinf(kt_best) else ''}{ratio:.2f}"
+
+
+def summary(rows, budget) -> None:
+    """The table over the files and the targets (with priors: median <= 20, <= 1/4 of Kernel
+    Tuner's best on every file)."""
+    print("\nevaluations until the optimum (median over the seeds; within 1% in brackets) and the "
+          "ratio to Kernel Tuner's best strategy on the file:")
+    line = f"{'file':32} {'Kernel Tuner best':28} {'beastgen (ratio)':22} {'beastgen+priors (ratio)':24}"
+    print(line + "\n" + "-" * len(line))
+    files = list(dict.fromkeys(r["file"] for r in rows))
+    for file in files:
+        chosen = {r["strategy"]: r for r in rows if r["file"] == file}
+        kt = next(r for r in rows if r["file"] == file and r["tool"] != "beastgen")
+        best = next(r for r in rows if r["file"] == file and r["strategy"] == kt["kt_best_name"])
+        cells = []
+        for variant in BEASTGEN:
+            r = chosen.get(variant)
+            cells.append("-" if r is None else
+                         f"{_cell(r['median'], budget)} [{_cell(r['within_1'], budget)}] "
+                         f"({_ratio_cell(r['ratio'], r['kt_best'])})")
+        print(f"{file.split('.')[0]:32} {_cell(kt['kt_best'], budget) + ' [' + _cell(best['within_1'], budget) + '] ' + kt['kt_best_name']:28} "
+              f"{cells[0]:22} {cells[1]:24}")
+    for variant, limit in (("beastgen", 0.5), ("beastgen+priors", 0.25)):
+        chosen = [r for r in rows if r["strategy"] == variant]
+        if chosen:
+            print(f"{variant}: median over the files {statistics.median(r['median'] for r in chosen):g}; "
+                  f"ratio <= {limit:g} on {sum(r['ratio'] <= limit for r in chosen)} of {len(chosen)} files")
+
+
+def overhead(budget: int) -> None:
+    """The strategy's own time per evaluation on the TITAN RTX file, seed 0, the whole budget."""
+    path = os.path.join(REPO, "data", "replay", OVERHEAD_FILE)
+    others = [p for p in glob.glob(os.path.join(REPO, "data", "replay", "gemm_clblast_*.json.gz"))
+              if p != path]
+    with tempfile.TemporaryDirectory() as workdir:
+        cache_json, header, restrictions, _ = definition(path, workdir)
+        for label, priors in (("beastgen", []), ("beastgen+priors", others)):
+            start = time.perf_counter()
+            runs, results = run_strategy(cache_json, header, restrictions, priors, 0, budget)
+            wall = time.perf_counter() - start
+            each = [r["strategy_time"] for r in results[1:]]
+            print(f"overhead {label} on {OVERHEAD_FILE} (17,956 configurations), seed 0, {len(runs)} "
+                  f"evaluations: set-up {results[0]['strategy_time'] / 1e3:.2f} s, per evaluation "
+                  f"median {statistics.median(each):.1f} ms, mean {statistics.mean(each):.1f} ms "
+                  f"(Kernel Tuner's strategy_time); the whole tune_kernel {wall:.1f} s", flush=True)
+
+
+_CONSTRUCT = r"""
+import hashlib, json, sys, time
+sys.path.insert(0, {here!r})
+tool, name = sys.argv[1], sys.argv[2]
+if name == "gemm":
+    from bench_enumeration import space_for_peers
+    names, values, restrictions = space_for_peers("gemm")
+else:
+    space = json.load(open({repo!r} + "/data/reference-spaces/" + name + ".json"))["ConfigurationSpace"]
+    names = [p["Name"] for p in space["TuningParameters"]]
+    values = [eval(p["Values"], {{}}) for p in space["TuningParameters"]]
+    restrictions = [c["Expression"] for c in space["Conditions"]]
+tune_params = dict(zip(names, values))
+from kernel_tuner.searchspace import Searchspace
+start = time.perf_counter()
+if tool == "beastgen":
+    import beastgen.kernel_tuner
+    options = beastgen.kernel_tuner.searchspace_options(tune_params, restrictions)
+    searchspace = Searchspace(tune_params, restrictions, 1024, **options)
+else:
+    searchspace = Searchspace(tune_params, restrictions, 1024)
+seconds = time.perf_counter() - start
+plain = sorted(repr(tuple(v.item() if hasattr(v, "item") else v for v in c)) for c in searchspace.list)
+print(json.dumps({{"size": searchspace.size, "seconds": seconds,
+                  "sha": hashlib.sha256("\n".join(plain).encode()).hexdigest()}}))
+"""
+
+
+def construction(cap: float) -> None:
+    """Kernel Tuner's Searchspace against beastgen's enumeration handed to it (fresh processes)."""
+    script = _CONSTRUCT.format(here=HERE, repo=REPO)
+    for name in ("gemm_clblast", "gemm"):
+        times = {}
+        with tempfile.TemporaryDirectory() as generated:
+            env = dict(os.environ, BEASTGEN_GENERATED_DIR=generated)
+            for tool in ("beastgen", "beastgen", "kernel_tuner"):  # cold (fresh directory), warm
+                label = tool if tool not in times else "beastgen_warm"
+                try:
+                    run = subprocess.run([sys.executable, "-c", script, tool, name], env=env, text=True,
+                                         capture_output=True, timeout=cap)
+                    times[label] = json.loads(run.stdout.splitlines()[-1])
+                except subprocess.TimeoutExpired:
+                    times[label] = {"size": None, "seconds": math.inf, "sha": None}
+                except (IndexError, json.JSONDecodeError):
+                    print(run.stderr[-2000:])
+                    raise
+        kt = times["kernel_tuner"]
+        same = kt["sha"] is None or len({t["sha"] for t in times.values()}) == 1
+        print(f"construction {name}: {times['beastgen']['size']:,} configurations; Kernel Tuner's "
+              f"Searchspace {kt['seconds']:.2f} s, beastgen's enumeration handed to it "
+              f"{times['beastgen']['seconds']:.2f} s cold, {times['beastgen_warm']['seconds']:.2f} s "
+              f"warm: {kt['seconds'] / times['beastgen']['seconds']:.1f}x / "
+              f"{kt['seconds'] / times['beastgen_warm']['seconds']:.1f}x; the same configurations: "
+              f"{'yes' if same else 'NO'}", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--budget", type=int, default=1000)
+    parser.add_argument("--files", nargs="*", default=["*"], metavar="PATTERN")
+    parser.add_argument("--kt-strategies", nargs="*", default=KERNEL_TUNER)
+    parser.add_argument("--no-check", action="store_true",
+                        help="do not repeat each run with beastgen tune --backend replay")
+    parser.add_argument("--no-overhead", action="store_true")
+    parser.add_argument("--no-construction", action="store_true")
+    parser.add_argument("--construction-cap", type=float, default=1800.0, metavar="SECONDS")
+    parser.add_argument("--json", default=None, metavar="OUT", help="write every run's numbers here")
+    parser.add_argument("--summary-of", nargs="+", default=None, metavar="JSON",
+                        help="only print the summary of earlier runs' --json files (files split "
+                             "over processes)")
+    args = parser.parse_args(argv)
+    if args.summary_of:
+        rows = []
+        for path in args.summary_of:
+            with open(path) as f:
+                rows += json.load(f)
+        summary(rows, args.budget)
+        return 0
+    started = time.perf_counter()
+    files = sorted(glob.glob(os.path.join(REPO, "data", "replay", "*.json.gz")))
+    rows, identical, compared = [], 0, 0
+    for path in files:
+        if not any(fnmatch.fnmatch(os.path.basename(path), p) for p in args.files):
+            continue
+        others = [f for f in files if f != path and reference_t1(f) == reference_t1(path)]
+        more, same, checked = benchmark(path, others, args.seeds, args.budget, args.kt_strategies,
+                                        not args.no_check)
+        rows, identical, compared = rows + more, identical + same, compared + checked
+    if rows:
+        summary(rows, args.budget)
+        if compared:
+            print(f"identical to beastgen tune --backend replay: {identical} of {compared} runs"
+                  + ("" if identical == compared else "  <-- DIFFERENCES"))
+    if not args.no_overhead:
+        overhead(args.budget)
+    if not args.no_construction:
+        construction(args.construction_cap)
+    print(f"\nbenchmark took {time.perf_counter() - started:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, default=str, indent=1)
+    return 0 if identical == compared else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
