@@ -85,7 +85,7 @@ class Strategy:
                                                   "kernel_name", "kernel"))
         configuration = matched_configurations(plan, searchspace)
         uncached = (uncached_configurations(searchspace, tuning_options.cache)
-                    if getattr(runner, "simulation_mode", False) else set())
+                    if runner.simulation_mode else set())
         priors = [os.fspath(p) for p in options["priors"]]
         search = Guided(plan, seed=options["seed"],
                         priors=functools.partial(prior_matrix, priors) if priors else None)
@@ -115,18 +115,18 @@ class Strategy:
 
         given = tuning_options.strategy_options or {}
         values = dict(zip(_options, get_options(given, _options, unsupported=list(_UNSUPPORTED))))
+        _check_options(values)
         for name, value in self.options.items():
             if name in given and value is not None and given[name] != value:
                 raise ValueError(f"strategy option {name} is {given[name]!r} in strategy_options but "
                                  f"{value!r} in beastgen.kernel_tuner.Strategy(): give it once")
             if name not in given:
                 values[name] = value
-        _check_options(values)
         priors = values["priors"]
         values["priors"] = [] if priors is None else [priors] if isinstance(priors, (str, os.PathLike)) \
             else list(priors)
         if values["seed"] is None:
-            values["seed"] = getattr(tuning_options, "seed", None) or 0
+            values["seed"] = tuning_options.get("seed") or 0
         return values
 
 
