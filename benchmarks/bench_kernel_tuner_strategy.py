@@ -30,7 +30,8 @@ median to that of Kernel Tuner's best strategy on the file.
 ``--no-overhead`` skips the strategy's own time per evaluation: seed 0 on the TITAN RTX file
 (17,956 configurations), the whole budget, read from Kernel Tuner's ``strategy_time`` of each
 result (the first result's holds the set-up: beastgen's plan of the definition, the check against
-Kernel Tuner's searchspace, the priors). ``--no-construction`` skips the space construction: Kernel
+Kernel Tuner's searchspace, the priors read, the first proposal), beside ``beastgen tune``'s own time per proposal on the same
+definition in the same run. ``--no-construction`` skips the space construction: Kernel
 Tuner's own ``Searchspace`` against ``beastgen.kernel_tuner.searchspace_options`` (beastgen's
 enumeration written as an ``ATF_cache`` file that Kernel Tuner's ``Searchspace`` reads) on the
 flagship GEMM space (``bench_enumeration.space_for_peers("gemm")``) and the T1 gemm_clblast space,
@@ -253,21 +254,27 @@ def summary(rows, budget) -> None:
 
 
 def overhead(budget: int) -> None:
-    """The strategy's own time per evaluation on the TITAN RTX file, seed 0, the whole budget."""
+    """The strategy's own time per evaluation on the TITAN RTX file, seed 0, the whole budget,
+    beside ``beastgen tune``'s own time per proposal on the same definition in the same run."""
     path = os.path.join(REPO, "data", "replay", OVERHEAD_FILE)
     others = [p for p in glob.glob(os.path.join(REPO, "data", "replay", "gemm_clblast_*.json.gz"))
               if p != path]
     with tempfile.TemporaryDirectory() as workdir:
-        cache_json, header, restrictions, _ = definition(path, workdir)
+        cache_json, header, restrictions, t1 = definition(path, workdir)
         for label, priors in (("beastgen", []), ("beastgen+priors", others)):
             start = time.perf_counter()
             runs, results = run_strategy(cache_json, header, restrictions, priors, 0, budget)
             wall = time.perf_counter() - start
             each = [r["strategy_time"] for r in results[1:]]
+            _, seconds, proposals = run_beastgen("guided+priors" if priors else "guided", t1, path,
+                                                 priors or None, 0, budget, workdir,
+                                                 header["tune_params_keys"], None)
             print(f"overhead {label} on {OVERHEAD_FILE} (17,956 configurations), seed 0, {len(runs)} "
-                  f"evaluations: set-up {results[0]['strategy_time'] / 1e3:.2f} s, per evaluation "
+                  f"evaluations: set-up {results[0]['strategy_time'] / 1e3:.2f} s, then per evaluation "
                   f"median {statistics.median(each):.1f} ms, mean {statistics.mean(each):.1f} ms "
-                  f"(Kernel Tuner's strategy_time); the whole tune_kernel {wall:.1f} s", flush=True)
+                  f"(Kernel Tuner's strategy_time; the whole tune_kernel {wall:.1f} s); beastgen tune "
+                  f"on the same definition: {seconds / max(proposals, 1) * 1e3:.1f} ms per proposal "
+                  "(set-up included)", flush=True)
 
 
 _CONSTRUCT = r"""
