@@ -108,6 +108,7 @@ def test_simulation_with_priors_is_beastgen_tune(tmp_path, generated_dir):
     ("gemm_clblast_rtx_3060_laptop", 2, ["gemm_clblast_rtx_titan"]),  # 7,956 configurations uncached
     ("gemm_clblast_rtx_3060_laptop", 0, []),
     ("dedispersion_milo_a4000", 3, ["dedispersion_milo_a100", "dedispersion_milo_w6600"]),
+    ("convolution_milo_a100", 1, ["convolution_milo_a4000", "convolution_milo_w6600"]),  # 161 failed
 ])
 def test_simulation_is_beastgen_tune(tmp_path, generated_dir, name, seed, priors):
     _same_as_beastgen_tune(name, seed, priors, tmp_path, generated_dir)
