@@ -200,7 +200,7 @@ def benchmark(replay_path, others, seeds, budget, kt_strategies, variants, check
               f"{sum('optimum' in r for r in runs):>3}/{len(runs):<2} "
               f"{_ratio_cell(ratio, kt_best):>6}   "
               f"(to optimum: {[r.get('optimum') for r in runs]})", flush=True)
-    if check:
+    if compared:
         print(f"identical to beastgen tune --backend replay (same definition, priors and seed): "
               f"{identical} of {compared} runs", flush=True)
     return rows, identical, compared
