@@ -181,6 +181,19 @@ def test_bad_constructor_argument():
         beastgen.kernel_tuner.Strategy(seed=-1)
 
 
+def test_a_beastgen_results_store_as_prior(tmp_path, generated_dir):
+    """A store that ``beastgen tune`` wrote (here 40 runs answered by the A4000's file) is a prior:
+    the search begins with its fastest configuration."""
+    from beastgen.harness import tune
+    store = str(tmp_path / "a4000.db")
+    result = tune(os.path.join(DATA, "reference-spaces", "convolution_milo.json"), backend="replay",
+                  replay=_file("convolution_milo_a4000"), budget=40, results=store,
+                  generated_dir=generated_dir, progress=False, log=lambda message: None)
+    results, _ = _simulate("convolution_milo_w6600", tmp_path,
+                           beastgen.kernel_tuner.Strategy(priors=store), {"max_fevals": 2})
+    assert {k: results[0][k] for k in result.best_config} == result.best_config
+
+
 def test_priors_of_another_kernel_are_one_clear_error(tmp_path):
     with pytest.raises(BeastError, match=r"the prior's parameters \[.*'tile_stride_x'.*\] are not "
                                          r"parameters of the space") as error:
