@@ -3,7 +3,8 @@ simulation mode on every replay file, against Kernel Tuner's own strategies, in 
 
     python benchmarks/bench_kernel_tuner_strategy.py [--seeds 20] [--budget 1000] [--files PATTERN ...]
                                                      [--kt-strategies ...] [--no-beastgen] [--no-check]
-                                                     [--no-overhead] [--no-construction] [--json OUT]
+                                                     [--no-overhead] [--no-construction]
+                                                     [--json OUT [--resume]]
     python benchmarks/bench_kernel_tuner_strategy.py --summary-of A.json B.json
 
 Every ``data/replay/<kernel>_<gpu>.json.gz`` is tuned as a Kernel Tuner user would tune it:
@@ -70,28 +71,37 @@ OVERHEAD_FILE = "gemm_clblast_rtx_titan.json.gz"
 
 class StopAtOptimum:
     """A Kernel Tuner strategy run as it is, stopped once a measured time reaches ``optimum`` (ms):
-    the budget is closed after that batch, as ``max_fevals`` closes it."""
+    the budget is closed after that batch, as ``max_fevals`` closes it. Some strategies evaluate
+    their starting point outside their own ``StopCriterionReached`` handler (simulated annealing,
+    greedy ILS): when that one is the optimum, the results so far are returned here."""
 
     def __init__(self, name: str, optimum_ms: float):
         self.name, self.optimum_ms = name, optimum_ms
 
     def tune(self, searchspace, runner, tuning_options):
         from kernel_tuner.interface import strategy_map
-        return strategy_map[self.name].tune(searchspace, _Stopping(runner, self.optimum_ms),
-                                            tuning_options)
+        from kernel_tuner.util import StopCriterionReached
+        stopping = _Stopping(runner, self.optimum_ms)
+        try:
+            return strategy_map[self.name].tune(searchspace, stopping, tuning_options)
+        except StopCriterionReached:
+            return stopping.results
 
 
 class _Stopping:
-    """``runner`` that closes the budget once it has answered the optimum."""
+    """``runner`` that closes the budget once it has answered the optimum; ``results``: its
+    answers, in order (what a strategy's cost function collects)."""
 
     def __init__(self, runner, optimum_ms):
         self._runner, self._optimum = runner, optimum_ms
+        self.results = []
 
     def __getattr__(self, name):
         return getattr(self._runner, name)
 
     def run(self, parameter_space, tuning_options):
         results = self._runner.run(parameter_space, tuning_options)
+        self.results += [r for r in results if r is not None]
         if any(isinstance(r, dict) and isinstance(r.get("time"), (int, float))
                and r["time"] <= self._optimum * (1 + 1e-12) for r in results):
             budget = tuning_options.budget
@@ -345,7 +355,10 @@ def main(argv=None):
     parser.add_argument("--no-overhead", action="store_true")
     parser.add_argument("--no-construction", action="store_true")
     parser.add_argument("--construction-cap", type=float, default=1800.0, metavar="SECONDS")
-    parser.add_argument("--json", default=None, metavar="OUT", help="write every run's numbers here")
+    parser.add_argument("--json", default=None, metavar="OUT",
+                        help="write every run's numbers here (after each file)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the files the --json file already holds, run the others")
     parser.add_argument("--summary-of", nargs="+", default=None, metavar="JSON",
                         help="only print the summary of earlier runs' --json files (files split "
                              "over processes)")
@@ -360,13 +373,21 @@ def main(argv=None):
     started = time.perf_counter()
     files = sorted(glob.glob(os.path.join(REPO, "data", "replay", "*.json.gz")))
     rows, identical, compared = [], 0, 0
+    if args.resume and args.json and os.path.isfile(args.json):
+        with open(args.json) as f:
+            rows = json.load(f)
+    done = {r["file"] for r in rows}
     for path in files:
-        if not any(fnmatch.fnmatch(os.path.basename(path), p) for p in args.files):
+        if not any(fnmatch.fnmatch(os.path.basename(path), p) for p in args.files) or \
+                os.path.basename(path) in done:
             continue
         others = [f for f in files if f != path and reference_t1(f) == reference_t1(path)]
         more, same, checked = benchmark(path, others, args.seeds, args.budget, args.kt_strategies,
                                         [] if args.no_beastgen else BEASTGEN, not args.no_check)
         rows, identical, compared = rows + more, identical + same, compared + checked
+        if args.json:  # after each file: a long run that stops keeps what it measured
+            with open(args.json, "w") as f:
+                json.dump(rows, f, default=str, indent=1)
     if rows:
         summary(rows, args.budget)
         if compared:
@@ -377,9 +398,6 @@ def main(argv=None):
     if not args.no_construction:
         construction(args.construction_cap)
     print(f"\nbenchmark took {time.perf_counter() - started:.0f} s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, default=str, indent=1)
     return 0 if identical == compared else 1
 
 
