@@ -166,7 +166,7 @@ def benchmark(replay_path, others, seeds, budget, kt_strategies, variants, check
           f"{len(replay.times):,} measured, optimum {optimum * 1e3:.4f} ms; priors: "
           f"{', '.join(map(os.path.basename, others))}; budget {budget}, medians over {seeds} seeds",
           flush=True)
-    rows, identical, compared = [], 0, 0
+    rows = []
     with tempfile.TemporaryDirectory() as workdir:
         cache_json, header, restrictions, t1 = definition(replay_path, workdir)
         for strategy in kt_strategies:
@@ -178,22 +178,23 @@ def benchmark(replay_path, others, seeds, budget, kt_strategies, variants, check
             rows.append(dict(tool="KT 1.5", strategy=strategy, runs=runs))
         for variant in variants:
             priors = others if variant.endswith("priors") else []
-            runs = []
+            runs, same, checked = [], 0, 0
             for seed in range(seeds):
                 evaluations, _ = run_strategy(cache_json, header, restrictions, priors, seed, budget,
                                               optimum * 1e3)
                 runs.append(first_reaching([t for _, t in evaluations], optimum))
                 if check:
-                    tuned, _, _ = run_beastgen("guided+priors" if priors else "guided", t1, replay_path, priors or None, seed, budget,
-                                               workdir, header["tune_params_keys"],
-                                               optimum * (1 + 1e-12))
-                    compared += 1
+                    tuned, _, _ = run_beastgen("guided+priors" if priors else "guided", t1,
+                                               replay_path, priors or None, seed, budget, workdir,
+                                               header["tune_params_keys"], optimum * (1 + 1e-12))
+                    checked += 1
                     if [k for k, _ in tuned] == [k for k, _ in evaluations]:
-                        identical += 1
+                        same += 1
                     else:
                         print(f"  DIFFERENT from beastgen tune: {variant} seed {seed}: "
                               f"{len(evaluations)} against {len(tuned)} evaluations", flush=True)
-            rows.append(dict(tool="beastgen", strategy=variant, runs=runs))
+            rows.append(dict(tool="beastgen", strategy=variant, runs=runs, identical=same,
+                             compared=checked))
     kt_best = min((_median([r.get("optimum") for r in row["runs"]], budget)
                    for row in rows if row["tool"] != "beastgen"), default=math.nan)
     header_line = f"{'tool':9} {'strategy':20} {'optimum':>8} {'1%':>6} {'5%':>6} {'found':>6} {'vs KT':>6}"
@@ -210,10 +211,11 @@ def benchmark(replay_path, others, seeds, budget, kt_strategies, variants, check
               f"{sum('optimum' in r for r in runs):>3}/{len(runs):<2} "
               f"{_ratio_cell(ratio, kt_best):>6}   "
               f"(to optimum: {[r.get('optimum') for r in runs]})", flush=True)
+    compared = sum(r.get("compared", 0) for r in rows)
     if compared:
         print(f"identical to beastgen tune --backend replay (same definition, priors and seed): "
-              f"{identical} of {compared} runs", flush=True)
-    return rows, identical, compared
+              f"{sum(r['identical'] for r in rows if 'identical' in r)} of {compared} runs", flush=True)
+    return rows
 
 
 def _ratio(median: float, kt_best: float, budget: int) -> float:
@@ -369,10 +371,13 @@ def main(argv=None):
             with open(path) as f:
                 rows += json.load(f)
         summary(rows, args.budget)
+        compared = sum(r.get("compared", 0) for r in rows)
+        print(f"identical to beastgen tune --backend replay: "
+              f"{sum(r.get('identical', 0) for r in rows)} of {compared} runs")
         return 0
     started = time.perf_counter()
     files = sorted(glob.glob(os.path.join(REPO, "data", "replay", "*.json.gz")))
-    rows, identical, compared = [], 0, 0
+    rows = []
     if args.resume and args.json and os.path.isfile(args.json):
         with open(args.json) as f:
             rows = json.load(f)
@@ -382,12 +387,13 @@ def main(argv=None):
                 os.path.basename(path) in done:
             continue
         others = [f for f in files if f != path and reference_t1(f) == reference_t1(path)]
-        more, same, checked = benchmark(path, others, args.seeds, args.budget, args.kt_strategies,
-                                        [] if args.no_beastgen else BEASTGEN, not args.no_check)
-        rows, identical, compared = rows + more, identical + same, compared + checked
+        rows += benchmark(path, others, args.seeds, args.budget, args.kt_strategies,
+                          [] if args.no_beastgen else BEASTGEN, not args.no_check)
         if args.json:  # after each file: a long run that stops keeps what it measured
             with open(args.json, "w") as f:
                 json.dump(rows, f, default=str, indent=1)
+    identical = sum(r.get("identical", 0) for r in rows)
+    compared = sum(r.get("compared", 0) for r in rows)
     if rows:
         summary(rows, args.budget)
         if compared:
