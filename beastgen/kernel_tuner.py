@@ -273,17 +273,16 @@ def searchspace_options(tune_params: dict, restrictions=None, path: str | None =
     device allows 1024 threads per block (CUDA and HIP GPUs; not simulation mode) and reads it
     with pandas."""
     from .interop import from_kernel_tuner
+    from .output import AtomicOutput
     from .trust import generated_directory
 
     space = from_kernel_tuner(tune_params, restrictions, max_threads=1024, name="kt_searchspace")
     if path is None:
         digest = hashlib.sha256(space.source.encode()).hexdigest()[:16]
-        folder = os.path.join(generated_directory(), "kernel_tuner")
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"searchspace_{digest}.csv")
+        path = os.path.join(generated_directory(), "kernel_tuner", f"searchspace_{digest}.csv")
     rows = space.specialize().enumerate()
     names = list(tune_params)
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with AtomicOutput(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, delimiter=";")
         writer.writerow(names)
         writer.writerows(zip(*(rows[n].tolist() for n in names)) if len(rows) else [])
