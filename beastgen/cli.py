@@ -22,7 +22,7 @@ COMMANDS = {"show": "show", "generate": "generate", "count": "count", "estimate"
             "rank": "rank", "compare": "compare", "enumerate": "enumerate", "check-bounds": "check_bounds",
             "tune": "tune", "export": "export", "nvcc-check": "nvcc_check", "calibrate": "calibrate",
             "devices": "devices", "export-results": "export_results", "convert": "convert",
-            "predict": "predict"}
+            "predict": "predict", "analyze": "analyze"}
 
 
 def _set_before_positionals(argv: list[str]) -> list[str]:
@@ -87,7 +87,7 @@ def _add_scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
 
 #: an example of each subcommand, shown at the end of its --help (run from the repository root)
 EXAMPLES = {
-    "show": "beastgen show spaces/gemm.py --device v100 --set precision=d",
+    "show": "beastgen show spaces/gemm.py --device v100 --set precision=d --dag dag.png",
     "generate": "beastgen generate spaces/gemm.py --device a100",
     "count": "beastgen count spaces/gemm.py --device v100 --set precision=d trans_b=1",
     "estimate": "beastgen estimate spaces/gemm.py --method knuth --samples 20000 --seed 1",
@@ -104,7 +104,9 @@ EXAMPLES = {
     "calibrate": "beastgen calibrate --device opencl:0 -o my-device.toml",
     "convert": "beastgen convert kt_script.py -o space.py",
     "predict": "beastgen predict spaces/gemm.py --results inputs.db --set M=100 N=200 K=60 --measure 5",
-    "devices": "beastgen devices",
+    "devices": "beastgen devices --device auto",
+    "analyze": "beastgen analyze data/replay/gemm_clblast_rtx_titan.json.gz --space spaces/gemm_clblast.py "
+               "-o titan-analysis",
 }
 
 
@@ -250,6 +252,13 @@ def _nvcc_check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
 
+def _devices_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", "-d", default=None,
+                   help="print this profile's every property instead of the tables: a built-in "
+                        "name, a .toml file, or 'auto' (the GPU the driver reports)")
+    p.add_argument("--json", action="store_true", help="with --device: print one JSON object (last line)")
+
+
 def _calibrate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", "-d", required=True, help="opencl:N or cuda:N")
     p.add_argument("-o", "--output", default=None, metavar="FILE.toml",
@@ -286,6 +295,33 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
 
 
+def _analyze_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", metavar="STORE|CACHE",
+                   help="a results store that tune wrote, or a Kernel Tuner cache file (.json/.json.gz)")
+    p.add_argument("--run", default=None, help="which run of the store (default: the latest)")
+    p.add_argument("-o", "--output", default=None, metavar="DIR",
+                   help="where the figures and report.html go (default: NAME-analysis)")
+    p.add_argument("--space", default=None, metavar="SPACE",
+                   help="the space file the measurements were tuned with: adds its bound terms, "
+                        "derived values, launch shape and occupancy (compiled for the run's device "
+                        "and settings, or the cache file's GPU and problem size)")
+    p.add_argument("--device", "-d", default=None,
+                   help="--space: the device profile (default: the run's, or the cache file's GPU)")
+    p.add_argument("--set", dest="settings", nargs="+", action="append", metavar="NAME=VALUE",
+                   help="--space: override settings (repeatable)")
+    p.add_argument("--generated-dir", default=None,
+                   help=f"--space: where generated enumerators go (default: {GENERATED_DIR_HELP})")
+    p.add_argument("--json", action="store_true", help="print one JSON object (last line)")
+    _add_progress_arg(p)
+
+
+def _show_arguments(p: argparse.ArgumentParser) -> None:
+    _add_space_args(p)
+    p.add_argument("--dag", default=None, metavar="FILE",
+                   help="draw the dependency DAG, each item at the loop where it is computed: "
+                        ".png/.svg/.pdf (matplotlib), .dot (Graphviz) or .graphml")
+
+
 def _convert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="a Kernel Tuner script (.py, run until it calls tune_kernel: it is "
                                  "a program, read it first) or a T1 space (.json)")
@@ -294,7 +330,7 @@ def _convert_arguments(p: argparse.ArgumentParser) -> None:
 
 #: each subcommand, in --help's order: its help, and the function adding its arguments
 SUBCOMMANDS = {
-    "show": ("variables, dependency DAG and the loop nest with each filter placed", _add_space_args),
+    "show": ("variables, dependency DAG and the loop nest with each filter placed", _show_arguments),
     "generate": ("write the generated enumerator", _add_space_args),
     "count": ("count the valid configurations", _count_arguments),
     "estimate": (
@@ -337,7 +373,12 @@ SUBCOMMANDS = {
         "write a Kernel Tuner script's tune_params and restrictions (or a T1 JSON space) as a "
         "readable beastgen space file",
         _convert_arguments),
-    "devices": ("list the built-in device profiles", None),
+    "analyze": (
+        "what a tuning's measurements mean (a results store or a Kernel Tuner cache file): the "
+        "performance hull of each metric, the metrics and the fastest configurations clustered, "
+        "each parameter's share of the variance of log time; PNG figures and one HTML report",
+        _analyze_arguments),
+    "devices": ("list the built-in device profiles, or show one profile (--device)", _devices_arguments),
 }
 
 
@@ -389,11 +430,14 @@ def _run(argv: list[str] | None) -> int:
         return 2
     except KeyboardInterrupt as e:
         terminated = isinstance(e, Terminated)
-        print(f"beastgen: {'terminated (SIGTERM)' if terminated else 'interrupted (Ctrl-C)'}",
-              file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(143 if terminated else 130)  # now: compiled work may still run in a thread
+        try:  # (a hung-up terminal may refuse it)
+            print(f"beastgen: {f'terminated ({e.signal.name})' if terminated else 'interrupted (Ctrl-C)'}",
+                  file=sys.stderr)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(e.exit_status if terminated else 130)  # now: compiled work may still run in a thread
 
 
 def command_module(args):

@@ -448,6 +448,16 @@ def format_profiles_table() -> str:
     return _aligned(rows)
 
 
+def format_profile(profile: DeviceProfile) -> str:
+    """One profile's every property, one per line (for ``beastgen devices --device``)."""
+    width = max(map(len, profile.properties), default=0)
+    lines = [f"{profile.key}: {profile.name}", f"source: {profile.source}"]
+    for prop, value in profile.properties.items():
+        text = f"{value:.6g}" if isinstance(value, float) else str(value)
+        lines.append(f"  {prop.ljust(width)}  {text}")
+    return "\n".join(lines)
+
+
 def format_architectures_table() -> str:
     """The architecture bases (``base = KEY`` in a profile) as an aligned plain-text table."""
     rows = [("base", "name", "warp", "FP32/FP64 lanes per SM", "tensor FP16 flop/SM/clock",

@@ -7,8 +7,9 @@ slices: Ctrl-C raises ``KeyboardInterrupt`` in the main thread within :data:`POL
 worker thread cannot be stopped inside compiled code; it is a daemon thread, and the command line
 exits at once (``beastgen.cli.main``). Chunks not started yet are cancelled.
 
-SIGTERM is handled the same way (:class:`Terminated`, a ``KeyboardInterrupt``), so that temporary
-files (:class:`beastgen.output.AtomicOutput`, a C compile's) are removed on the way out.
+SIGTERM and SIGHUP (a closed terminal) are handled the same way (:class:`Terminated`, a
+``KeyboardInterrupt``), so that temporary files (:class:`beastgen.output.AtomicOutput`, a C
+compile's) are removed, and a running C compiler stopped, on the way out.
 """
 from __future__ import annotations
 
@@ -64,23 +65,38 @@ def wait_interruptibly(futures, on_done=None) -> None:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C."""
+    """SIGTERM or SIGHUP (``signal``), raised in the main thread like Ctrl-C."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__()
+        self.signal = signal.Signals(signum)
+
+    @property
+    def exit_status(self) -> int:
+        """128 plus the signal's number, as the shell reports a process the signal ended."""
+        return 128 + self.signal
 
 
 def _raise_terminated(signum, frame):
-    raise Terminated()
+    raise Terminated(signum)
+
+
+#: signals whose default action ends the process with no clean-up, raised as :class:`Terminated`
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (where SIGTERM had
-    its default action, which would end the process with no clean-up)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (each
+    where it had its default action, which would end the process with no clean-up)."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    taken = [s for s in TERMINATING if signal.getsignal(s) is signal.SIG_DFL]
+    for signum in taken:
+        signal.signal(signum, _raise_terminated)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum in taken:
+            signal.signal(signum, signal.SIG_DFL)

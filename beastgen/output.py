@@ -1,14 +1,17 @@
 """Output files written whole or not at all.
 
-:class:`AtomicOutput` checks the path *before* the work (it creates the directory and an empty
-temporary file next to the target, so a bad path fails at once with one clear error), the work
-writes the temporary file, and only a finished write renames it onto the target. An error, a full
-disk or Ctrl-C removes the temporary file: no file that looks complete is left behind.
+:class:`AtomicOutput` checks the path *before* the work (it creates the directory and, for a
+moment, an empty temporary file next to the target, so a bad path fails at once with one clear
+error), the work writes a temporary file made when the ``with`` is entered, and only a finished
+write renames it onto the target. An error, a full disk, Ctrl-C, SIGTERM or SIGHUP removes the
+temporary file; a check whose work fails before its output is written leaves nothing: no file that
+looks complete, and no ``.partial``, is left behind.
 """
 from __future__ import annotations
 
 import csv
 import os
+import re
 import tempfile
 
 from .errors import BeastError
@@ -16,13 +19,19 @@ from .errors import BeastError
 
 class AtomicOutput:
     """``with AtomicOutput(path) as tmp:`` write ``tmp``; it becomes ``path`` on success only.
-    Construct it before the work: the constructor is the check."""
+    Construct it before the work: the constructor is the check (it leaves no file)."""
 
     def __init__(self, path: str):
         self.path = path
-        target = os.path.abspath(path)
-        if os.path.isdir(target):
+        self.temporary = None
+        if os.path.isdir(os.path.abspath(path)):
             raise BeastError("the output is a directory; give a file name", path)
+        self._create()
+        self.discard()
+
+    def _create(self) -> None:
+        """The temporary file beside the target (its directory made where missing)."""
+        target = os.path.abspath(self.path)
         directory = os.path.dirname(target)
         try:
             os.makedirs(directory, exist_ok=True)
@@ -32,17 +41,19 @@ class AtomicOutput:
             os.chmod(self.temporary, 0o666 & ~_umask())  # as open() would create it
         except FileExistsError:
             raise BeastError("cannot write the output there: a part of its directory is a file",
-                             path) from None
+                             self.path) from None
         except (OSError, ValueError) as e:
-            raise BeastError(f"cannot write the output there: {_reason(e)}", path) from None
+            raise BeastError(f"cannot write the output there: {_reason(e)}", self.path) from None
 
     def __enter__(self) -> str:
+        self._create()
         return self.temporary
 
     def __exit__(self, kind, error, traceback) -> bool:
         if kind is None:
             try:
                 os.replace(self.temporary, self.path)
+                self.temporary = None
                 return False
             except OSError as e:
                 error, kind = e, OSError
@@ -52,11 +63,13 @@ class AtomicOutput:
         return False
 
     def discard(self) -> None:
-        """Remove the temporary file (the target is left as it was)."""
-        try:
-            os.unlink(self.temporary)
-        except OSError:
-            pass
+        """Remove the temporary file, if any (the target is left as it was)."""
+        if self.temporary is not None:
+            try:
+                os.unlink(self.temporary)
+            except OSError:
+                pass
+            self.temporary = None
 
 
 def _umask() -> int:
@@ -69,12 +82,35 @@ def _reason(error: Exception) -> str:
     return getattr(error, "strerror", None) or str(error)
 
 
-def write_csv(path: str, names, rows) -> None:
-    """A header and the rows, quoted where needed by the csv module (a value ``a,b`` stays one field)."""
+#: what a spreadsheet reads as the start of a formula (OWASP, "CSV injection"): ``=``, ``+``,
+#: ``-``, ``@``, a tab, a carriage return
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: a text that is a plain number (``-2``, ``+1.5e3``): a spreadsheet reads it as that number
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def write_csv(path: str, names, rows, text_columns=()) -> None:
+    """A header and the rows, quoted where needed by the csv module (a value ``a,b`` stays one field).
+    A text value (in a column of ``text_columns``, by index) that a spreadsheet would run as a
+    formula (it starts with one of :data:`FORMULA_STARTS`: ``=HYPERLINK(...)``, ``-2+3``,
+    ``@SUM(1)``) is written with a leading ``'``, as OWASP recommends; numbers, negative ones
+    included, and texts that are plain numbers are written as they are."""
     with open(path, "w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(names)
+        if text_columns:
+            rows = (_defused(row, text_columns) for row in rows)
         writer.writerows(rows)
+
+
+def _defused(row, text_columns) -> list:
+    row = list(row)
+    for i in text_columns:
+        value = row[i]
+        if isinstance(value, str) and value.startswith(FORMULA_STARTS) \
+                and not _PLAIN_NUMBER.fullmatch(value):
+            row[i] = "'" + value
+    return row
 
 
 def write_parquet(path: str, configs) -> None:

@@ -4,8 +4,8 @@ beside the generated module, so it neither reads the space nor imports the speci
 planner, sympy or networkx.
 
 The record is data (JSON, never pickle) in the generated directory, read only after that
-directory passes the trust check (:func:`beastgen.trust.check_generated_directory`); it names the
-generated module and the sha256 of its text, checked before the module is used.
+directory passes the trust check, through its descriptor (:class:`beastgen.trust.PrivateDirectory`);
+it names the generated module and the sha256 of its text, checked before the module is used.
 """
 from __future__ import annotations
 
@@ -17,17 +17,11 @@ import sys
 from .compiler import native
 from .deep import deeply
 from .compiler.model import display_path, imported_module_names
-from .compiler.runtime import (
-    CompiledPlan,
-    Target,
-    compile_space,
-    file_name_part,
-    write_if_changed,
-)
+from .compiler.runtime import CompiledPlan, Target, compile_space, file_name_part
 from .devices import DEFAULT_DEVICE, DeviceProfile, load_profile
-from .trust import check_generated_directory, generated_directory, trusted_file
+from .trust import PrivateDirectory, generated_directory, open_private_directory, sha256_of
 from .version import __version__
-from .warm_count import PACKAGE_DIR, index_path, package_digest
+from .warm_count import MAX_RECORD_BYTES, PACKAGE_DIR, index_name, package_digest, read_json
 
 RECORD_SUFFIX = ".plan.json"
 
@@ -61,25 +55,25 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
 
     def key() -> tuple[str, str]:
         digest = _cache_key(shown, source, fingerprint, settings)
-        return os.path.join(directory, f"{stem}{digest[:16]}{RECORD_SUFFIX}"), digest
+        return f"{stem}{digest[:16]}{RECORD_SUFFIX}", digest
 
-    check_generated_directory(directory)
+    opened = open_private_directory(directory, create=False)  # None: not there yet
     # a default-device T1 count's short way (beastgen.warm_count) finds the record by this index
-    index = index_path(directory, shown) if device is None and shown.endswith(".json") else None
-    if not _records_begin_with(directory, stem):
+    index = index_name(shown) if device is None and shown.endswith(".json") else None
+    if opened is None or not _records_begin_with(opened, stem):
         return RecordingPlan(build(), key, index)
-    record_path, digest = key()
-    cached = _read_record(record_path, digest, directory, build)
+    record_name, digest = key()
+    cached = _read_record(opened, record_name, digest, build)
     if cached is not None:
-        _write_index(index, digest, record_path)
+        _write_index(opened, index, digest, record_name)
         return cached
-    return RecordingPlan(build(), lambda: (record_path, digest), index)
+    return RecordingPlan(build(), lambda: (record_name, digest), index)
 
 
 class RecordingPlan(CompiledPlan):
     """A freshly built plan that records itself in the plan cache once its module is written (so
     that nothing lands in the generated directory before the command's own checks pass).
-    ``key()`` is the record's path and key, asked once, when first needed."""
+    ``key()`` is the record's name and key, asked once, when first needed."""
 
     def __init__(self, built: CompiledPlan, key, index: str | None = None):
         self.__dict__.update(built.__dict__)
@@ -87,7 +81,7 @@ class RecordingPlan(CompiledPlan):
         self._written = False
 
     def record_key(self) -> tuple[str, str]:
-        """The record's path and key (the sha256 of what the plan depends on), worked out once."""
+        """The record's file name and key (the sha256 of what the plan depends on), worked out once."""
         if self._keyed is None:
             self._keyed = self._key()
         return self._keyed
@@ -121,9 +115,9 @@ class RecordingPlan(CompiledPlan):
             self._record(self._native, self._native_all)
 
     def _record(self, nest, every=None) -> None:
-        record_path, digest = self.record_key()
-        _write_record(record_path, digest, self, nest, every)
-        _write_index(self._index, digest, record_path)
+        record_name, digest = self.record_key()
+        _write_record(self.directory, record_name, digest, self, nest, every)
+        _write_index(self.directory, self._index, digest, record_name)
 
     @property
     def module_sha256(self) -> str | None:
@@ -135,10 +129,11 @@ class CachedPlan(CompiledPlan):
     """A compiled plan known from its cache record: counting needs only the generated module; the
     specialized space, plan and source are built on first use (``specialized``, ``plan``...)."""
 
-    def __init__(self, record: dict, module_path: str | None, build, record_path: str):
+    def __init__(self, record: dict, module_path: str | None, build, record_name: str,
+                 directory: PrivateDirectory):
         self.path = module_path
         self._record, self._build, self._built = record, build, None
-        self._record_path = record_path
+        self._record_name, self._directory = record_name, directory
         self._module = None
         self._native = self._native_all = None
         self.last_seconds = 0.0
@@ -180,13 +175,23 @@ class CachedPlan(CompiledPlan):
     def write(self) -> str | None:
         """The generated module's path: its text was checked against the record, or, when the
         record knows no module yet (the C library counted), it is built and written now."""
-        if self.path:
-            check_generated_directory(os.path.dirname(self.path))
-            if self._record["module_sha256"] is None:
-                self._full.write()
-                self._record["module_sha256"] = hashlib.sha256(self._full.source.encode("utf-8")).hexdigest()
-                _update_record(self._record_path, self._record)
+        if self.path and self._record["module_sha256"] is None:
+            self._full.write()
+            self._record["module_sha256"] = hashlib.sha256(self._full.source.encode("utf-8")).hexdigest()
+            _update_record(self.directory, self._record_name, self._record)
         return self.path
+
+    def module_text(self) -> str:
+        """The module's text read through the directory's descriptor, once its sha256 is the
+        recorded one; else built from the space and written again (and recorded)."""
+        if self._built is None:
+            data = self.directory.read(os.path.basename(self.path))
+            if data is not None and sha256_of(data) == self._record["module_sha256"]:
+                return data.decode("utf-8")
+        self._full.write()
+        self._record["module_sha256"] = hashlib.sha256(self._full.source.encode("utf-8")).hexdigest()
+        _update_record(self.directory, self._record_name, self._record)
+        return self._full.source
 
     def _load_native(self):
         """The library the record names, once its sha256 matches; built (and recorded) when the
@@ -196,11 +201,11 @@ class CachedPlan(CompiledPlan):
         known = self._record.get("native")
         if known is not None and known["library"] is None:
             return None  # the C target does not print this plan, or there was no C compiler
-        if (library := self._recorded_library(known)) is not None:
-            return native.load(library, known["sha256"], known["functions"], self._every_native_function)
+        if (library := native.recorded_library(self.directory, known)) is not None:
+            return native.load(library, known["functions"], self._every_native_function)
         nest = self._full.native  # compiled again where it changed since it was recorded
         self._record["native"] = _native_entry(nest)
-        _update_record(self._record_path, self._record)
+        _update_record(self.directory, self._record_name, self._record)
         return nest
 
     def load_every_native_function(self) -> None:
@@ -213,21 +218,13 @@ class CachedPlan(CompiledPlan):
         recorded) from the space."""
         if self._native_all is None:
             known = self._record.get("native_all")
-            if (library := self._recorded_library(known)) is not None:
-                self._native_all = native.load(library, known["sha256"])
+            if (library := native.recorded_library(self.directory, known)) is not None:
+                self._native_all = native.load(library)
             if not self._native_all:
                 self._native_all = self._full._library_of_all() or False
                 self._record["native_all"] = _native_entry(self._native_all)
-                _update_record(self._record_path, self._record)
+                _update_record(self.directory, self._record_name, self._record)
         return self._native_all or None
-
-    def _recorded_library(self, known: dict | None) -> str | None:
-        """The path of the library a record entry names, when it checks out
-        (:func:`beastgen.compiler.native.recorded_library`)."""
-        if not isinstance(known, dict):
-            return None
-        check_generated_directory(os.path.dirname(self.path))
-        return native.recorded_library(os.path.dirname(self.path), known)
 
 
 def _read_bytes(path: str) -> bytes | None:
@@ -239,11 +236,10 @@ def _read_bytes(path: str) -> bytes | None:
         return None
 
 
-def _records_begin_with(directory: str, stem: str) -> bool:
+def _records_begin_with(directory: PrivateDirectory, stem: str) -> bool:
     """Whether ``directory`` holds a plan record whose name begins with ``stem``."""
     try:
-        with os.scandir(directory) as entries:
-            return any(e.name.startswith(stem) and e.name.endswith(RECORD_SUFFIX) for e in entries)
+        return any(n.startswith(stem) and n.endswith(RECORD_SUFFIX) for n in directory.names())
     except OSError:
         return False
 
@@ -324,37 +320,35 @@ def _space_name(shown: str) -> str:
     return os.path.splitext(os.path.basename(shown))[0]
 
 
-def _read_record(record_path: str, digest: str, directory: str, build) -> CachedPlan | None:
-    """The cached plan the record describes, or None when there is none or it no longer holds."""
-    if not trusted_file(record_path):  # a record someone else could have written is no record
-        return None
-    try:
-        with open(record_path, encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
+def _read_record(directory: PrivateDirectory, record_name: str, digest: str, build) -> CachedPlan | None:
+    """The cached plan the record describes, or None when there is none or it no longer holds
+    (a record someone else could have written is no record)."""
+    record = read_json(directory, record_name)
+    if record is None:
         return None
     try:
         if record["key"] != digest:
             return None
         module = record["module"]
         if module is None:
-            return CachedPlan(record, None, build, record_path)
+            return CachedPlan(record, None, build, record_name, directory)
         if os.path.basename(module) != module or not module.endswith(".py"):
             return None
-        module_path = os.path.join(directory, module)
-        if record["module_sha256"] is not None and (  # None: not written yet (see CachedPlan.write)
-                not trusted_file(module_path) or _file_sha256(module_path) != record["module_sha256"]):
-            return None
+        if record["module_sha256"] is not None:  # None: not written yet (see CachedPlan.write)
+            text = directory.read(module)
+            if text is None or sha256_of(text) != record["module_sha256"]:
+                return None
         Target(**record["target"])  # well formed
         int(record["counted_tail"])
         if not isinstance(record["iteration_bound"], (int, type(None))):
             return None
-        return CachedPlan(record, module_path, build, record_path)
+        return CachedPlan(record, directory.file_path(module), build, record_name, directory)
     except (OSError, KeyError, TypeError, ValueError):
         return None
 
 
-def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None, every=None) -> None:
+def _write_record(directory: PrivateDirectory, record_name: str, digest: str, plan: RecordingPlan,
+                  nest=None, every=None) -> None:
     """Record a freshly built plan, with its native library once that was looked for (``nest``:
     the :class:`~beastgen.compiler.native.NativeNest` of the count, or False for none; None: not
     looked for), and the library of every C function (``every``) once it was built."""
@@ -368,18 +362,13 @@ def _write_record(record_path: str, digest: str, plan: RecordingPlan, nest=None,
         record["native"] = _native_entry(nest)
     if every is not None:
         record["native_all"] = _native_entry(every)
-    _update_record(record_path, record)
+    _update_record(directory, record_name, record)
 
 
-def _write_index(index: str | None, digest: str, record_path: str) -> None:
-    """The index of :mod:`beastgen.warm_count` (when ``index`` is a path): the record's name and key."""
+def _write_index(directory: PrivateDirectory, index: str | None, digest: str, record_name: str) -> None:
+    """The index of :mod:`beastgen.warm_count` (when ``index`` is a name): the record's name and key."""
     if index is not None:
-        _update_record(index, {"key": digest, "record": os.path.basename(record_path)})
-
-
-def _file_sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        _update_record(directory, index, {"key": digest, "record": record_name})
 
 
 def _native_entry(nest) -> dict:
@@ -389,10 +378,12 @@ def _native_entry(nest) -> dict:
             "functions": list(nest.functions)}
 
 
-def _update_record(record_path: str, record: dict) -> None:
+def _update_record(directory: PrivateDirectory, name: str, record: dict) -> None:
     """Write the record (nothing when the directory cannot be written: the module's own write
     reports that)."""
     try:
-        write_if_changed(record_path, json.dumps(record, indent=1) + "\n")
+        text = json.dumps(record, indent=1) + "\n"
+        if len(text) <= MAX_RECORD_BYTES:
+            directory.write_if_changed(name, text)
     except (OSError, TypeError, ValueError):
         pass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 
-from . import digraph
+import networkx as nx
 
 from .compiler.language import nodes as L
 from .compiler.language.evaluate import Evaluator
@@ -33,7 +33,7 @@ class ReferenceEnumerator:
             if var.kind == "device":
                 self.inputs[name] = self.profile.get(var.obj.prop)
         graph = dependency_graph(space)
-        order = list(digraph.lexicographical_topological_sort(graph, key=list(space.variables).index))
+        order = list(nx.lexicographical_topological_sort(graph, key=list(space.variables).index))
         self.iterators = [n for n in order if space.variables[n].kind == "iterator"]
         self.checks = [n for n in order if space.variables[n].kind in ("derived", "filter")]
         self.bound_terms = [n for n in space.variables if space.variables[n].kind == "bound"]

@@ -25,10 +25,12 @@ import time
 from .compiler import native
 from .errors import BeastError, display_path
 from .interrupt import SMALL_NEST_ITERATIONS
-from .trust import check_generated_directory, generated_directory, trusted_file
+from .trust import PrivateDirectory, generated_directory, open_private_directory
 from .version import __version__
 
 INDEX_SUFFIX = ".warm.json"
+#: the most a plan record or index may hold (a record is a few hundred bytes)
+MAX_RECORD_BYTES = 1 << 20
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 WHOLE = (0, 2 ** 62)  # every split node (as runtime.chunking.WHOLE)
 TARGET_FIELDS = {"space", "path", "device", "device_name", "device_source", "settings"}
@@ -48,9 +50,10 @@ def package_digest() -> str:
     return digest.hexdigest()
 
 
-def index_path(directory: str, shown: str) -> str | None:
-    """Where the index of a default-device count of the T1 file ``shown`` (as
-    :func:`~beastgen.errors.display_path` shows it) lives; None when the file cannot be read."""
+def index_name(shown: str) -> str | None:
+    """The file name of the index of a default-device count of the T1 file ``shown`` (as
+    :func:`~beastgen.errors.display_path` shows it) in the generated directory; None when the file
+    cannot be read."""
     try:
         with open(shown, "rb") as f:
             content = f.read()
@@ -58,7 +61,7 @@ def index_path(directory: str, shown: str) -> str | None:
         return None
     key = json.dumps({"beastgen": [__version__, package_digest()], "path": shown,
                       "space": hashlib.sha256(content).hexdigest()}, sort_keys=True)
-    return os.path.join(directory, hashlib.sha256(key.encode()).hexdigest()[:24] + INDEX_SUFFIX)
+    return hashlib.sha256(key.encode()).hexdigest()[:24] + INDEX_SUFFIX
 
 
 def describe(target: dict, default_device: bool) -> str:
@@ -78,16 +81,17 @@ def run(argv: list[str]) -> int | None:
     start = time.perf_counter()
     space, generated_dir, as_json = chosen
     try:
-        directory = generated_directory(generated_dir)
-        check_generated_directory(directory)
+        directory = open_private_directory(generated_directory(generated_dir), create=False)
     except BeastError:
         return None
-    index = _trusted_json(index_path(directory, display_path(space)))
-    record = _trusted_json(os.path.join(directory, str(index.get("record"))) if index else None)
+    if directory is None:
+        return None
+    index = read_json(directory, index_name(display_path(space)))
+    record = read_json(directory, str(index.get("record"))) if index else None
     library = _library(directory, record) if record and record.get("key") == index.get("key") else None
     if library is None:
         return None
-    nest = native.load(*library, ("count",))
+    nest = native.load(library, ("count",))
     if nest is None:
         return None
     begun = time.perf_counter()
@@ -127,21 +131,23 @@ def _plain_count(argv: list[str]) -> tuple[str, str | None, bool] | None:
     return (space, generated_dir or None, as_json) if space else None
 
 
-def _trusted_json(path: str | None) -> dict | None:
-    """The JSON object in the file at ``path`` when it is this user's alone; None otherwise."""
-    if path is None or not trusted_file(path):
+def read_json(directory: PrivateDirectory, name: str | None) -> dict | None:
+    """The JSON object in the file ``name`` of ``directory`` when it is this user's alone (read
+    through the directory's descriptor) and at most :data:`MAX_RECORD_BYTES`; None otherwise."""
+    data = directory.read(name, limit=MAX_RECORD_BYTES) if name else None
+    if data is None:
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
+        data = json.loads(data)
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
-def _library(directory: str, record: dict) -> tuple[str, str] | None:
-    """(path, sha256) of the record's library when it holds ``count``, the nest is bounded small,
-    the file is a plain name in ``directory``, this user's alone, with the recorded sha256."""
+def _library(directory: PrivateDirectory, record: dict) -> native.Library | None:
+    """The record's library (checked: :class:`~beastgen.compiler.native.Library`) when it holds
+    ``count``, the nest is bounded small, the file is a plain name in ``directory``, this user's
+    alone, with the recorded sha256."""
     known, bound, target = record.get("native"), record.get("iteration_bound"), record.get("target")
     if (not isinstance(known, dict) or "count" not in (known.get("functions") or ())
             or not isinstance(bound, int) or bound > SMALL_NEST_ITERATIONS
@@ -149,5 +155,4 @@ def _library(directory: str, record: dict) -> tuple[str, str] | None:
             or not isinstance(target["settings"], dict)
             or not isinstance(record.get("counted_tail"), str) or not record["counted_tail"].isdigit()):
         return None
-    path = native.recorded_library(directory, known)
-    return None if path is None else (path, known["sha256"])
+    return native.recorded_library(directory, known)

@@ -85,7 +85,7 @@ def build(plan, symbolic, ends: bool, directory: str) -> dict:
     c_nest.CNest.ENDS_LOOPS = numba_functions.Count.ENDS_LOOPS = ends
     name = f"{plan.specialized.space.name}_{'break' if ends else 'continue'}"
     built = native.build_library(directory, name, c_nest.generate_c_module(plan, symbolic), "-O2")
-    library = native.load(*built)
+    library = native.load(built)
     numba = numba_count(plan, symbolic, directory, name)
     count = library.count(0, EVERYTHING)
     assert count == numba(0, EVERYTHING), "the two targets disagree"

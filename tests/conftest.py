@@ -1,6 +1,11 @@
 """Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
+import functools
 import os
+import platform
+import shutil
 import signal
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -11,6 +16,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "data")
 REPLAY = os.path.join(DATA, "replay", "gemm_clblast_rtx_titan.json.gz")
 REFERENCE_DIR = os.path.join(DATA, "reference-spaces")
+#: how long a test waits for an event (a command's first result, its exit) before it calls the wait
+#: a hang: seconds on a quiet machine, many minutes where other work keeps both cores busy
+PATIENCE_SECONDS = 1800
 
 
 @pytest.fixture(scope="session")
@@ -61,3 +69,63 @@ def _ctrl_c_delivered():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+#: run in a fresh interpreter: which GPU pycuda's driver sees (the stand-in of tests/cuda_standin says so)
+_GPU_PROBE = """
+import pycuda
+if "stand-in" in getattr(pycuda, "VERSION_TEXT", ""):
+    raise SystemExit("the pycuda found is the stand-in of tests/cuda_standin, not a GPU")
+import pycuda.driver as driver
+driver.init()
+print(driver.Device(0).name())
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_missing() -> str | None:
+    """Why the tests marked ``gpu`` cannot run here (no nvcc, pycuda, driver or GPU), or None."""
+    if shutil.which("nvcc") is None:
+        return "no nvcc (the CUDA toolkit) on PATH"
+    try:
+        out = subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True,
+                             timeout=120)
+    except subprocess.TimeoutExpired:
+        return "pycuda's driver did not answer within 120 s"
+    if out.returncode != 0:
+        lines = (out.stderr or out.stdout).strip().splitlines()
+        return f"pycuda cannot open GPU 0 ({lines[-1] if lines else f'exit status {out.returncode}'})"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test marked ``gpu`` (pyproject's markers) is skipped, saying why, where no GPU is."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    reason = gpu_missing() if gpu else None
+    for item in gpu if reason else []:
+        item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}"))
+
+#: beastgen[dev] brings PoCL (OpenCL on the CPU) from pip where PyPI has it: Linux on x86-64
+PIP_BRINGS_OPENCL = sys.platform == "linux" and platform.machine() == "x86_64"
+
+
+@functools.cache
+def _no_opencl_device() -> str | None:
+    """Why no OpenCL device can run a kernel here (None when one can)."""
+    try:
+        from beastgen.harness.backends.opencl import list_devices
+        return None if list_devices() else "no OpenCL device"
+    except Exception as error:  # noqa: BLE001 - no pyopencl, no platform: said below
+        return str(error)
+
+
+def pytest_runtest_setup(item):
+    """A test marked ``opencl`` runs kernels on ``opencl:0``. Where pip brings PoCL, a missing device
+    is a broken install and fails the test; elsewhere the test is skipped, saying so."""
+    if item.get_closest_marker("opencl") is None or (why := _no_opencl_device()) is None:
+        return
+    if PIP_BRINGS_OPENCL:
+        pytest.fail(f"{why}: `pip install -e '.[dev]'` installs PoCL (pocl-binary-distribution), "
+                    "which pyopencl's wheels find by themselves", pytrace=False)
+    pytest.skip(f"{why}, and PyPI has no PoCL for {sys.platform} on {platform.machine()}: install "
+                "an OpenCL driver")

@@ -1,5 +1,6 @@
 """Lower bounds: pruning never loses a configuration it should keep, rank is exact, the threshold is
 a run-time argument, and the shipped GEMM model behaves."""
+import json
 import math
 import os
 
@@ -138,6 +139,7 @@ def test_space_without_bounds_says_so(write_space):
         plan.rank(3)
 
 
+@pytest.mark.slow
 def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, tmp_path, capsys):
     from beastgen.harness.recorded import check_bounds, load_replay
 
@@ -166,6 +168,24 @@ def test_clblast_model_never_exceeds_the_titan_rtx_measurements(generated_dir, t
     assert "no bound exceeds its measured time" in out and "no bound exceeds its fastest repetition" in out
     assert "lsu_time: dominates" in out and "real/bound: min" in out
     assert plot.stat().st_size > 10_000
+
+
+def test_a_violation_names_its_term_and_the_hardware_facts_it_read(generated_dir, tmp_path, capsys):
+    """A Titan RTX profile whose DRAM is 100x too slow makes dram_time exceed real times: check-bounds
+    names the term, its source and the profile values it read (dram_bandwidth among them)."""
+    profile = tmp_path / "slow_dram.toml"
+    profile.write_text('base = "titanrtx"\ndram_bandwidth = 6.72e9\n')
+    space = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spaces",
+                         "gemm_clblast.py")
+    assert main(["check-bounds", space, "--device", str(profile), "--replay", REPLAY,
+                 "--generated-dir", generated_dir, "--json"]) == 1
+    out = capsys.readouterr().out
+    record = json.loads(out.strip().splitlines()[-1])
+    assert record["violations"] and {v["bottleneck"] for v in record["violations"]} == {"dram_time"}
+    assert record["facts"]["dram_time"] == {"dram_bandwidth": 6.72e9, "l2_size": 6291456}
+    assert record["facts"]["launch_time"] == {"launch_overhead": 1e-6}
+    assert ("violated term dram_time [compulsory traffic] reads dram_bandwidth = 6.72e+09, "
+            "l2_size = 6291456") in out
 
 
 def test_replay_file_errors(tmp_path):

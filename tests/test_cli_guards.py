@@ -9,7 +9,7 @@ import pytest
 from beastgen.cli import main
 from beastgen.plancache import compile_cached
 
-from conftest import REPLAY, REPO
+from conftest import PATIENCE_SECONDS, REPLAY, REPO
 
 GEMM_CLBLAST = os.path.join(REPO, "spaces", "gemm_clblast.py")
 
@@ -92,6 +92,7 @@ def test_generate_says_unchanged_for_a_file_it_did_not_write(tmp_path, capsys):
     assert capsys.readouterr().out.startswith(f"unchanged: {tmp_path / 'gen'}")
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_tune_says_what_was_kept_and_how_to_resume(tmp_path):
     """SIGINT once results are recorded: exit 130, and stderr says how many results the store keeps
     and that the same command resumes."""
@@ -107,12 +108,12 @@ def test_ctrl_c_on_tune_says_what_was_kept_and_how_to_resume(tmp_path):
                               "replay", "--replay", REPLAY, "--results", str(results)],
                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + PATIENCE_SECONDS
     while not (latest_run_size(str(results)) or (0, 0))[1]:
         assert child.poll() is None and time.monotonic() < deadline
         time.sleep(0.2)
     child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=30)
+    out, err = child.communicate(timeout=PATIENCE_SECONDS)
     assert child.returncode == 130, err
     kept = [line for line in err.splitlines() if "are kept in" in line]
     assert kept and kept[0].endswith(f"are kept in {results}; the same command resumes from them "

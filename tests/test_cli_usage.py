@@ -7,6 +7,8 @@ import pytest
 import beastgen
 from beastgen.cli import main
 
+from conftest import PATIENCE_SECONDS
+
 
 def test_version_is_printed():
     out = subprocess.run([sys.executable, "-m", "beastgen", "--version"], capture_output=True, text=True)
@@ -37,5 +39,5 @@ def test_only_the_process_own_count_freezes_the_garbage_collector(write_space, c
                  f"sys.argv = ['beastgen', {command!r}, {path!r}]\n"
                  "status = main()\nprint('frozen', status, gc.get_freeze_count() > 0)\n")
         run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                             timeout=120, env=env)
+                             timeout=PATIENCE_SECONDS, env=env)
         assert f"frozen 0 {frozen}" in run.stdout, run

@@ -145,3 +145,91 @@ def test_counting_a_kernel_tuner_script_points_at_convert(tmp_path, capsys):
     script.write_text(textwrap.dedent(SCRIPT))
     assert main(["count", str(script)]) == 2
     assert "has no iterator; a Kernel Tuner script? `beastgen convert" in capsys.readouterr().err
+
+
+# -- issue 37: convert writes files that load and count what Kernel Tuner counts (F14, F15, C5, C6) --
+def _kernel_tuner_count(tune_params, restrictions) -> int:
+    """Kernel Tuner's own semantics, by brute force: a configuration is valid when every
+    restriction is true (a string evaluated with the values as names, a callable given the dict)."""
+    names, valid = list(tune_params), 0
+    for values in itertools.product(*tune_params.values()):
+        config = dict(zip(names, values))
+        valid += all(eval(r, {}, dict(config)) if isinstance(r, str) else r(config)  # noqa: S307
+                     for r in restrictions)
+    return valid
+
+
+@pytest.mark.parametrize("script, expected", [
+    # F14 (repro/kt6.py): a global named like a generated filter (restriction_1) was shadowed by it
+    ('restriction_1 = 4\ndef r0(p):\n    lim = 2\n    if p["x"] > restriction_1:\n        lim = 3\n'
+     '    return p["y"] < lim\ntune_params = {"x": [1, 2, 4, 8], "y": [1, 2, 3, 4]}\n'
+     'restrictions = [r0, "x != 2"]\n', 4),
+    # C5 (repro/kt7.py): a global named beast became `beast = 3` after `import beastgen as beast`
+    ('beast = 3\ndef r0(p):\n    t = p["x"]\n    if t > beast:\n        t = t - 1\n    return t < 6\n'
+     'tune_params = {"x": [1, 2, 4, 8], "y": [1, 2, 3, 4]}\nrestrictions = [r0]\n', 12),
+    # C5, with a global named beastgen too
+    ('beast, beastgen = 3, 5\ndef r0(p):\n    t = p["x"]\n    if t > beast:\n        t = t - 1\n'
+     '    return t < beastgen\ntune_params = {"x": [1, 2, 4, 8], "y": [1, 2, 3, 4]}\n'
+     'restrictions = [r0]\n', 12),
+    # C6 (repro/kt8.py): an IntEnum constant was written as `x < <E.BIG: 4>`
+    ('import enum\nclass E(enum.IntEnum):\n    BIG = 4\nLIM = E.BIG\n'
+     'tune_params = {"x": [1, 2, 4, 8], "y": [1, 2, 3, 4]}\nrestrictions = [lambda p: p["x"] < LIM]\n',
+     8),
+])
+def test_converted_scripts_load_and_count_like_kernel_tuner(tmp_path, capsys, script, expected):
+    namespace = {}
+    exec(script, namespace)  # noqa: S102 - the test's own script
+    assert _kernel_tuner_count(namespace["tune_params"], namespace["restrictions"]) == expected
+    (tmp_path / "kt.py").write_text("from kernel_tuner import tune_kernel\n" + script
+                                    + 'tune_kernel("k", "k.cu", (4096,), [], tune_params, '
+                                      'restrictions=restrictions)\n')
+    assert main(["convert", str(tmp_path / "kt.py"), "-o", str(tmp_path / "kt_conv.py")]) == 0
+    plan = beastgen.load(str(tmp_path / "kt_conv.py")).specialize(
+        device="h100", generated_dir=str(tmp_path / "gen"))
+    assert plan.count() == expected
+    assert main(["count", str(tmp_path / "kt_conv.py"), "--generated-dir", str(tmp_path / "gen")]) == 0
+    assert f"\n{expected} valid configurations" in capsys.readouterr().out
+
+
+def test_a_restriction_that_writes_to_a_free_variable_runs_in_python_or_is_refused(tmp_path, capsys):
+    """F14 (repro/ktl4.py): ``counter[0] += 1`` on a global list was folded into ``(0,)[0] += 1``.
+    The Python API now runs it in Python (the true count, the writes done); convert refuses it in
+    one line."""
+    import warnings
+
+    counter = [0]
+
+    def counted(p):
+        counter[0] += 1
+        return p["x"] + p["y"] < 7
+    params = {"x": [1, 2, 3, 4, 5, 6], "y": [1, 2, 3, 4]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        space = from_kernel_tuner(params, [counted])
+    assert space.specialize(device="h100", generated_dir=str(tmp_path / "gen")).count() == 14
+    assert counter[0] == 24
+    (tmp_path / "kt.py").write_text(
+        "from kernel_tuner import tune_kernel\ntune_params = {'x': [1, 2, 3, 4, 5, 6], 'y': [1, 2, 3, 4]}\n"
+        "counter = [0]\ndef r(p):\n    counter[0] += 1\n    return p['x'] + p['y'] < 7\n"
+        "tune_kernel('k', 'k.cu', (4096,), [], tune_params, restrictions=[r])\n")
+    assert main(["convert", str(tmp_path / "kt.py"), "-o", str(tmp_path / "out.py")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kt.py:5: restrictions[0] cannot be written as a space file " \
+                                   "filter (it writes to counter[0])" in err
+    assert not (tmp_path / "out.py").exists()
+
+
+def test_a_script_catching_exceptions_around_tune_kernel_stops_there(tmp_path, capsys):
+    """F15 (repro/ktexc.py): the stand-in's stop was an Exception, so ``except Exception`` around
+    the call caught it and the rest of the script ran."""
+    (tmp_path / "kt.py").write_text(
+        "from kernel_tuner import tune_kernel\n"
+        "tune_params = {'block_size_x': [32, 64, 128], 't': [1, 2]}\n"
+        "try:\n    tune_kernel('k', 'k.cu', (4096,), [], tune_params, restrictions=['t < 2'])\n"
+        "except Exception as e:\n    print('tuning failed:', e)\n"
+        "    open('RAN_AFTER', 'w').write('the script went on')\n")
+    assert main(["convert", str(tmp_path / "kt.py"), "-o", str(tmp_path / "out.py")]) == 0
+    assert "tuning failed" not in capsys.readouterr().out
+    assert not (tmp_path / "RAN_AFTER").exists()
+    assert beastgen.load(str(tmp_path / "out.py")).specialize(
+        device="h100", generated_dir=str(tmp_path / "gen")).count() == 3

@@ -22,7 +22,7 @@ from beastgen.harness.backends.cuda import CUDABackend
 from beastgen.harness.isolate import Isolated
 from beastgen.harness.kernel import Launch
 
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 STANDIN = os.path.join(REPO, "tests", "cuda_standin")
 
@@ -161,13 +161,20 @@ def test_cpp_headers_compile_and_a_mangled_kernel_is_named(standin):
 
 
 def test_ctrl_c_stops_the_worker_cleanly(standin):
+    """Ctrl-C while the kernel runs (the driver has logged the slow kernel's start: an event, not a
+    delay, so that a slow compile on a busy machine cannot come first)."""
     runner = standin()
     runner.check_setup()
     worker = runner.process
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+
+    def interrupt_once_the_kernel_runs():
+        while not events(standin, "slow"):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_the_kernel_runs, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        runner.measure(kernel("STANDIN_SLOW"), 1, [1], timeout=30)
+        runner.measure(kernel("STANDIN_SLOW"), 1, [1], timeout=600)
     runner.close()  # what tune's `finally` does: the worker ends its run, pops its context, exits
     assert worker.exitcode == 0 and events(standin, "pop")
 
@@ -177,7 +184,7 @@ def test_interrupt_reaching_the_worker_pops_its_context(standin):
     runner.check_setup()
     worker = runner.process
     os.kill(worker.pid, signal.SIGINT)
-    worker.join(10)
+    worker.join(PATIENCE_SECONDS)
     assert worker.exitcode == 0 and events(standin, "pop")
 
 
@@ -209,14 +216,23 @@ def test_compile_timeout_kills_the_compilers_children(tmp_path):
     finally:
         runner.close()
     child = int(pid_file.read_text())
-    for _ in range(50):  # reaped by init once killed
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while not _ended(child):
+        assert time.monotonic() < deadline, f"the compiler's child {child} survived the compile timeout"
         time.sleep(0.1)
-    else:
-        pytest.fail(f"the compiler's child {child} survived the compile timeout")
+
+
+def _ended(pid: int) -> bool:
+    """The process is gone, or a zombie (killed, not yet reaped by init)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:  # reaped since; or no /proc, and kill found it alive
+        return os.path.isdir("/proc")
 
 
 def test_cuda_calibrate_runner_writes_a_complete_profile(standin, monkeypatch, tmp_path):

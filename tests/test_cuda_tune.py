@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 STANDIN = os.path.join(REPO, "tests", "cuda_standin")
 SPACE = os.path.join(REPO, "tests", "harness_spaces", "standin_cuda.py")
@@ -27,7 +27,7 @@ def tune(tmp_path, space, *, standin=True, path=None, extra_env=None):
     results = tmp_path / "results.db"
     out = subprocess.run([sys.executable, "-m", "beastgen", "tune", space, "--backend", "cuda",
                           "--results", str(results)], capture_output=True, text=True, env=env,
-                         timeout=300, cwd=str(tmp_path))
+                         timeout=PATIENCE_SECONDS, cwd=str(tmp_path))
     return out, results
 
 

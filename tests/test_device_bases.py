@@ -3,6 +3,7 @@ equals one written out by hand and counts spaces/gemm.py the same (bound-pruned 
 ``--device auto`` builds the same from the driver's attributes (through the pycuda STAND-IN of
 tests/cuda_standin: no GPU here) for a GPU no built-in profile describes; derived peaks equal the
 datasheets' where the clock is the datasheet's; bad or missing numbers are one clear error."""
+import json
 import os
 import sys
 
@@ -13,7 +14,7 @@ from beastgen.devices import (DERIVED_PEAKS, GPU_OWN_PROPERTIES, REQUIRED_PROPER
                               architecture_profiles, builtin_profiles, derive_peaks, load_profile)
 from beastgen.errors import DeviceError
 
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 PROFILES = os.path.join(REPO, "tests", "profiles")
 STANDIN = os.path.join(REPO, "tests", "cuda_standin")
@@ -81,7 +82,7 @@ def standin_driver(monkeypatch):
     """The pycuda stand-in and its nvidia-smi first on the paths; forgotten afterwards."""
     monkeypatch.syspath_prepend(STANDIN)
     monkeypatch.setenv("PATH", os.path.join(STANDIN, "bin") + os.pathsep + os.environ["PATH"])
-    for name in ("STANDIN_NO_DRIVER", "STANDIN_CC", "STANDIN_LOG"):
+    for name in ("STANDIN_NO_DRIVER", "STANDIN_CC", "STANDIN_LOG", "STANDIN_GPU"):
         monkeypatch.delenv(name, raising=False)
     yield
     for name in ("pycuda.driver", "pycuda"):
@@ -95,6 +96,23 @@ def test_auto_builds_a_gpu_outside_the_built_ins_from_its_architecture(standin_d
     path.write_text('base = "sm_86"\nsm_count = 84\nmax_clock_mhz = 2100.0\n'
                     'dram_bandwidth = 768.096e9\nl2_size = 6291456\n')
     assert auto.properties == load_profile(path).properties
+
+
+def test_devices_shows_the_h100_the_driver_reports(standin_driver, monkeypatch, capsys):
+    """`beastgen devices --device auto --json` on the stand-in's H100 (the GPU machine's): the
+    driver's limits over the built-in h100's performance fields, every property printed."""
+    from beastgen.cli import main
+
+    monkeypatch.setenv("STANDIN_GPU", "h100")
+    assert main(["devices", "--device", "auto", "--json"]) == 0
+    out = capsys.readouterr().out
+    record = json.loads(out.strip().splitlines()[-1])
+    h100 = builtin_profiles()["h100"].properties
+    assert record["name"] == "NVIDIA H100 80GB HBM3" and record["source"] == "auto-detected (pycuda)"
+    assert record["properties"]["sm_count"] == 132 and record["properties"]["compute_capability"] == "9.0"
+    assert {p: record["properties"][p] for p in ("peak_flops_fp32", "dram_bandwidth", "max_clock_mhz")} \
+        == {p: h100[p] for p in ("peak_flops_fp32", "dram_bandwidth", "max_clock_mhz")}
+    assert "source: auto-detected (pycuda)" in out and all(f"  {p} " in out for p in record["properties"])
 
 
 def test_auto_without_the_highest_clock_says_so(standin_driver, monkeypatch):
@@ -114,7 +132,7 @@ def test_devices_command_lists_the_architecture_bases():
     import subprocess
 
     out = subprocess.run([sys.executable, "-m", "beastgen", "devices"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": REPO}, timeout=120)
+                         env={**os.environ, "PYTHONPATH": REPO}, timeout=PATIENCE_SECONDS)
     assert out.returncode == 0
     tail = out.stdout.split("architecture bases:", 1)[1]
     assert all(f"\n{key} " in tail for key in architecture_profiles())

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 PAGES = ["README.md"] + sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs", "*.md")))
 FENCE = re.compile(r"^```([\w-]*)[ \t]*([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -78,7 +78,8 @@ def shell_bin(tmp_path_factory):
     return str(folder)
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", [page if page == "README.md" else pytest.param(page, marks=pytest.mark.slow)
+                                  for page in PAGES])  # the README's tour in the quick set
 def test_every_command_of_the_page_runs(page, shell_bin, tmp_path):
     for name in ("spaces", "data", "examples"):
         os.symlink(os.path.join(REPO, name), tmp_path / name)
@@ -96,7 +97,7 @@ def test_every_command_of_the_page_runs(page, shell_bin, tmp_path):
         for command, expected in commands:
             run = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env,
                                  text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 timeout=300)
+                                 timeout=PATIENCE_SECONDS)
             assert run.returncode == 0, f"{page}: $ {command}\nexit {run.returncode}:\n{run.stdout}"
             _check_output(command, expected, run.stdout)
 

@@ -151,3 +151,35 @@ def test_a_measured_replay_run_round_trips_through_kernel_tuner(tmp_path, monkey
     fastest = min(timed, key=lambda r: r["time"])
     assert {k: fastest[k] for k in tune_params} == best["best_config"]
     assert fastest["time"] == pytest.approx(best["best_time_ms"], rel=1e-12)
+
+
+def test_values_holding_commas_are_never_dropped_from_an_export(tmp_path, monkeypatch, capsys):
+    """Issue 37, F9: Kernel Tuner keys a cache entry by its values joined by commas, so "1,2"/"3"
+    and "1"/"2,3" both became "1,2,3": one result (the best) was dropped while the message said
+    every result was written. Such an export is refused in one line (no file); T4 keeps them all."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BEASTGEN_GENERATED_DIR", str(tmp_path / "gen"))
+    (tmp_path / "comma.json").write_text(json.dumps({
+        "General": {"BenchmarkName": "comma", "OutputFormat": "JSON"},
+        "ConfigurationSpace": {"TuningParameters": [
+            {"Name": "s", "Type": "string", "Values": '["1,2", "1"]', "Default": "1"},
+            {"Name": "t", "Type": "string", "Values": '["3", "2,3"]', "Default": "3"}],
+            "Conditions": []}}))
+    times = {("1,2", "3"): 1.0, ("1,2", "2,3"): 3.0, ("1", "3"): 4.0, ("1", "2,3"): 2.0}
+    (tmp_path / "replay.json").write_text(json.dumps({
+        "device_name": "dev", "kernel_name": "comma", "problem_size": [1],
+        "tune_params_keys": ["s", "t"],
+        "cache": {f"{s}|{t}": {"s": s, "t": t, "time": ms, "times": [ms]} for (s, t), ms in times.items()}}))
+    assert main(["tune", "comma.json", "--backend", "replay", "--replay", "replay.json", "--strategy",
+                 "exhaustive", "--results", "comma.db", "--no-progress"]) == 0
+    capsys.readouterr()
+    for argv in (["export-results", "comma.db", "--format", "kernel_tuner", "-o", "out.json"],
+                 ["export", "comma.json", "--format", "kernel_tuner", "-o", "out.json"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "have the same Kernel Tuner cache key '1,2,3'" in err, err
+        assert err.startswith(f"beastgen: error: {argv[1]}: configurations")
+        assert not [n for n in os.listdir(tmp_path) if n.startswith((".out", "out"))]
+    assert main(["export-results", "comma.db", "--format", "t4", "-o", "t4.json"]) == 0
+    results = json.loads((tmp_path / "t4.json").read_text())["results"]
+    assert sorted((r["configuration"]["s"], r["configuration"]["t"]) for r in results) == sorted(times)

@@ -21,11 +21,10 @@ from beastgen.cli import main
 from beastgen.errors import BeastError
 from beastgen.harness import input_model
 from beastgen.harness.inputs import input_settings, parse_inputs, sample_rows
-from beastgen.harness.store import Store, config_key
+from beastgen.harness.store import SCHEMA, Store, config_key
 from beastgen.reference import ReferenceEnumerator
 
-from conftest import REPO
-from test_harness import needs_opencl
+from conftest import PATIENCE_SECONDS, REPO
 
 SCALE = os.path.join(REPO, "tests", "harness_spaces", "scale.py")
 SPEC = "n=4..64 mode=plain,wide"
@@ -96,7 +95,7 @@ def collected(tmp_path_factory):
     env = dict(os.environ, PYTHONPATH=REPO)
     child = subprocess.Popen(_collect_command(store, generated), env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + PATIENCE_SECONDS
     before = []
     while time.monotonic() < deadline and child.poll() is None:
         if os.path.exists(store):
@@ -111,12 +110,13 @@ def collected(tmp_path_factory):
     child.wait()
     before = _rows(store)
     done = subprocess.run(_collect_command(store, generated), env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=PATIENCE_SECONDS)
     assert done.returncode == 0, done.stderr
     return store, before, json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@needs_opencl
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_a_killed_collection_resumes_without_measuring_a_stored_pair_again(collected):
     store, before, report = collected
     assert 2 <= len(before) < 10
@@ -213,7 +213,8 @@ def test_every_kind_of_feature_is_scored_as_the_feature_matrix_says():
 
 def test_bad_stores_and_models_are_one_clear_error(tmp_path, scale_space, capsys):
     empty = str(tmp_path / "empty.db")
-    Store(empty).close()
+    with sqlite3.connect(empty) as db:  # a store that holds no run
+        db.executescript(SCHEMA)
     for argv, says in [
             (["--results", empty, "--set", "n=8"], "holds no collection across inputs"),
             (["--results", str(tmp_path / "none.db")], "no results store there"),
@@ -247,7 +248,8 @@ def test_out_of_range_and_other_device(law_model, scale_space):
     input_model.check_model(model, scale_space, "a100", allow_other_device=True)
 
 
-@needs_opencl
+@pytest.mark.slow
+@pytest.mark.opencl
 def test_predict_ranks_measures_and_exports(collected, tmp_path, capsys):
     store = collected[0]
     model_path = tmp_path / "model.json"
@@ -307,3 +309,86 @@ def test_tune_inputs_refuses_what_does_not_apply(capsys):
         assert main(["tune", SCALE, "--inputs", SPEC, *extra]) == 2
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1, err
+
+
+# -- issue 37: tampered model files and hostile tables (F12, F16, M4, M6) ---------------------------
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory, law_model):
+    path = tmp_path_factory.mktemp("model") / "model.json"
+    input_model.save(law_model, str(path))
+    return path
+
+
+def _tampered(model: dict, change) -> dict:
+    model = json.loads(json.dumps(model))
+    change(model)
+    return model
+
+
+@pytest.mark.parametrize("change, says", [  # repro/make_models.py and more
+    (lambda m: m["weights"].__setitem__(0, float("nan")), "'weights' holds nan, not a finite number"),
+    (lambda m: m["weights"].__setitem__(0, float("inf")), "'weights' holds inf"),
+    (lambda m: m.update(scale=[0.0] * len(m["scale"])), "'scale' holds a value that is not above 0"),
+    (lambda m: m.update(weights=m["weights"][:3]), "'weights' is not a list of"),
+    (lambda m: m.update(weights=m["weights"][:3], scale=m["scale"][:3]), "is not a list of"),
+    (lambda m: m.update(weights=None), "'weights' is not a list of"),
+    (lambda m: m["features"].__setitem__(0, "log:zz"), "names 'zz', not a parameter of the model"),
+    (lambda m: m["features"].__setitem__(0, "in:zz"), "does not name a numeric setting"),
+    (lambda m: m["features"].__setitem__(0, "pair:wg"), "is not pair:a*b"),
+    (lambda m: m["features"].__setitem__(0, "is:wg"), "is not is:x=value"),
+    (lambda m: m["features"].__setitem__(0, "cube:wg"), "is of no kind the model knows"),
+    (lambda m: m.update(features="log:wg"), "'features' is not a list of feature names"),
+    (lambda m: m.update(intercept="1.0"), "'intercept' is '1.0', not a finite number"),
+    (lambda m: m.update(intercept=float("nan")), "'intercept' is nan"),
+    (lambda m: m["trained_on"].__setitem__("n", {"low": "8", "high": 64}), "'trained_on' of setting 'n'"),
+    (lambda m: m.update(trained_on=[]), "'trained_on' is list, not an object"),
+    (lambda m: m.update(parameters="wg"), "'parameters' is not a list of distinct names"),
+    (lambda m: m.update(space_hash=7), "'space_hash' is int, not a text"),
+    (lambda m: m.update(training_pairs="40"), "'training_pairs' is '40', not a count"),
+])
+def test_a_tampered_model_file_is_one_line(model_file, tmp_path, capsys, change, says):
+    """F12: each malformed field gave a traceback (KeyError, ValueError, TypeError...) or silent
+    nan predictions; now one line naming the file and the field."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_tampered(json.loads(model_file.read_text()), change)))
+    assert main(["predict", SCALE, "--model", str(bad), "--device", "h100", "--set", "n=48"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad}: the model file is damaged: " in err and says in err, err
+
+
+def test_a_model_whose_predictions_overflow_writes_no_nan(model_file, tmp_path, capsys):
+    """F12: ``intercept: 1e308`` (finite, but its exp is not) ranked every configuration inf and
+    wrote ``NaN``/``Infinity`` into best.json; now one line, and no output file."""
+    bad = tmp_path / "big.json"
+    bad.write_text(json.dumps(_tampered(json.loads(model_file.read_text()),
+                                        lambda m: m.update(intercept=1e308))))
+    (tmp_path / "t.csv").write_text("n\n16\n")
+    for extra in [["--set", "n=48"], ["--table", str(tmp_path / "t.csv"), "-o", str(tmp_path / "o.json")]]:
+        assert main(["predict", SCALE, "--model", str(bad), "--device", "h100", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "predicts times that are not finite numbers" in err, err
+        assert str(bad) in err
+    assert os.listdir(tmp_path) == ["big.json", "t.csv"]  # no o.json, no .partial
+
+
+@pytest.mark.parametrize("table, says", [
+    ("\ufeffn\n16\n", None),  # M4: a byte order mark (as a spreadsheet writes) is no part of 'n'
+    ("n,n\n16,32\n", "t.csv:1: column 'n' is given twice"),  # M4: the last value won
+    ("n\n16\n0\n", "t.csv:3: setting 'n' = 0 is below its minimum 1 (declared at "),  # M4
+    ("n\n16\n99999999999999999999999\n", "t.csv:3: "),  # F16: a traceback, and a .partial
+    ("mode,n\nplain,16\nwide,9223372036854775810\n", "t.csv:3: "),  # F16, just past INT64
+])
+def test_a_table_problem_names_its_line_and_leaves_no_partial_file(model_file, tmp_path, capsys,
+                                                                   table, says):
+    """M6: every failing predict --table -o left an empty hidden .partial file."""
+    (tmp_path / "t.csv").write_text(table, encoding="utf-8")
+    status = main(["predict", SCALE, "--model", str(model_file), "--device", "h100",
+                   "--allow-out-of-range", "--table", str(tmp_path / "t.csv"), "-o",
+                   str(tmp_path / "o.json")])
+    err = capsys.readouterr().err
+    if says is None:
+        assert status == 0 and json.loads((tmp_path / "o.json").read_text())["entries"][0]["config"]
+        assert sorted(os.listdir(tmp_path)) == ["o.json", "t.csv"]
+        return
+    assert status == 2 and err.count("\n") == 1 and says in err and "Traceback" not in err, err
+    assert os.listdir(tmp_path) == ["t.csv"]

@@ -246,14 +246,6 @@ def test_searchspace_options_give_kernel_tuner_the_same_space(tmp_path):
 
 
 # -- live: a real kernel through Kernel Tuner's OpenCL runner on PoCL ---------------------------------
-def _opencl_available():
-    try:
-        import pyopencl as cl
-        return any(p.get_devices() for p in cl.get_platforms())
-    except Exception:  # noqa: BLE001 - no pyopencl or no platform
-        return False
-
-
 KERNEL = """
 __kernel void twice(__global float *y, __global const float *x, const int n) {
     int first = get_group_id(0) * block_size_x * work_per_thread + get_local_id(0);
@@ -283,7 +275,7 @@ def _live(strategy, options=None, cache=None):
                            strategy=strategy, strategy_options=options, cache=cache)
 
 
-@pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (apt-get install pocl-opencl-icd)")
+@pytest.mark.opencl
 def test_live_on_pocl_against_brute_force(tmp_path):
     """Brute force and beastgen's strategy measure the same configurations (each verified against
     the answer); with brute force's cache as its prior (Kernel Tuner's own file, this device),

@@ -8,7 +8,7 @@ import sys
 import uuid
 
 import pytest
-from conftest import REPO
+from conftest import PATIENCE_SECONDS, REPO
 
 from beastgen.compiler.model import load
 from beastgen.compiler.runtime import compile_space
@@ -107,7 +107,7 @@ def test_a_warm_command_imports_no_sympy(tmp_path, name):
              "'beastgen.compiler.specialize', 'numba', 'numpy', 'tomllib') if m in sys.modules]\nprint('HEAVY', heavy)\n")
     env = dict(os.environ, PYTHONPATH=REPO, BEASTGEN_GENERATED_DIR=str(tmp_path / "gen"))
     runs = [subprocess.run([sys.executable, "-c", probe, str(space)], capture_output=True, text=True,
-                           env=env, cwd=tmp_path, timeout=300) for _ in range(2)]
+                           env=env, cwd=tmp_path, timeout=PATIENCE_SECONDS) for _ in range(2)]
     assert all("21 valid configurations" in run.stdout for run in runs), runs
     assert "HEAVY []" not in runs[0].stdout  # the first run builds the plan
     assert "HEAVY []" in runs[1].stdout, runs[1].stdout

@@ -268,15 +268,65 @@ def test_ctrl_c_during_enumerate_leaves_no_output(big_space):
     assert not [p for p in os.listdir(big_space) if p.startswith((".out", "out"))]
 
 
-def test_sigterm_during_enumerate_leaves_no_output(big_space):
+@pytest.mark.parametrize("name, status", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_or_sighup_during_enumerate_leaves_no_output(big_space, name, status):
+    """SIGHUP (a closed terminal: issue 37, G3) is handled as SIGTERM: no .partial file is left."""
     import signal
 
     (big_space / "sparse.py").write_text(SPARSE_SPACE)  # rows that fit: the enumeration starts
-    status, seconds, output = _interrupt(big_space, ["enumerate", "sparse.py", "-o", "term.csv"],
-                                         "settings:", signal_number=signal.SIGTERM)
-    assert status == 143 and seconds < 1.5, output
-    assert output.rstrip().endswith("beastgen: terminated (SIGTERM)") and "Traceback" not in output
+    status_now, seconds, output = _interrupt(big_space, ["enumerate", "sparse.py", "-o", "term.csv"],
+                                             "settings:", signal_number=getattr(signal, name))
+    assert status_now == status and seconds < 1.5, output
+    assert output.rstrip().endswith(f"beastgen: terminated ({name})") and "Traceback" not in output
     assert not [p for p in os.listdir(big_space) if p.startswith((".term", "term"))]
+
+
+def test_sighup_while_an_output_is_written_removes_it(tmp_path):
+    """G3 (export-results, enumerate -o): SIGHUP while the temporary file is written raises like
+    SIGTERM inside beastgen's handler, and the temporary file goes; an output checked but never
+    entered (the work failed first: M6) leaves nothing either."""
+    import signal
+    from beastgen.interrupt import Terminated, sigterm_as_interrupt
+    from beastgen.output import AtomicOutput
+
+    with sigterm_as_interrupt():
+        with pytest.raises(Terminated) as e:
+            with AtomicOutput(str(tmp_path / "x.json")) as temporary:
+                with open(temporary, "w") as f:
+                    f.write("half")
+                os.kill(os.getpid(), signal.SIGHUP)
+                for _ in range(10 ** 7):  # the handler runs at the next bytecode
+                    pass
+    assert e.value.exit_status == 129 and os.listdir(tmp_path) == []
+    checked = AtomicOutput(str(tmp_path / "y.json"))
+    assert os.listdir(tmp_path) == [] and checked.temporary is None
+
+
+def test_enumerate_csv_defuses_formulas_and_keeps_numbers(tmp_path):
+    """Issue 37, E2 (CSV injection): a text value a spreadsheet would run as a formula (``=``, ``+``,
+    ``-``, ``@``, tab, carriage return first) is written with a leading ``'`` (OWASP); numbers,
+    negative ones included, and texts that are plain numbers stay as they are."""
+    import csv
+    from beastgen.cli import main
+
+    strings = ['=HYPERLINK("http://127.0.0.1/x?"&A1,"click")', "+1+1", "-2+3", "@SUM(1)", "\tTAB",
+               "\rCR", "-7", "+1.5e3", "a,b", 'q"uote', "plain"]
+    (tmp_path / "t.json").write_text(json.dumps({
+        "General": {"BenchmarkName": "csvinj", "OutputFormat": "JSON"},
+        "ConfigurationSpace": {"TuningParameters": [
+            {"Name": "s", "Type": "string", "Values": json.dumps(strings), "Default": "plain"},
+            {"Name": "n", "Type": "int", "Values": "[-3, 2]", "Default": 2},
+            {"Name": "f", "Type": "float", "Values": "[-0.5]", "Default": -0.5}],
+            "Conditions": []}}))
+    assert main(["enumerate", str(tmp_path / "t.json"), "-o", str(tmp_path / "x.csv"),
+                 "--generated-dir", str(tmp_path / "gen")]) == 0
+    with open(tmp_path / "x.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["s", "n", "f"]
+    written = {row[0] for row in rows[1:]}
+    assert written == {"'" + s if s[0] in "=+-@\t\r" and s not in ("-7", "+1.5e3") else s
+                       for s in strings}
+    assert {row[1] for row in rows[1:]} == {"-3", "2"} and {row[2] for row in rows[1:]} == {"-0.5"}
 
 
 SMALL_STRINGS = """\
@@ -421,7 +471,10 @@ def test_foreign_or_damaged_results_store_is_one_error(tmp_path):
     with pytest.raises(BeastError, match="not a beastgen results store"):
         Store(str(foreign))
     damaged = tmp_path / "damaged.db"
-    Store(str(damaged)).close()
+    store = Store(str(damaged))
+    store.open_run("r", space="s")
+    store.record("r", "k", {"x": 1}, "ok", 1.0)
+    store.close()
     data = bytearray(damaged.read_bytes())
     data[100:len(data)] = b"\xff" * (len(data) - 100)
     damaged.write_bytes(bytes(data))
@@ -676,35 +729,32 @@ def test_second_process_on_one_results_store_is_refused(tmp_path):
     Store(path).close()  # free again once the first is gone (kill -9 included)
 
 
-def test_the_lock_file_goes_with_a_clean_close_and_a_taker_never_holds_a_removed_one(
-        tmp_path, monkeypatch):
-    """The holder removes PATH.lock on close, still holding it; a taker that opened the file
-    before that finds it gone from the path once it has the lock, and takes a new one."""
+def test_a_taker_never_holds_a_store_its_holder_removed(tmp_path, monkeypatch):
+    """The lock is the store file's own (no file beside it). A store that a refused run created
+    is removed on close, still locked; a taker that opened it before that finds it gone from its
+    name once it has the lock, and takes (creates) the one there now."""
     from beastgen.harness import store as store_module
 
     path = str(tmp_path / "run.db")
-    lock = path + ".lock"
     store_module.Store(path).close()
-    assert os.listdir(tmp_path) == ["run.db"]
+    assert os.listdir(tmp_path) == []  # created, nothing recorded: removed
     first = store_module.Store(path)
-    real_open, opened = open, []
+    real_flock, taken = store_module.fcntl.flock, []
 
-    def open_then_the_holder_closes(name, *args, **kwargs):
-        handle = real_open(name, *args, **kwargs)
-        if name == lock and not opened:
-            opened.append(os.fstat(handle.fileno()).st_ino)
+    def flock_after_the_holder_closes(fd, operation):
+        if not taken:
+            taken.append(os.fstat(fd).st_ino)
             first.close()  # between the taker's open and its flock
-        return handle
+        return real_flock(fd, operation)
 
-    monkeypatch.setattr(store_module, "open", open_then_the_holder_closes, raising=False)
+    monkeypatch.setattr(store_module.fcntl, "flock", flock_after_the_holder_closes)
     second = store_module.Store(path)
     monkeypatch.undo()
-    assert opened and os.path.exists(lock)
-    assert os.fstat(second._lock.fileno()).st_ino == os.stat(lock).st_ino
+    assert taken and os.fstat(second._lock).st_ino == os.stat(path).st_ino
     with pytest.raises(store_module.BeastError, match="in use by another beastgen tune"):
         store_module.Store(path)
     second.close()
-    assert not os.path.exists(lock)
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import sys
 import threading
 
 import pytest
-from conftest import REFERENCE_DIR, REPO
+from conftest import PATIENCE_SECONDS, REFERENCE_DIR, REPO
 
 import beastgen
 from beastgen.compiler import native, runtime
@@ -92,7 +92,7 @@ def test_interop_imports_only_what_the_space_needs():
     probe = ("import sys\nfrom beastgen.interop import from_kernel_tuner, load_t1\n"
              "space = from_kernel_tuner({'block_size_x': [32, 64], 'tile': [1, 2]}, ['tile <= 1'])\n"
              "print(sorted(m for m in ('numpy', 'numba', 'sympy') if m in sys.modules))\n")
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=PATIENCE_SECONDS,
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert run.stdout.strip() == "[]", run
 

@@ -20,7 +20,7 @@ import beastgen
 from beastgen.devices import load_profile
 from beastgen.reference import ReferenceEnumerator
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import PATIENCE_SECONDS, REPO
 
 #: space file -> valid configurations on h100 with default settings
 DEFAULT_COUNTS = {
@@ -153,7 +153,7 @@ def script_runs(generated, tmp_path_factory):
     results = {}
     for script, proc in procs.items():
         try:
-            output, _ = proc.communicate(timeout=300)
+            output, _ = proc.communicate(timeout=PATIENCE_SECONDS)
         except subprocess.TimeoutExpired:
             proc.kill()
             output, _ = proc.communicate()
@@ -161,12 +161,14 @@ def script_runs(generated, tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", EXAMPLE_SCRIPTS)
 def test_example_script_runs(script_runs, script):
     returncode, output = script_runs[script]
     assert returncode == 0, output
 
 
+@pytest.mark.slow
 def test_python_api_example_output(script_runs):
     _, output = script_runs["examples/03_python_api.py"]
     assert f"{DEFAULT_COUNTS['spaces/reduction.py']:,} configurations" in output
@@ -175,19 +177,21 @@ def test_python_api_example_output(script_runs):
     assert os.path.isfile(path)
 
 
+@pytest.mark.slow
 def test_basics_example_output(script_runs):
     _, output = script_runs["examples/01_basics.py"]
     assert "h100, default settings: 60 valid configurations" in output
     assert "partial_tiles" in output  # why_empty names the filter that emptied the space
 
 
+@pytest.mark.slow
 def test_example_run_from_the_repository_root_writes_only_to_the_user_cache(tmp_path):
     before = sorted(os.listdir(os.path.join(REPO, "generated")))
     env = {k: v for k, v in os.environ.items() if k != "BEASTGEN_GENERATED_DIR"}
     env.update(XDG_CACHE_HOME=str(tmp_path),
                PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
     run = subprocess.run([sys.executable, "examples/01_basics.py"], cwd=REPO, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=PATIENCE_SECONDS)
     assert run.returncode == 0, run.stdout
     assert sorted(os.listdir(os.path.join(REPO, "generated"))) == before
     assert any(name.startswith("01_basics__") for name in

@@ -82,7 +82,7 @@ def test_the_generated_directory_is_created_private(tmp_path):
         plan = compile_space(beastgen.load(str(tmp_path / "s.py")), "h100", {},
                              generated_dir=str(tmp_path / "a" / "gen"))
         assert plan.count() == 8
-        plan.write()  # the Numba module (a count in C does not need it)
+        plan.module  # the Numba module, written, and its cache (a count in C needs neither)
     finally:
         os.umask(old)
     for path in ["a", "a/gen", plan.path]:
@@ -144,13 +144,21 @@ def test_a_library_not_built_here_is_compiled_again_unread(tmp_path, cached):
     gen = tmp_path / "gen"
     gen.mkdir()
     path, target = _plant_library(tmp_path, gen)
-    planted = native.library_digest(target)
+    planted = _sha256(target)
     plan = (compile_cached(path, "h100", generated_dir=str(gen)) if cached else
             compile_space(beastgen.load(path), "h100", {}, generated_dir=str(gen)))
     assert plan.count() == 42 and plan.native is not None
     assert not (tmp_path / "pwned").exists()
-    assert native.library_digest(target) not in (None, planted)
-    assert native.recorded_digest(target) == native.library_digest(target)
+    assert _sha256(target) != planted
+    from beastgen.trust import open_private_directory
+    recorded = native.recorded_digest(open_private_directory(str(gen)), os.path.basename(target))
+    assert recorded.sha256 == _sha256(target) == plan.native.sha256
+
+
+def _sha256(path) -> str:
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def test_planted_module_and_record_never_run(tmp_path, capsys):
@@ -222,3 +230,229 @@ def test_a_failed_c_compile_leaves_no_temporary_file(tmp_path, monkeypatch, caps
     assert "the C compiler (" in capsys.readouterr().err
     assert sorted(n for n in os.listdir(tmp_path / "gen") if n != "__pycache__") == [
         os.path.basename(plan.path)]
+
+
+# -- issue 37: trust by construction --------------------------------------------------------------
+#: the attacker of the cold-run race (../shared/notes/probes-round4, attacker.py), run as another
+#: user: it says "ready", then waits for the victim's C source in ATT/gen and swaps the directory
+#: (or, with "first", makes ATT/gen its own before the victim does), putting its source under the
+#: victim's name; it says what happened on stdout
+RACE_ATTACKER = r"""
+import os, sys
+att, evil, mode = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
+gen = os.path.join(att, "gen")
+if mode == "first":
+    os.mkdir(gen); os.chmod(gen, 0o777)
+print("ready", flush=True)
+while True:
+    try:
+        names = os.listdir(gen)
+    except OSError:
+        continue
+    hits = [n for n in names if n.endswith(".c") and n.count(".") == 2]
+    if hits or (mode == "first" and names):
+        try:
+            if mode != "first":
+                os.rename(gen, gen + ".victim")
+                os.mkdir(gen); os.chmod(gen, 0o777)
+            for n in hits:
+                with open(os.path.join(gen, n), "w") as f:
+                    f.write(evil)
+            print("swapped", hits, flush=True)
+        except OSError as e:
+            print("refused:", e, flush=True)
+        sys.exit(0)
+"""
+RACE_LIBRARY = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void pwn(void) {
+    FILE *f = fopen(getenv("PWNED_FILE"), "a");
+    if (f) { fputs("evil library loaded\n", f); fclose(f); }
+}
+int64_t count(int64_t lo, int64_t hi) { return 4242; }
+int64_t split_nodes(void) { return 1; }
+int64_t count_claimed(void *a, int64_t b, int64_t c) { return 4242; }
+"""
+RACE_SPACE = "import beastgen as beast\nx = beast.range(1, 50)\nf = beast.filter(x % 7 == 0)\n"
+
+
+@pytest.fixture
+def another_user():
+    """(uid, gid) of a user other than this one (``nobody``) that can run a Python here, and that
+    Python; skipped unless this is root (only root can run a process as another user)."""
+    import pwd
+    import shutil
+    import sys
+    from beastgen.compiler import native
+
+    if os.geteuid() != 0:
+        pytest.skip("runs an attacker as another user (root only)")
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    try:
+        user = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("needs a user 'nobody' to play the attacker")
+    for python in (sys.executable, shutil.which("python3"), "/usr/bin/python3"):
+        try:
+            if python and subprocess.run([python, "-c", "pass"], user=user.pw_uid, cwd="/",
+                                         group=user.pw_gid, extra_groups=[],
+                                         capture_output=True).returncode == 0:
+                return user.pw_uid, user.pw_gid, python
+        except OSError:  # not this user's to run
+            continue
+    pytest.skip("no Python that the user 'nobody' may run")
+
+
+def _race(tmp_path, attacker, setup: str) -> tuple[subprocess.CompletedProcess, str, bool]:
+    """One cold count raced by the attacker (``setup``: "owned", the generated directory's parent
+    belongs to the attacker; "sticky", it is a world-writable sticky directory such as /tmp;
+    "first", that too, and the attacker makes the generated directory before the victim): the
+    victim's run, what the attacker said, and whether the attacker's library was loaded."""
+    import sys
+    import tempfile
+
+    uid, gid, python = attacker
+    att = tempfile.mkdtemp(prefix="beastgen-race-")  # under /tmp: the attacker can reach it
+    try:
+        os.chmod(att, 0o755 if setup == "owned" else 0o1777)
+        if setup == "owned":
+            os.chown(att, uid, gid)
+        scripts = tempfile.mkdtemp(prefix="beastgen-race-attacker-")
+        os.chmod(scripts, 0o755)
+        for name, text in [("attacker.py", RACE_ATTACKER), ("evil.c", RACE_LIBRARY)]:
+            with open(os.path.join(scripts, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(scripts, name), 0o644)
+        pwned = tmp_path / "PWNED"
+        pwned.unlink(missing_ok=True)
+        (tmp_path / "s.py").write_text(RACE_SPACE)
+        attacking = subprocess.Popen(
+            [python, os.path.join(scripts, "attacker.py"), att, os.path.join(scripts, "evil.c"),
+             setup], user=uid, group=gid, extra_groups=[], cwd="/", stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        try:
+            assert attacking.stdout.readline() == "ready\n"  # (an event, not a duration)
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), PWNED_FILE=str(pwned),
+                       BEASTGEN_GENERATED_DIR=os.path.join(att, "gen"))
+            victim = subprocess.run([sys.executable, "-m", "beastgen", "count", "s.py"],
+                                    cwd=tmp_path, env=env, capture_output=True, text=True,
+                                    timeout=900)  # (a guard)
+        finally:
+            attacking.kill()
+            said = attacking.communicate()[0]
+        return victim, said, pwned.exists()
+    finally:
+        subprocess.run(["rm", "-rf", att, scripts], check=True)
+
+
+def _check_race(victim, said, loaded, setup):
+    assert not loaded and "4,242" not in victim.stdout, (victim, said)
+    assert "Traceback" not in victim.stderr, victim.stderr
+    if setup == "sticky":  # the victim's own directory in a sticky one: nobody can swap it
+        assert victim.returncode == 0 and "\n42 valid configurations" in victim.stdout, victim
+        assert "swapped" not in said, said
+    else:
+        assert victim.returncode == 2 and victim.stderr.count("\n") == 1, victim
+        assert "belongs to another user" in victim.stderr, victim.stderr
+
+
+@pytest.mark.parametrize("setup", ["owned", "sticky", "first"])
+def test_the_cold_run_race_is_lost(tmp_path, another_user, setup):
+    """Issue 37, F1: the generated directory does not exist yet. Where its parent belongs to
+    another user (or that user made the directory first), the run is refused before anything is
+    written; where the parent is a sticky shared one, the directory beastgen creates is its own
+    and nobody else can swap it. The attacker's library is never loaded."""
+    _check_race(*_race(tmp_path, another_user, setup), setup)
+
+
+@pytest.mark.slow
+def test_the_cold_run_race_is_lost_every_time(tmp_path, another_user):
+    """repro/race.sh twenty times for each setup: 0 of 60 load the attacker's library (before:
+    the attacker won 9 of 10)."""
+    for setup in ["owned", "sticky", "first"]:
+        for _ in range(20):
+            _check_race(*_race(tmp_path, another_user, setup), setup)
+
+
+def test_the_library_loaded_is_the_one_hashed(tmp_path):
+    """A library is mapped from the descriptor whose bytes were hashed: replacing the file at its
+    name afterwards (here by its owner) changes nothing that is loaded."""
+    from beastgen.compiler import native
+
+    from beastgen.trust import open_private_directory
+
+    if native.c_compiler() is None:
+        pytest.skip("needs a C compiler")
+    directory = open_private_directory(str(tmp_path / "gen"))
+    built = native.build_library(directory, "s", "#include <stdint.h>\n"
+                                 "int64_t split_nodes(void) { return 7; }\n", "-O0")
+    (tmp_path / "planted.c").write_text(PLANTED_C)
+    subprocess.run([native.c_compiler(), *native.C_FLAGS, "-o", str(tmp_path / "planted.so"),
+                    str(tmp_path / "planted.c")], check=True)
+    os.replace(tmp_path / "planted.so", built.path)
+    assert native.load(built, ("split_nodes",)).split_nodes() == 7
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_a_directory_made_by_another_user_where_beastgen_creates_one_is_refused(tmp_path, capsys):
+    """Created, then checked: a directory in the way that is not this user's (made by another user
+    between the look and the mkdir) is refused, and nothing is written into it."""
+    from beastgen.cli import main
+
+    if os.geteuid() != 0:
+        pytest.skip("makes a directory owned by another user (root only)")
+    (tmp_path / "s.py").write_text(SMALL_STRINGS)
+    (tmp_path / "shared").mkdir(mode=0o1777)
+    os.chmod(tmp_path / "shared", 0o1777)
+    (tmp_path / "shared" / "gen").mkdir()
+    os.chown(tmp_path / "shared" / "gen", 12345, 12345)
+    assert main(["count", "s.py", "--generated-dir", "shared/gen/deeper"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "belongs to another user (uid 12345)" in err
+    assert os.listdir(tmp_path / "shared" / "gen") == []
+
+
+def test_sighup_during_the_c_compile_stops_it_and_leaves_nothing(tmp_path):
+    """G2: SIGHUP (a closed terminal) while the C compiler runs: the compiler and what it started
+    are stopped, the temporary files removed, the exit status 129 with one line."""
+    import signal
+    import sys
+    import time
+
+    started = tmp_path / "started"
+    compiler = tmp_path / "slow-cc"
+    # a compiler driver that starts a child (as gcc starts cc1), says both pids, and waits
+    compiler.write_text(f"#!/bin/sh\nsleep 300 &\necho $$ $! > {started}.tmp\n"
+                        f"mv {started}.tmp {started}\nwait\n")
+    compiler.chmod(0o755)
+    (tmp_path / "s.py").write_text(RACE_SPACE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), CC=str(compiler))
+    child = subprocess.Popen([sys.executable, "-m", "beastgen", "count", "s.py", "--generated-dir",
+                              "gen"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600  # (a guard: the test waits for events)
+    while not started.exists():  # the compiler is running
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.02)
+    pids = [int(p) for p in started.read_text().split()]
+    child.send_signal(signal.SIGHUP)
+    out, err = child.communicate(timeout=600)
+    deadline = time.monotonic() + 600
+    assert child.returncode == 129, (out, err)
+    assert err.splitlines()[-1] == "beastgen: terminated (SIGHUP)" and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path / "gen")) == []
+    for pid in pids:  # stopped (killed, then reaped by init): gone within a while
+        while os.path.exists(f"/proc/{pid}") and _state(pid) not in ("Z", None):
+            assert time.monotonic() < deadline, f"compiler process {pid} still runs"
+            time.sleep(0.02)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None

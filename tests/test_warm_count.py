@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REFERENCE_DIR, REPO
+from conftest import PATIENCE_SECONDS, REFERENCE_DIR, REPO
 
 from beastgen import warm_count
 from beastgen.cli import main
@@ -110,7 +110,7 @@ def test_the_command_line_takes_the_short_way(tmp_path):
              "print(sorted(m for m in ('argparse', 'beastgen.devices', 'beastgen.compiler.runtime')"
              " if m in sys.modules))")
     runs = [subprocess.run([sys.executable, "-c", probe, space], capture_output=True, text=True,
-                           env=env, timeout=600) for _ in range(2)]
+                           env=env, timeout=PATIENCE_SECONDS) for _ in range(2)]
     assert all("4,362 valid configurations" in run.stdout for run in runs), runs
     assert runs[0].stdout.rstrip().endswith("['argparse', 'beastgen.compiler.runtime', 'beastgen.devices']")
     assert runs[1].stdout.rstrip().endswith("[]"), runs[1]

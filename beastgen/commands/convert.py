@@ -1,8 +1,10 @@
 """``beastgen convert``: a Kernel Tuner script or a T1 JSON file as a readable beastgen space file."""
 import os
+import warnings
 
 from ..errors import BeastError
 from ..interop import from_kernel_tuner, load_t1
+from ..interop.python_restrictions import PythonRestrictionWarning
 from ..interop.space_file import block_size_names, kernel_tuner_call, script_origins, space_file_source
 from ..output import AtomicOutput
 
@@ -20,7 +22,9 @@ def run(args) -> int:
     elif extension == ".py":
         call = kernel_tuner_call(source)
         tune_params = dict(call["tune_params"] or {})
-        space = from_kernel_tuner(tune_params, call["restrictions"], name=name)
+        with warnings.catch_warnings():  # a restriction that must run in Python is refused below
+            warnings.simplefilter("ignore", PythonRestrictionWarning)
+            space = from_kernel_tuner(tune_params, call["restrictions"], name=name)
         block = block_size_names(call, tune_params)
         text = space_file_source(
             space, f"The tuning space of Kernel Tuner's {call['kernel_name']!r} (problem size "

@@ -43,7 +43,9 @@ def run(args) -> int:
             with ShareBar(description, shows_progress(args)) as bar:
                 write_csv(temporary, configs.dtype.names, itertools.chain.from_iterable(
                     _reporting(configs[i:i + CSV_BLOCK].tolist(), bar, (i + CSV_BLOCK) / len(configs))
-                    for i in range(0, len(configs), CSV_BLOCK)))
+                    for i in range(0, len(configs), CSV_BLOCK)),
+                    [i for i, name in enumerate(configs.dtype.names)
+                     if configs.dtype[name].kind in "UOS"])
         else:
             with Elapsed(description, shows_progress(args)):
                 if extension == ".npy":

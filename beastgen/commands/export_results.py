@@ -6,7 +6,8 @@ from ..interop.results import kernel_tuner_cache, t4_results, write_results
 def run(args) -> int:
     description, rows = read_run(args.results, args.run)
     if args.format == "kernel_tuner":
-        document = kernel_tuner_cache(description, rows, args.kernel_name, args.device_name)
+        document = kernel_tuner_cache(description, rows, args.kernel_name, args.device_name,
+                                      args.results)
     else:
         document = t4_results(description, rows)
     write_results(document, args.output)

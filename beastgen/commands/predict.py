@@ -10,7 +10,7 @@ import time
 
 from ..bounds import format_seconds
 from ..devices import load_profile
-from ..errors import BeastError
+from ..errors import BeastError, SettingError
 from ..harness import input_model
 from ..harness.inputs import InputBench
 from ..harness.kernel import find_kernel
@@ -118,7 +118,7 @@ def _one(args, space, model, profile, bench, overrides) -> int:
                           "top": [{"config": _config(rows[i], parameters),
                                    "predicted_ms": predicted[i] * 1e3} for i in range(min(args.top, len(rows)))],
                           "measured": [{"rank": i + 1, "status": s, "time_ms": t and t * 1e3}
-                                       for i, s, t, _ in measured]}, default=str))
+                                       for i, s, t, _ in measured]}, default=str, allow_nan=False))
     return 0
 
 
@@ -129,17 +129,19 @@ def _best_measured(measured):
 
 def read_table(path: str, space) -> list[dict]:
     """The inputs of a CSV table: a header of setting names, one input per line."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
+    try:  # utf-8-sig: the byte order mark a spreadsheet writes first is not part of a name
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             header = next(reader, None)
             if not header:
                 raise BeastError("the table is empty: its first line names settings, e.g. M,N,K", path)
             header = [h.strip() for h in header]
-            for name in header:
+            for i, name in enumerate(header):
                 if name not in space.settings:
-                    raise BeastError(f"column '{name}' is not a setting of space '{space.name}' "
+                    raise BeastError(f"column {name!r} is not a setting of space '{space.name}' "
                                      f"(its settings: {', '.join(space.settings)})", f"{path}:1")
+                if name in header[:i]:
+                    raise BeastError(f"column '{name}' is given twice", f"{path}:1")
             inputs = []
             for line, row in enumerate(reader, start=2):
                 if not any(cell.strip() for cell in row):
@@ -160,11 +162,17 @@ def _table(args, space, model, profile, bench, fixed, output) -> int:
     entries = []
     start = time.perf_counter()
     for line, values in read_table(args.table, space):
+        here = f"{args.table}:{line}"
         try:
             rows, predicted, typed, valid, measured = _choose(args, space, model, profile, bench,
                                                               {**fixed, **values})
+        except SettingError as e:  # a value of the table: its line is the place
+            raise BeastError(e.message + (f" (declared at {e.where})" if e.where else ""), here) from None
         except BeastError as e:  # the table's line is the place (a space error keeps its own)
-            raise BeastError(e.message, e.where or f"{args.table}:{line}") from None
+            raise BeastError(e.message, e.where or here) from None
+        except OverflowError:  # (a value past what the compiled enumerator holds)
+            raise BeastError(f"a value of {', '.join(f'{k}={v}' for k, v in values.items())} is "
+                             "too large for the compiled enumerator", here) from None
         entry = {"input": values, "settings": typed, "valid_configurations": valid,
                  "config": None, "predicted_ms": None, "measured_ms": None}
         if len(rows):
@@ -183,8 +191,8 @@ def _table(args, space, model, profile, bench, fixed, output) -> int:
                 "model": {k: model[k] for k in ("device", "trained_on", "training_pairs",
                                                 "training_inputs")},
                 "parameters": model["parameters"], "entries": entries}
-    with output as tmp, open(tmp, "w", encoding="utf-8") as f:
-        json.dump(document, f, indent=1, default=_plain)
+    with output as tmp, open(tmp, "w", encoding="utf-8") as f:  # (strict JSON: no NaN)
+        json.dump(document, f, indent=1, default=_plain, allow_nan=False)
     plural = "s" if len(entries) != 1 else ""
     print(f"wrote the chosen configuration of {len(entries):,} input{plural} to {args.output} "
           f"in {time.perf_counter() - start:.1f} s")

@@ -10,6 +10,9 @@ from .common import compile_target, describe_target
 
 
 def run(args) -> int:
+    if args.dag:
+        from ..compiler.plan_graph import check_dag_path, write_dag  # networkx, matplotlib: for --dag
+        check_dag_path(args.dag)
     plan = compile_target(args)
     space = plan.specialized.space
     print(describe_target(plan))
@@ -43,6 +46,10 @@ def run(args) -> int:
             what = {"filter": "rejects when ", "bound": ">= "}.get(item.kind, "= ")
             print(f"  {pad}  {item.kind} {item.name} {what}{_shortened(_readable_text(item, spec))}")
     print(f"\ngenerated enumerator: {os.path.relpath(plan.path)}")
+    if args.dag:
+        write_dag(plan.plan, args.dag, f"{space.name} on {plan.target.device}: loops, derived values, "
+                                       "filters and bounds at the level where they are computed")
+        print(f"wrote {args.dag}")
     return 0
 
 

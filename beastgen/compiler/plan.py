@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import digraph
+import networkx as nx  # the planner's graph (a warm count and the plan cache never import the planner)
 
 from .language import nodes as L
 from .language.mapper import Mapper
@@ -44,7 +44,7 @@ class Level:
 @dataclass
 class Plan:
     specialized: Specialized
-    graph: digraph.DiGraph  # item dependency DAG (edges dep -> reader)
+    graph: nx.DiGraph  # item dependency DAG (edges dep -> reader)
     levels: list[Level]
     intervals: dict = field(default_factory=dict)  # of int and bool items (analysis.intervals)
     helpers: dict[str, CheckedHelper] = field(default_factory=dict)  # space functions' helpers, by item
@@ -111,8 +111,9 @@ def domain_size(item: Item) -> int | None:
     return None
 
 
-def item_graph(items: dict[str, Item]) -> digraph.DiGraph:
-    graph = digraph.DiGraph()
+def item_graph(items: dict[str, Item]) -> nx.DiGraph:
+    """The items' dependency DAG: an edge ``dep -> reader`` for each name an item reads."""
+    graph = nx.DiGraph()
     for name, item in items.items():
         graph.add_node(name, kind=item.kind)
         for dep in item.deps:
@@ -120,9 +121,9 @@ def item_graph(items: dict[str, Item]) -> digraph.DiGraph:
     return graph
 
 
-def iterator_closure(graph: digraph.DiGraph, items: dict[str, Item], name: str) -> set[str]:
+def iterator_closure(graph: nx.DiGraph, items: dict[str, Item], name: str) -> set[str]:
     """The iterators an item depends on, directly or through derived values (itself included)."""
-    names = digraph.ancestors(graph, name) | {name}
+    names = nx.ancestors(graph, name) | {name}
     return {n for n in names if items[n].kind == "iterator"}
 
 
@@ -245,7 +246,7 @@ def _simplify(expr: L.BinOp) -> L.Expr:
     return expr
 
 
-def loop_order(graph: digraph.DiGraph, items: dict[str, Item]) -> list[str]:
+def loop_order(graph: nx.DiGraph, items: dict[str, Item]) -> list[str]:
     """A topological order of the iterators in which filters (then bounds) fire as early as possible.
 
     Greedy: repeatedly take the pending filter needing the fewest iterators not yet bound (ties: the
@@ -259,8 +260,8 @@ def loop_order(graph: digraph.DiGraph, items: dict[str, Item]) -> list[str]:
     bound: list[str] = []
 
     def bind(names: set[str]) -> None:
-        sub = graph.subgraph(set().union(*(digraph.ancestors(graph, n) | {n} for n in names)))
-        for name in digraph.lexicographical_topological_sort(sub, key=lambda n: declared[n]):
+        sub = graph.subgraph(set().union(*(nx.ancestors(graph, n) | {n} for n in names)))
+        for name in nx.lexicographical_topological_sort(sub, key=lambda n: declared[n]):
             if items[name].kind == "iterator" and name not in bound:
                 bound.append(name)
 
@@ -272,7 +273,7 @@ def loop_order(graph: digraph.DiGraph, items: dict[str, Item]) -> list[str]:
     return bound
 
 
-def _order_within_level(level_items: list[Item], graph: digraph.DiGraph) -> list[Item]:
+def _order_within_level(level_items: list[Item], graph: nx.DiGraph) -> list[Item]:
     """Dependencies first; among what is ready, filters before everything else, then declaration."""
     names = {item.name for item in level_items}
     by_name = {item.name: item for item in level_items}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 
+import networkx as nx
 import numpy as np
 
 from .language import nodes as L
@@ -164,6 +165,34 @@ class VectorisedNest:
         if keep.all():
             return rows, size
         return {key: (column[keep] if np.ndim(column) else column) for key, column in rows.items()}, int(keep.sum())
+
+
+def item_values(plan: Plan, columns: dict, names) -> dict[str, np.ndarray]:
+    """The derived values and bound terms ``names`` at the configurations given by their iterator
+    ``columns`` (arrays of one length), computed as the nest computes them, each after what it
+    reads; as floats, NaN where Python would raise computing it or what it reads. Raises
+    :class:`Unsupported` for an item this path does not compute (a Python function...)."""
+    items = plan.specialized.items
+    size = len(next(iter(columns.values()))) if columns else 0
+    rows = {name: np.asarray(columns[name]) for name in plan.order}
+    raised = {name: np.zeros(size, dtype=bool) for name in plan.order}
+    wanted = set(names)
+    for name in names:
+        wanted |= nx.ancestors(plan.graph, name)
+    for level in plan.levels:
+        for item in level.items[1:]:
+            if item.name not in wanted or item.kind not in ("derived", "bound"):
+                continue
+            if item.function is not None or item.expr is None:
+                raise Unsupported(item.name)
+            _Supported()(item.expr)
+            evaluator = _Evaluator(plan.specialized.constants, rows, size)
+            rows[item.name] = np.broadcast_to(np.asarray(_number(evaluator(item.expr))), (size,))
+            raised[item.name] = evaluator.raised.copy()
+            for dependency in item.deps:
+                if dependency in raised:
+                    raised[item.name] |= raised[dependency]
+    return {name: np.where(raised[name], np.nan, rows[name].astype(np.float64)) for name in names}
 
 
 def _check_supported(item, items: dict) -> None:

@@ -8,10 +8,11 @@ from the batches that came back; the first holds one candidate), one per GPU wor
 two when candidates are fast (:data:`QUEUE_BELOW_SECONDS`: replayed ones), so that a worker never
 waits for the driver.
 
-Pruning stays exact and shared: a batch carries the best time and the violated bound terms known
-when it was sent, and a worker reads newer ones from a Dask ``Variable`` (published by the driver
-whenever its best improves, and by a worker when it measures a better time), so a cut made on one
-worker prunes on all. A worker cuts a candidate whose valid bound is not below the best it knows
+Pruning (a branch-and-bound strategy's: ``Strategy.prunes``; any other strategy, exhaustive among
+them, runs every candidate it proposes) stays exact and shared: a batch carries the best time and
+the violated bound terms known when it was sent, and a worker reads newer ones from a Dask
+``Variable`` (published by the driver whenever its best improves, and by a worker when it measures
+a better time), so a cut made on one worker prunes on all. A worker cuts a candidate whose valid bound is not below the best it knows
 (never runs it); the driver hands cut candidates back to the search only if their bound term was
 later violated. Branch and bound proves its best only after every batch in flight has come back;
 a bound violation among them reopens the search.
@@ -161,10 +162,11 @@ class _SharedBest:
 
 
 def _measure_batch(recipe: MeasureRecipe, batch: list, best: float, violated: tuple,
-                   shared: str | None):
-    """Measure a batch of (config, bound, bottleneck) on this worker, in order; a candidate whose
-    valid bound is not below the best known (on any worker) is cut, not run. (outcomes, seconds):
-    per candidate (status, time, times, message), status "cut" for the cut ones."""
+                   shared: str | None, prunes: bool = True):
+    """Measure a batch of (config, bound, bottleneck) on this worker, in order; where the strategy
+    ``prunes`` (branch and bound), a candidate whose valid bound is not below the best known (on
+    any worker) is cut, not run. (outcomes, seconds): per candidate (status, time, times, message),
+    status "cut" for the cut ones."""
     start = time.perf_counter()
     context = _CONTEXTS.get(recipe.key())
     if context is None:
@@ -173,7 +175,7 @@ def _measure_batch(recipe: MeasureRecipe, batch: list, best: float, violated: tu
     outcomes = []
     for config, bound, bottleneck in batch:
         known.refresh()
-        if known.cuts(bound, bottleneck):
+        if prunes and known.cuts(bound, bottleneck):
             outcomes.append(("cut", None, None, None))
             continue
         outcome = context.measure(recipe, config)
@@ -396,7 +398,8 @@ class _Search:
         future = self.client.submit(
             _measure_batch, self.recipe, [(c.config, c.bound, c.bottleneck) for c, _ in batch],
             self.state.best_time, tuple(sorted(map(str, self.state.violated_terms))), self.shared_name,
-            resources={GPU: 1}, pure=False, key=f"beastgen-measure-{os.urandom(8).hex()}")
+            self.strategy.prunes, resources={GPU: 1}, pure=False,
+            key=f"beastgen-measure-{os.urandom(8).hex()}")
         self.inflight[future] = batch
         self.queued += len(batch)
         completions.add(future)

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from ..compiler.model import imported_module_names
 from ..errors import BeastError
-from ..output import AtomicOutput
-from ..trust import check_generated_directory, generated_directory, private_directory
+from ..trust import generated_directory, open_private_directory
 from ..version import __version__
 
 #: the most a space's shipped files may hold (they travel with every recipe)
@@ -62,24 +61,21 @@ class SpaceFiles:
         return cls(name, files, digest)
 
     def materialize(self) -> str:
-        """Write the files into this process's generated directory (once per digest); the path of
+        """Write the files into this process's generated directory (once per digest), through the
+        descriptors of directories created there and checked (:mod:`beastgen.trust`); the path of
         the space file there."""
-        root = os.path.join(worker_generated_dir(), "shipped-spaces")
-        check_generated_directory(worker_generated_dir())
-        check_generated_directory(root)
-        directory = os.path.join(root, self.digest[:24])
-        private_directory(directory)
+        directory = open_private_directory(worker_generated_dir())
+        directory = directory.subdirectory("shipped-spaces").subdirectory(self.digest[:24])
         for relative, text in self.files:
-            path = os.path.join(directory, relative)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    if f.read() == text:
-                        continue
-            except OSError:
-                pass
-            with AtomicOutput(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
-                f.write(text)
-        return os.path.join(directory, self.name)
+            *folders, name = os.path.normpath(relative).split(os.sep)
+            if os.path.isabs(relative) or os.pardir in folders or name in (os.pardir, os.curdir):
+                raise BeastError("a shipped file's name leads outside the space's directory",
+                                 relative)
+            place = directory
+            for folder in folders:
+                place = place.subdirectory(folder)
+            place.write_if_changed(name, text)
+        return os.path.join(directory.path, self.name)
 
 
 def _local_imports(source: str, path: str, directory: str) -> list[str]:

@@ -68,6 +68,9 @@ class _Columns:
         if kind == "bound":
             return np.log(np.maximum(self.bound, 1e-12))
         setting, _, x = rest.partition("/")
+        if kind in ("in", "insize") and not self.settings[setting] > 0:
+            raise BeastError(f"the model takes the log of setting {setting}, which must be above 0 "
+                             f"(not {self.settings[setting]!r})")
         if kind == "in":
             return np.full(len(self.bound), math.log2(self.settings[setting]))
         if kind == "lin":
@@ -255,8 +258,13 @@ def rank_input(space, model, profile, overrides: dict, generated_dir=None, allow
     if missing:
         raise BeastError(f"the model's parameter {missing[0]} is not in space '{space.name}'")
     bound = rows["bound"].astype(float) if "bound" in rows.dtype.names else np.full(len(rows), np.nan)
-    predicted = np.exp(predict_log_times(
-        model, {x: rows[x] for x in model["parameters"]}, typed, bound))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        predicted = np.exp(predict_log_times(
+            model, {x: rows[x] for x in model["parameters"]}, typed, bound))
+    if len(predicted) and not np.isfinite(predicted).all():
+        raise BeastError("the model predicts times that are not finite numbers at this input (its "
+                         "coefficients are far outside what a fit gives): fit it again",
+                         getattr(model, "path", None))
     if top is not None and top < len(rows):  # only the best need sorting
         chosen = np.argpartition(predicted, top)[:top]
         order = chosen[np.argsort(predicted[chosen], kind="stable")]
@@ -326,4 +334,102 @@ def load_model(path: str) -> dict:
     missing = [k for k in needed if k not in model]
     if missing and model.get("format") == FORMAT:
         raise BeastError(f"the model file lacks {', '.join(missing)}", path)
-    return model
+    if model.get("format") == FORMAT:  # (another format: check_model says so)
+        problem = model_problem(model)
+        if problem:
+            raise BeastError(f"the model file is damaged: {problem}", path)
+    return ModelFile(model, path)
+
+
+class ModelFile(dict):
+    """A model read from a file (``path``: named by the errors of its predictions)."""
+
+    def __init__(self, model: dict, path: str):
+        super().__init__(model)
+        self.path = path
+
+
+def model_problem(model: dict) -> str | None:
+    """What is wrong with the fields of a model (a file another could have edited), or None: each
+    field of the type :func:`fit` writes, every coefficient a finite number (one per feature,
+    every scale above 0), every feature one that :func:`feature_names` makes, of the model's
+    parameters and trained settings."""
+    for key in ("space", "space_hash", "device"):
+        if not isinstance(model[key], str):
+            return f"'{key}' is {_kind(model[key])}, not a text"
+    parameters, trained_on, features = model["parameters"], model["trained_on"], model["features"]
+    if not (isinstance(parameters, list) and parameters and all(isinstance(x, str) for x in parameters)
+            and len(set(parameters)) == len(parameters)):
+        return "'parameters' is not a list of distinct names"
+    if not isinstance(trained_on, dict):
+        return f"'trained_on' is {_kind(trained_on)}, not an object"
+    for name, seen in trained_on.items():
+        if isinstance(seen, dict) and set(seen) == {"choices"} and isinstance(seen["choices"], list) \
+                and seen["choices"] and all(isinstance(c, (str, int, float)) for c in seen["choices"]):
+            continue
+        if not (isinstance(seen, dict) and set(seen) == {"low", "high"}
+                and all(_finite(seen[k]) for k in ("low", "high")) and seen["low"] <= seen["high"]):
+            return (f"'trained_on' of setting {name!r} is not a range of two finite numbers "
+                    "(low, high) nor a list of choices")
+    if not (isinstance(features, list) and all(isinstance(f, str) for f in features)):
+        return "'features' is not a list of feature names"
+    for name in features:
+        problem = _feature_problem(name, parameters, trained_on)
+        if problem:
+            return f"feature {name[:80]!r} {problem}"
+    for key in ("mean", "scale", "weights"):
+        values = model[key]
+        if not (isinstance(values, list) and len(values) == len(features)):
+            return f"'{key}' is not a list of {len(features)} numbers (one per feature)"
+        bad = next((v for v in values if not _finite(v)), None) if all(map(_number, values)) else "x"
+        if bad is not None:
+            return f"'{key}' holds {bad!r}, not a finite number"
+    if any(v <= 0 for v in model["scale"]):
+        return "'scale' holds a value that is not above 0"
+    if not _finite(model["intercept"]):
+        return f"'intercept' is {model['intercept']!r}, not a finite number"
+    for key in ("training_pairs", "training_inputs"):
+        if key in model and not (type(model[key]) is int and model[key] >= 0):
+            return f"'{key}' is {model[key]!r}, not a count"
+    return None
+
+
+def _feature_problem(name: str, parameters: list, trained_on: dict) -> str | None:
+    """What keeps ``name`` from being a feature of those parameters and settings, or None."""
+    kind, _, rest = name.partition(":")
+    numeric = {s for s, seen in trained_on.items() if isinstance(seen, dict) and "low" in seen}
+
+    def parameter(x):
+        return None if x in parameters else f"names {x!r}, not a parameter of the model"
+    if kind == "log":
+        return parameter(rest)
+    if kind == "pair":
+        a, star, b = rest.partition("*")
+        return parameter(a) or parameter(b) if star else "is not pair:a*b"
+    if kind == "is":
+        x, equals, _ = rest.partition("=")
+        return parameter(x) if equals else "is not is:x=value"
+    if kind == "bound":
+        return None if rest == "" else "is not bound:"
+    setting, slash, x = rest.partition("/")
+    if kind == "choice":
+        setting, equals, _ = setting.partition("=")
+        if not equals or setting not in trained_on or setting in numeric:
+            return "does not name a setting of choices that the model was trained on"
+    elif kind in ("in", "lin", "insize", "tiles", "waste"):
+        if setting not in numeric:
+            return "does not name a numeric setting that the model was trained on"
+        if kind == "in" and slash or kind in ("insize", "tiles", "waste") and not slash:
+            return f"is not {kind}:setting" + ("" if kind == "in" else "/parameter")
+    else:
+        return "is of no kind the model knows (log, pair, is, bound, in, lin, choice, insize, " \
+               "tiles, waste)"
+    return parameter(x) if slash else None
+
+
+def _finite(value) -> bool:
+    return _number(value) and math.isfinite(value)
+
+
+def _kind(value) -> str:
+    return type(value).__name__ if value is not None else "null"

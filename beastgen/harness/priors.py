@@ -13,7 +13,6 @@ prove anything.
 from __future__ import annotations
 
 import math
-import os
 from statistics import NormalDist
 
 import numpy as np
@@ -21,7 +20,7 @@ import numpy as np
 from ..errors import BeastError
 from .backends.base import time_problem
 from .recorded import load_replay
-from .store import read_run
+from .store import read_run, store_file
 
 
 def load_source(path: str) -> tuple[list[str], dict[tuple, float]]:
@@ -31,7 +30,7 @@ def load_source(path: str) -> tuple[list[str], dict[tuple, float]]:
         times = {key: math.inf for key in replay.failed}
         times.update(replay.times)
         return list(replay.keys), times
-    if not os.path.isfile(path):
+    if store_file(path) is None:
         raise BeastError("cannot read prior: no such file", path)
     _, rows = read_run(path)
     if not rows:

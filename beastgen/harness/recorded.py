@@ -12,6 +12,8 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..bounds import format_seconds
+from ..compiler.language.nodes import DeviceProperty
+from ..compiler.model import walk_expr
 from ..errors import BeastError
 from ..reference import ReferenceEnumerator
 from .backends.base import time_problem
@@ -35,14 +37,48 @@ class Replay:
         return key, self.times[key]
 
 
+#: the most a Kernel Tuner cache file may hold, decompressed (about 250,000 configurations):
+#: more is refused before it is decoded, not read until memory runs out (/dev/zero)
+MAX_REPLAY_BYTES = 1 << 28
+
+
+def read_regular_file(path: str, what: str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (a symbolic link followed), decompressed when it
+    ends in ``.gz``: one :class:`BeastError` naming ``what`` for anything else (a FIFO, which would
+    block forever, a device, a directory) or for more than ``limit`` bytes (default
+    :data:`MAX_REPLAY_BYTES`)."""
+    import os
+    import stat
+
+    limit = MAX_REPLAY_BYTES if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise BeastError(f"cannot read {what}: {e.strerror or e}", path) from None
+    info = os.fstat(fd)
+    too_big = BeastError(f"cannot read {what}: it holds over {limit / 2 ** 20:g} MiB", path)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        os.close(fd)
+        raise too_big if stat.S_ISREG(info.st_mode) else BeastError(
+            f"cannot read {what}: not a regular file", path)
+    with open(fd, "rb") as raw:
+        try:
+            if path.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw) as unzipped:
+                    data = unzipped.read(limit + 1)
+            else:
+                data = raw.read(limit + 1)
+        except OSError as e:  # (BadGzipFile among them: "Not a gzipped file")
+            raise BeastError(f"cannot read {what}: {e.strerror or e}", path) from None
+    if len(data) > limit:
+        raise too_big
+    return data
+
+
 def load_replay(path: str) -> Replay:
     """Read a Kernel Tuner cache file (``.json`` or ``.json.gz``)."""
     try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise BeastError(f"cannot read replay file: {e.strerror or e}", path) from None
+        data = json.loads(read_regular_file(path, "replay file").decode("utf-8"))
     except (json.JSONDecodeError, EOFError, gzip.BadGzipFile, UnicodeDecodeError, zlib.error) as e:
         raise BeastError(f"replay file is not a Kernel Tuner cache file (JSON): {e}", path) from None
     except RecursionError:
@@ -126,6 +162,7 @@ class BoundCheck:
     ratio_quantiles: dict = field(default_factory=dict)  # real/bound: min, 5th percentile, median
     dominates: dict = field(default_factory=dict)  # term -> measured configurations it dominates
     sources: dict = field(default_factory=dict)  # term -> where its counts and rates come from
+    facts: dict = field(default_factory=dict)  # term -> {device property: value} it reads
 
     def as_dict(self) -> dict:
         return {"replay": self.replay.path, "device_name": self.replay.device_name,
@@ -138,7 +175,7 @@ class BoundCheck:
                 "below_best": self.below_best,
                 "fraction_branch_and_bound_runs": self.below_best / self.matched if self.matched else 0.0,
                 "real_over_bound": self.ratio_quantiles, "dominates": self.dominates,
-                "sources": self.sources}
+                "sources": self.sources, "facts": self.facts}
 
     def report(self) -> str:
         lines = [f"replay: {self.replay.path} ({self.replay.kernel_name} on {self.replay.device_name}, "
@@ -161,6 +198,12 @@ class BoundCheck:
                              f"{format_seconds(v['time_seconds'])} ({v['bottleneck']}): {v['config']}")
         else:
             lines.append("no bound exceeds its fastest repetition")
+        violated = dict.fromkeys(v["bottleneck"] for v in self.violations + self.fastest_violations)
+        for term in violated:
+            facts = ", ".join(f"{prop} = {value:.6g}" if isinstance(value, float) else f"{prop} = {value}"
+                              for prop, value in self.facts.get(term, {}).items())
+            lines.append(f"  violated term {term} [{self.sources.get(term) or 'no source'}] reads "
+                         f"{facts or 'no device property'}")
         if self.ratio_quantiles:
             q = self.ratio_quantiles
             lines.append(f"real/bound: min {q['min']:.3f}, 5th percentile {q['p5']:.3f}, median {q['median']:.3f}")
@@ -233,7 +276,7 @@ def check_bounds(plan, replay: Replay) -> BoundCheck:
                       dict(zip(replay.keys, best_key)) if best_key else {}, best_bound, evaluated,
                       proven, fastest_violations,
                       sum(1 for bound, _, _ in measured if bound < best_time), quantiles, dominates,
-                      term_sources(plan))
+                      term_sources(plan), term_facts(plan))
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:
@@ -248,6 +291,34 @@ def term_sources(plan) -> dict:
     """{bound term: the ``source`` its space declared (``beast.bound(..., source=...)``) or None}."""
     variables = plan.specialized.space.variables
     return {term: getattr(variables[term].obj, "source", None) for term in plan.bound_terms}
+
+
+def term_facts(plan) -> dict:
+    """{bound term: {device property: its value}}: the hardware facts each term reads, through the
+    derived values it uses (not through the iterators: their values are the configuration's), from
+    the plan's device profile (a violated term names them)."""
+    variables = plan.specialized.space.variables
+    properties = plan.specialized.device.properties
+
+    def reads(name: str, seen: set) -> set:
+        if name in seen or name not in variables or variables[name].kind in ("iterator", "setting"):
+            return set()
+        seen.add(name)
+        variable, found = variables[name], set()
+        if variable.function is not None:
+            found |= set(variable.function.device_refs)
+            for ref in variable.function.space_refs:
+                found |= reads(ref, seen)
+        if variable.expr is not None:
+            for node in walk_expr(variable.expr):
+                if isinstance(node, DeviceProperty):
+                    found.add(node.prop)
+                elif node is not variable.expr and node.name is not None:
+                    found |= reads(node.name, seen)
+        return found
+
+    return {term: {prop: properties.get(prop) for prop in sorted(reads(term, set()))}
+            for term in plan.bound_terms}
 
 
 def term_samples(plan, replay: Replay) -> list[tuple[tuple, dict]]:

@@ -512,7 +512,8 @@ def plot_results(result: TuneResult, path: str) -> None:
     ax.set_title(f"{result.space} on {result.device.split(' (')[0]}: {result.strategy}, "
                  f"{result.evaluated} runs")
     # beside the axes: the points lie above the diagonal, in the upper left a legend would cover
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=8)
+    if points:  # none: no legend (matplotlib would warn that it has no entries)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=8)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=120)

@@ -19,6 +19,9 @@ class SpaceBuilder:
         self.module_globals = module_globals if module_globals is not None else {}
         self.variables: dict[str, Variable] = {}
         self.iterators: dict[str, L.ValuesIterator] = {}
+        #: names a generated name never takes: the module's (``beast``, ``math``) and every global a
+        #: restriction reads (a constant printed beside a filter of its name would be shadowed)
+        self.reserved: set[str] = {"beast", "math"}
 
     def add_iterator(self, name: str, values: list, origin: str) -> L.ValuesIterator:
         """A parameter: a ``ValuesIterator`` over its (already evaluated) values."""
@@ -34,9 +37,10 @@ class SpaceBuilder:
         return iterator
 
     def fresh_name(self, base: str) -> str:
-        """``base``, or ``base_2``, ``base_3``... when a parameter already has that name."""
+        """``base``, or ``base_2``, ``base_3``... when a variable, a constant of the module or a
+        :attr:`reserved` name already has that name."""
         name, suffix = base, 1
-        while name in self.variables:
+        while name in self.variables or name in self.module_globals or name in self.reserved:
             suffix += 1
             name = f"{base}_{suffix}"
         return name

@@ -22,6 +22,7 @@ from ..compiler.codegen.nest import risky_nodes
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
 from ..output import AtomicOutput
+from . import results
 from ..compiler.specialize import specialize_space
 from ..compiler.analysis.symbolic import SymbolicContext
 
@@ -75,7 +76,7 @@ def _constant_domain(item) -> list | None:
 
 def kernel_tuner_key(config: dict) -> str:
     """Kernel Tuner's cache key of a configuration: its values joined by commas."""
-    return ",".join(str(v) for v in config.values())
+    return results.kernel_tuner_key(config.values())
 
 
 def write_kernel_tuner(plan, path: str, configs=None, progress=None) -> int:
@@ -92,8 +93,15 @@ def write_kernel_tuner(plan, path: str, configs=None, progress=None) -> int:
         "tune_params_keys": list(tune_params),
         "tune_params": tune_params,
     }
+    cache = {}
+    for config in configurations:
+        key = kernel_tuner_key(config)
+        if key in cache:
+            raise results.key_clash(key, cache[key], config, "export the space as T1 (--format "
+                                    "t1) or its configurations with enumerate", spec.space.path)
+        cache[key] = config
     with AtomicOutput(path) as temporary, open(temporary, "w", encoding="utf-8") as f:
-        _write_with_cache(f, document, configurations, progress)
+        _write_with_cache(f, document, list(cache.items()), progress)
     return len(configurations)
 
 
@@ -101,11 +109,10 @@ def write_kernel_tuner(plan, path: str, configs=None, progress=None) -> int:
 _BLOCK = 1 << 14
 
 
-def _write_with_cache(f, document: dict, configurations: list[dict], progress) -> None:
-    """``document`` with a last member ``"cache"`` (Kernel Tuner's key of each configuration ->
-    the configuration), written as ``json.dump(..., indent=1)`` writes it, a block of
-    configurations at a time so that ``progress`` hears how far it is."""
-    cache = list({kernel_tuner_key(c): c for c in configurations}.items())
+def _write_with_cache(f, document: dict, cache: list[tuple[str, dict]], progress) -> None:
+    """``document`` with a last member ``"cache"`` (``cache``: Kernel Tuner's key of each
+    configuration, and the configuration), written as ``json.dump(..., indent=1)`` writes it, a
+    block of configurations at a time so that ``progress`` hears how far it is."""
     head = json.dumps({**document, "cache": {}}, indent=1)  # ends with '"cache": {}\n}'
     f.write(head[:-len("}\n}")])
     for start in range(0, len(cache), _BLOCK):

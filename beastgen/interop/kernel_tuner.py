@@ -104,6 +104,7 @@ def from_kernel_tuner(tune_params: dict, restrictions=None, max_threads=None, bl
     if not isinstance(restrictions, (list, tuple)):
         restrictions = [restrictions]  # as Kernel Tuner does (a lone callable gets the dict of values)
     python_restrictions: list[PythonRestriction] = []
+    builder.reserved.update(_global_names(restrictions))
     for index, restriction in enumerate(restrictions):
         origin = f"{PATH}:restrictions[{index}]"
         converter = _Converter(restriction, index, origin, params, builder)
@@ -127,6 +128,21 @@ def from_kernel_tuner(tune_params: dict, restrictions=None, max_threads=None, bl
     if python_restrictions:
         space = KernelTunerSpace(space, python_restrictions, described["tune_params"])
     return space
+
+
+def _global_names(restrictions) -> set[str]:
+    """Every global and free name the restriction functions read (their code objects' names,
+    nested ones too): no generated filter may take one."""
+    names, codes = set(), []
+    for restriction in restrictions:
+        for item in (restriction, *(restriction if isinstance(restriction, tuple) else ())):
+            if isinstance(item, types.FunctionType):
+                codes.append(item.__code__)
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names, code.co_freevars)
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return names
 
 
 def _unnamed(expr):

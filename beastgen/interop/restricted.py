@@ -206,7 +206,7 @@ class ConditionBuilder(_Walker, AstTranslator):
         """A call, attribute or subscript that only reads constants, as its value."""
         if self.constant is not None:
             found, value = self.constant(node)
-            if found and isinstance(value, (bool, int, float, str)):
+            if found and type(value) in (bool, int, float, str):  # (a subclass prints as it likes)
                 return L.Const(value)
         return None
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import inspect
 import linecache
 import textwrap
 
 from ..compiler.language import nodes as L
+from ..compiler.model import is_plain_constant
 from ..errors import BeastError, SpaceError, a_type, did_you_mean
 
 HINT = "write this restriction as a string expression instead (e.g. \"block_size_x * block_size_y <= 1024\")"
@@ -191,7 +193,7 @@ class Resolver:
             raise SpaceError(f"{self.context}: '{name}' (the parameter values) may only be read as "
                              f"{name}[...]", self.where)
         found, value = free_value(self.func, name)
-        if found and isinstance(value, (bool, int, float, str)):
+        if found and is_plain_constant(value) and not isinstance(value, tuple):
             return L.Const(value)
         if found:
             raise SpaceError(f"{self.context}: '{name}' is {a_type(value)}; a converted "
@@ -231,9 +233,12 @@ def constant_value(func, node: ast.expr, local: set):
 
 
 def plain_value(value):
-    """NumPy scalars (np.int64(1024)) as the Python values they hold."""
+    """NumPy scalars (np.int64(1024)) and enum members of a plain type (an ``IntEnum``'s) as the
+    Python values they hold."""
     if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         return value.item()
+    if isinstance(value, enum.Enum) and type(value.value) in (bool, int, float, str):
+        return value.value
     return value
 
 

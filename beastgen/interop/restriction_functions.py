@@ -40,7 +40,19 @@ class _Rewrite(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(value), node)
         return None
 
+    def _writes(self, node):
+        """A restriction compiled into the enumerator only reads: one that writes to a list, a dict
+        or an object (``counter[0] += 1``) runs in Python, where the write happens."""
+        if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
+            self.fail(node, f"it writes to {ast.unparse(node)}")
+
+    def visit_Global(self, node):
+        self.fail(node, f"it writes to the global {', '.join(node.names)}")
+
+    visit_Nonlocal = visit_Global
+
     def visit_Subscript(self, node):
+        self._writes(node)
         where = f"{self.filename}:{getattr(node, 'lineno', '?')}"
         key = self.binding.parameter(node, self.params, self.context, where)
         if key is not None:
@@ -52,7 +64,9 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Call(self, node):
         return self._folded(node) or self.generic_visit(node)
 
-    visit_Attribute = visit_Call
+    def visit_Attribute(self, node):
+        self._writes(node)
+        return self._folded(node) or self.generic_visit(node)
 
     def visit_Name(self, node):
         if node.id in self.own:

@@ -20,6 +20,7 @@ import datetime
 import json
 import math
 
+from ..errors import BeastError
 from ..output import AtomicOutput
 
 T4_SCHEMA_VERSION = "1.0.0"
@@ -70,12 +71,13 @@ def kernel_tuner_header(columns: list[str], settings: dict, replay=None, kernel=
 
 
 def kernel_tuner_cache(description: dict, rows: list[dict], kernel_name: str | None = None,
-                       device_name: str | None = None) -> dict:
+                       device_name: str | None = None, where: str | None = None) -> dict:
     """A Kernel Tuner cache document of the run's results, with the kernel name, problem size and
     parameter order recorded with the run (:func:`kernel_tuner_header`; Kernel Tuner checks all
     three when it loads the file). ``kernel_name`` and ``device_name`` (default: the replay file's,
     else the run's device profile) override. A run recorded before beastgen kept the header: the space's name, the
-    integer settings, and the parameters in the order the rows hold them."""
+    integer settings, and the parameters in the order the rows hold them. Two configurations with
+    one key (values holding commas) are an error naming ``where`` (the store): never one lost."""
     header = description.get("export") or {}
     keys = header.get("tune_params_keys") or _parameter_names(rows)
     tune_params = {name: sorted({row["config"][name] for row in rows}, key=_sort_key) for name in keys}
@@ -89,7 +91,11 @@ def kernel_tuner_cache(description: dict, rows: list[dict], kernel_name: str | N
         else:
             entry["time"] = _KERNEL_TUNER_ERRORS.get(row["status"], "RuntimeFailedConfig")
         entry["timestamp"] = _timestamp(row["recorded"])
-        cache[",".join(str(v) for v in values)] = entry
+        key = kernel_tuner_key(values)
+        if key in cache:
+            raise key_clash(key, {k: cache[key][k] for k in keys}, dict(zip(keys, values)),
+                            "use --format t4, which keeps every configuration", where)
+        cache[key] = entry
     settings = description["settings"]
     problem_size = header.get("problem_size", [v for v in settings.values()
                                                if isinstance(v, int) and not isinstance(v, bool)])
@@ -97,6 +103,20 @@ def kernel_tuner_cache(description: dict, rows: list[dict], kernel_name: str | N
             "kernel_name": kernel_name or header.get("kernel_name") or description["space"],
             "problem_size": problem_size, "tune_params_keys": keys, "tune_params": tune_params,
             "objective": "time", "cache": cache}
+
+
+def kernel_tuner_key(values) -> str:
+    """Kernel Tuner's cache key of a configuration: its values (in ``tune_params_keys`` order)
+    joined by commas."""
+    return ",".join(str(v) for v in values)
+
+
+def key_clash(key: str, first: dict, second: dict, instead: str, where: str | None = None):
+    """The error for two configurations that Kernel Tuner's key cannot tell apart (a value holding
+    a comma, or values that print alike: ``1`` and ``"1"``): written, one would replace the other."""
+    return BeastError(f"configurations {first} and {second} have the same Kernel Tuner cache key "
+                      f"{key!r} (the values joined by commas), so a Kernel Tuner cache file cannot "
+                      f"hold both; {instead}", where)
 
 
 def t4_results(description: dict, rows: list[dict]) -> dict:

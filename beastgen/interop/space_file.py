@@ -34,8 +34,10 @@ CALL_ARGUMENTS = ("kernel_name", "problem_size", "tune_params", "restrictions", 
 IMPLICIT_FILTER = "block_size_over_max_threads"
 
 
-class _Called(Exception):
-    """Raised by the stand-in ``tune_kernel`` to stop the script once the call is read."""
+class _Called(BaseException):
+    """Raised by the stand-in ``tune_kernel`` to stop the script once the call is read: a
+    ``BaseException``, so that a script's ``except Exception`` around its call does not catch it
+    and run on."""
 
     def __init__(self, arguments: dict):
         super().__init__("tune_kernel called")
@@ -110,28 +112,32 @@ def space_file_source(space, described: str, max_threads_names: list[str] | None
     for variable in variables:
         if variable.function is not None:
             constants.update(variable.function.constant_refs)
+    taken = set(constants) | {v.name for v in variables}
+    beast = next(name for name in ("beast", "beastgen", *(f"beast_{i}" for i in range(len(taken) + 1)))
+                 if name not in taken)  # the module's name: never a parameter's or a constant's
     body = ["# the tuning parameters, in order"]
-    body += [f"{v.name} = beast.values({', '.join(expr_source(x) for x in v.obj.values)})"
+    body += [f"{v.name} = {beast}.values({', '.join(expr_source(x) for x in v.obj.values)})"
              for v in variables if v.kind == "iterator"]
     for variable in variables:
         if variable.kind == "filter" and variable.name != IMPLICIT_FILTER:
-            body += ["", ""] + _filter_source(variable, origins or {})
+            body += ["", ""] + _filter_source(variable, origins or {}, beast)
     if max_threads_names:
         body += ["", "", "# Kernel Tuner's implicit rule: at most the device's threads in a block",
-                 f"{IMPLICIT_FILTER} = beast.filter("
-                 f"{' * '.join(max_threads_names)} > beast.device.max_threads_per_block)"]
+                 f"{IMPLICIT_FILTER} = {beast}.filter("
+                 f"{' * '.join(max_threads_names)} > {beast}.device.max_threads_per_block)"]
     head = [f'"""{docstring_text(described)}', "",
             "A filter REJECTS a configuration when it is true, and a Kernel Tuner restriction (or a",
             'T1 condition) keeps one when it is true: hence the `not` in each filter."""']
     head += ["import math", ""] if any("math." in line for line in body) else []
-    head += ["import beastgen as beast", ""]
+    head += ["import beastgen" + (f" as {beast}" if beast != "beastgen" else ""), ""]
     head += [f"{name} = {value!r}" for name, value in sorted(constants.items())]
     return "\n".join(head + ([""] if constants else []) + body) + "\n"
 
 
-def _filter_source(variable, origins: dict[str, str]) -> list[str]:
-    """``@beast.filter`` and the function of one restriction, with where it came from."""
-    head = ["@beast.filter"]
+def _filter_source(variable, origins: dict[str, str], beast: str = "beast") -> list[str]:
+    """``@beast.filter`` (the module's name: ``beast``) and the function of one restriction, with
+    where it came from."""
+    head = [f"@{beast}.filter"]
     where = variable.origin
     for prefix, shown in origins.items():
         where = shown + where[len(prefix):] if where.startswith(prefix) else where

@@ -86,7 +86,11 @@ def resident_blocks(threads, shared_bytes=0, regs_per_thread=None):
                              L.device.max_blocks_per_sm))
     if regs_per_thread is not None:
         limits.append(L.device.regs_per_sm // (regs_per_thread * threads))
-    return L.min(*limits)
+    resident = L.min(*limits)
+    # what the space says a block holds, for `beastgen analyze` (threads, shared memory, registers)
+    resident.occupancy_inputs = {"threads": threads, "shared_bytes": shared_bytes,
+                                 "regs_per_thread": regs_per_thread}
+    return resident
 
 
 # -- instruction and wavefront counts --------------------------------------------------------------

@@ -7,20 +7,20 @@ enumeration, estimation, ranking) are its subclasses, joined in :class:`.driver.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
 import time
+import types
 from typing import TYPE_CHECKING
 
 from ...deep import deeply
 from ...errors import BeastError
 from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly
-from ...trust import GENERATED_DIR_ENV, check_generated_directory, private_directory
+from ...trust import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
 from .. import native
 from ..native import NativeNest
-from .files import file_name_part, generated_path, write_if_changed
+from .files import file_name_part, generated_path
 from .results import Target
 
 # specialize, plan and codegen (sympy, networkx) are imported where they are used, so that a plan
@@ -55,6 +55,7 @@ class PlanCore:
         self._module = None
         self._native = None  # not looked for yet; False: none (Numba counts)
         self._native_all = None  # the library of every C function, once built
+        self._directory = None  # the generated directory, opened and checked when first needed
         self.last_seconds = 0.0
 
     # -- description -----------------------------------------------------------------------------
@@ -86,16 +87,26 @@ class PlanCore:
     def source(self, text: str) -> None:
         self._source = text
 
+    @property
+    def directory(self) -> PrivateDirectory:
+        """The generated directory, created where missing, checked and held open
+        (:func:`~beastgen.trust.open_private_directory`): what is written, compiled and loaded
+        there goes through it."""
+        if self._directory is None:
+            self._directory = open_private_directory(os.path.dirname(self.path))
+        return self._directory
+
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
         if self.path:
-            self._writing(lambda: write_if_changed(self.path, self.source))
+            self._writing(lambda: self.directory.write_if_changed(os.path.basename(self.path),
+                                                                  self.source))
         return self.path
 
     def _writing(self, action):
-        """``action()`` once the generated directory passes the trust check; what it cannot write
-        there (a full disk, a read-only directory) is one clear error."""
-        check_generated_directory(os.path.dirname(self.path))
+        """``action()`` in the generated directory once it passes the trust check; what it cannot
+        write there (a full disk, a read-only directory) is one clear error."""
+        self.directory  # noqa: B018 - opened and checked: a refusal is its own error
         try:
             return action()
         except OSError as e:
@@ -103,28 +114,62 @@ class PlanCore:
                              f"another directory with --generated-dir or {GENERATED_DIR_ENV}",
                              self.path) from None
 
+    def module_text(self) -> str:
+        """The text of the generated module, as it is run (and written)."""
+        return self.source
+
     @property
     def module(self):
+        """The generated module, run from the text this process generated (or checked: see
+        :meth:`module_text`), never imported from a file another could have put in its place; its
+        file, written through the generated directory's descriptor, is what Numba's cache (its
+        ``__pycache__``, created and checked first) is keyed by."""
         if self._module is None:
             self.write()
+            code = self._module_code(self.module_text())
             name = "beastgen_generated_" + re.sub(r"\W", "_", os.path.basename(self.path)[:-3])
-            module_spec = importlib.util.spec_from_file_location(name, self.path)
-            module = importlib.util.module_from_spec(module_spec)
+            module = types.ModuleType(name)
+            module.__file__ = self.path
             sys.modules[name] = module
-            module_spec.loader.exec_module(module)
+            exec(code, module.__dict__)  # noqa: S102 - the text generated here, or checked
             self._module = module
         return self._module
+
+    def _module_code(self, text: str):
+        """``text`` compiled (a module of 300 kB takes a tenth of a second), kept in the checked
+        ``__pycache__`` under the sha256 of the text and Python's bytecode version, and read back
+        through its descriptor: Python's own ``.pyc`` would be found by name."""
+        import hashlib
+        import importlib.util
+        import marshal
+
+        cache = self._writing(lambda: self.directory.subdirectory(NUMBA_CACHE))
+        header = importlib.util.MAGIC_NUMBER + hashlib.sha256(text.encode("utf-8")).digest()
+        name = (f"{os.path.splitext(os.path.basename(self.path))[0]}.{header[-32:].hex()[:16]}."
+                f"{sys.implementation.cache_tag}.code")
+        data = cache.read(name)
+        if data is not None and data.startswith(header):
+            try:
+                return marshal.loads(data[len(header):])
+            except (EOFError, ValueError, TypeError):
+                pass
+        code = compile(text, self.path, "exec")
+        try:
+            cache.write(name, header + marshal.dumps(code))
+        except OSError:
+            pass  # compiled again next time
+        return code
 
     def numba_cached(self, function_name: str) -> bool:
         """Whether Numba's on-disk cache holds ``function_name`` of the generated module (its index
         file ``__pycache__/<module>.<function>-<line>.pyXY.nbi``): a warm run does not compile it."""
         if not self.path:
             return False
-        import glob  # here: a C count never asks
-
+        directory = self._directory or open_private_directory(os.path.dirname(self.path), create=False)
+        cache = directory.subdirectory(NUMBA_CACHE, create=False) if directory else None
         stem = os.path.splitext(os.path.basename(self.path))[0]
-        return bool(glob.glob(os.path.join(glob.escape(os.path.dirname(self.path)), "__pycache__",
-                                           f"{glob.escape(stem)}.{function_name}-*.nbi")))
+        prefix = f"{stem}.{function_name}-"
+        return cache is not None and any(n.startswith(prefix) and n.endswith(".nbi") for n in cache.names())
 
     # -- the native count (C target) ---------------------------------------------------------
     @property
@@ -138,17 +183,14 @@ class PlanCore:
     def _load_native(self) -> NativeNest | None:
         source = self.native_source() if self.path is not None and native.enabled() else None
         built = self._build_native(source) if source is not None else None
-        return native.load(*built, self.count_functions, self._every_native_function) if built else None
+        return native.load(built, self.count_functions, self._every_native_function) if built else None
 
-    def _build_native(self, source: str) -> tuple[str, str] | None:
-        """The library of ``source`` beside the generated module (:func:`.native.build_library`)."""
-        directory = os.path.dirname(self.path)  # the Numba module is not needed: not written
-
-        def build():
-            private_directory(directory)
-            return native.build_library(directory, file_name_part(self.specialized.space.name),
-                                        source, self.c_optimization, self._while_compiling)
-        return self._writing(build)
+    def _build_native(self, source: str) -> native.Library | None:
+        """The library of ``source`` beside the generated module (:func:`.native.build_library`;
+        the Numba module is not needed: not written)."""
+        return self._writing(lambda: native.build_library(
+            self.directory, file_name_part(self.specialized.space.name), source,
+            self.c_optimization, self._while_compiling))
 
     def _while_compiling(self) -> None:
         """What runs while the C compiler does (another process: on a second core, hidden): the
@@ -169,7 +211,7 @@ class PlanCore:
         if self._native_all is None:
             source = self.native_source(tuple(native.SIGNATURES))
             built = self._build_native(source) if source is not None else None
-            self._native_all = (native.load(*built) if built else None) or False
+            self._native_all = (native.load(built) if built else None) or False
         return self._native_all or None
 
     def load_every_native_function(self) -> None:

@@ -2,13 +2,12 @@
 generated directory, written only when it changed (so that Numba's on-disk cache stays valid)."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
 from typing import TYPE_CHECKING
 
-from ...trust import generated_directory, private_directory, trusted_file
+from ...trust import generated_directory, open_private_directory
 
 if TYPE_CHECKING:
     from ..specialize.ir import Specialized
@@ -31,26 +30,7 @@ def file_name_part(text: str) -> str:
 
 def write_if_changed(path: str, source: str) -> bool:
     """Write ``source`` unless the file already holds it (keeps Numba's cache valid) and is one of
-    yours no one else may write. True if written: whole (through a temporary file, removed when the
-    write fails) and writable by you alone; its directory created private where missing."""
-    if trusted_file(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                if f.read() == source:
-                    return False
-        except (OSError, UnicodeDecodeError):
-            pass
-    private_directory(os.path.dirname(path))
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)  # left by a killed process of the same pid: its mode is not ours to trust
-    try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w",
-                       encoding="utf-8") as f:
-            f.write(source)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return True
+    yours no one else may write; True if written: whole and writable by you alone, through the
+    descriptor of its directory, created private where missing and checked
+    (:meth:`beastgen.trust.PrivateDirectory.write_if_changed`)."""
+    return open_private_directory(os.path.dirname(path)).write_if_changed(os.path.basename(path), source)

@@ -10,7 +10,7 @@ import ast
 import math
 import types
 
-from ... import digraph
+import networkx as nx  # the dependency graph (a warm count and the plan cache never specialize)
 
 from ..language import nodes as L
 from ..language.mapper import Mapper
@@ -27,16 +27,16 @@ from .settings import resolve_settings
 from .value_types import common_type, infer_type
 
 
-def dependency_graph(space: Space) -> digraph.DiGraph:
+def dependency_graph(space: Space) -> nx.DiGraph:
     """Edges ``a -> b`` when ``b`` reads ``a``. Raises on a cycle, naming it."""
-    graph = digraph.DiGraph()
+    graph = nx.DiGraph()
     for name, var in space.variables.items():
         graph.add_node(name, kind=var.kind)
         for dep in raw_dependencies(var):
             graph.add_edge(dep, name)
     try:
-        cycle = digraph.find_cycle(graph)
-    except digraph.NoCycle:
+        cycle = nx.find_cycle(graph)
+    except nx.NetworkXNoCycle:
         return graph
     names = [a for a, _ in cycle] + [cycle[0][0]]
     raise SpaceError("dependency cycle: " + " -> ".join(names),
@@ -65,7 +65,7 @@ def specialize_space(space: Space, device=None, settings: dict | None = None) ->
     setting_values = resolve_settings(space, settings or {})
     graph = dependency_graph(space)
     folder = _Folder(space, profile, setting_values)
-    for name in digraph.lexicographical_topological_sort(graph, key=lambda n: _declared(space, n)):
+    for name in nx.lexicographical_topological_sort(graph, key=lambda n: _declared(space, n)):
         folder.resolve(space.variables[name])
     result = Specialized(space, profile, setting_values, folder.constants, folder.items,
                          folder.dropped_filters, folder.empty_reason)

@@ -1,9 +1,12 @@
 """OpenCL backend (pyopencl): any OpenCL device, including PoCL on the CPU.
 
-``--device opencl:N`` is the N-th device over all platforms (in pyopencl's order). Its profile is
-read from the device itself and mapped onto beastgen's property names, so that spaces specialize to
-it; see :func:`opencl_profile` for how each property is chosen and why the performance fields are
-upper limits (so that lower bounds stay valid).
+``--device opencl:N`` is the N-th device over all platforms, in the ICD loader's order: the system's
+drivers (/etc/OpenCL/vendors) first, then the PoCL that pip installs with ``beastgen[opencl]``, so
+that ``opencl:0`` is the machine's own driver where it has one and PoCL on the CPU where it has none
+(a device number past the last lists them). Its profile is read from the device itself and mapped
+onto beastgen's property names, so that spaces specialize to it; see :func:`opencl_profile` for how
+each property is chosen and why the performance fields are upper limits (so that lower bounds stay
+valid).
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def list_devices() -> list:
         platforms = cl.get_platforms()
     except cl.Error as e:
         raise DeviceError(f"no OpenCL platform found ({e}); install an OpenCL driver, e.g. PoCL for "
-                          "the CPU: apt-get install pocl-opencl-icd") from None
+                          "the CPU: pip install 'beastgen[opencl]' (Linux x86-64)") from None
     return [d for p in platforms for d in p.get_devices()]
 
 

@@ -66,6 +66,9 @@ class Strategy:
     name = "?"
     #: whether it reads ``priors`` (measurements from elsewhere that order its proposals)
     uses_priors = False
+    #: whether it is branch and bound: a candidate whose valid bound is not below the best time
+    #: need not run (a Dask worker then cuts it); any other strategy runs every candidate it proposes
+    prunes = False
 
     def __init__(self, plan, seed: int = 0, priors=None):
         self.plan = plan

@@ -14,6 +14,7 @@ FIRST_BATCH = 256
 
 class BoundOrder(Strategy):
     name = "bound_order"
+    prunes = True
 
     def propose(self, state):
         if not self.plan.bound_terms:

@@ -27,6 +27,7 @@ LOWER_BOUND_EVERY = 16
 
 class Guided(Strategy):
     name = "guided"
+    prunes = True
     uses_priors = True
 
     def propose(self, state):

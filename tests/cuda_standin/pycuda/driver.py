@@ -5,20 +5,30 @@ Environment (read at ``init``; inherited by the benchmark worker):
 - ``STANDIN_LOG``: a file; every imitated driver event is appended as one line ("init",
   "context", "pop", "load cubin", "launch NAME", "sticky ...").
 - ``STANDIN_NO_DRIVER=1``: ``init`` fails as without an NVIDIA driver.
-- ``STANDIN_CC=8.6``: the compute capability (and the GPU: "NVIDIA RTX A6000", 84 SMs).
+- ``STANDIN_GPU``: the GPU imitated, ``a6000`` (default: "NVIDIA RTX A6000", sm_86, 84 SMs) or
+  ``h100`` ("NVIDIA H100 80GB HBM3", sm_90, 132 SMs: what the device machine has), each with the
+  attributes its driver reports.
+- ``STANDIN_CC=8.6``: overrides the compute capability.
 - ``STANDIN_MEMORY``: bytes of device memory (default 48 GiB): a bigger allocation is out of memory.
 - ``STANDIN_REJECT_IMAGES=1``: every module load fails (a driver older than the toolkit).
 
 A kernel's image chooses its launch: the symbol ``STANDIN_FAULT`` makes it an illegal memory
 access (sticky: every later call fails), ``STANDIN_HANG`` a kernel that never ends, ``STANDIN_SLOW``
-one that takes 2 s. Events time every launch at 0.5 ms. ``calibrate``'s ``fma_f32`` writes, for each
+one that takes 2 s. ``STANDIN_EMULATE=gemm``: the first launch of ``spaces/kernels/gemm.cl`` on
+each output buffer computes C = alpha A B + beta C with NumPy (column-major, no transposition: the
+settings trans_a = trans_b = 0; a product of the same inputs computed once, and kept in a file of
+the temporary folder for the next process), so that a tune of
+``spaces/gemm.py`` through the stand-in verifies and records configurations; its times are made up
+like every other. Events time every launch at 0.5 ms. ``calibrate``'s ``fma_f32`` writes, for each
 block, 2100 clock ticks over 1000 ns (a 2.1 GHz clock) into its last argument. Device memory is host memory; a launch
 leaves it as it was (the first run's outputs read back are its inputs).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import tempfile
 import time
 
 import numpy as np
@@ -101,7 +111,7 @@ class device_attribute:  # noqa: N801 - pycuda's name
 
 
 #: an RTX A6000's attributes (sm_86), as its driver reports them
-ATTRIBUTES = {
+A6000 = {
     "MULTIPROCESSOR_COUNT": 84, "MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024,
     "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64, "WARP_SIZE": 32,
     "MAX_THREADS_PER_MULTIPROCESSOR": 1536, "MAX_BLOCKS_PER_MULTIPROCESSOR": 16,
@@ -113,8 +123,32 @@ ATTRIBUTES = {
 }
 
 
+#: an H100 SXM5 80GB's (sm_90), as its driver reports them (CUDA C++ Programming Guide, compute
+#: capability 9.0; deviceQuery of an H100 80GB HBM3)
+H100 = {
+    "MULTIPROCESSOR_COUNT": 132, "MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024,
+    "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64, "WARP_SIZE": 32,
+    "MAX_THREADS_PER_MULTIPROCESSOR": 2048, "MAX_BLOCKS_PER_MULTIPROCESSOR": 32,
+    "MAX_REGISTERS_PER_MULTIPROCESSOR": 65536, "MAX_REGISTERS_PER_BLOCK": 65536,
+    "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 233472, "MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "L2_CACHE_SIZE": 52428800,
+    "CLOCK_RATE": 1980000, "MEMORY_CLOCK_RATE": 2619000, "GLOBAL_MEMORY_BUS_WIDTH": 5120,
+    "PCI_DOMAIN_ID": 0, "PCI_BUS_ID": 0x41, "PCI_DEVICE_ID": 0,
+}
+#: STANDIN_GPU -> (name, compute capability, attributes, bytes of memory)
+GPUS = {"a6000": ("NVIDIA RTX A6000", "8.6", A6000, 48 << 30),
+        "h100": ("NVIDIA H100 80GB HBM3", "9.0", H100, 81559 << 20)}
+
+
+def _gpu():
+    key = os.environ.get("STANDIN_GPU", "a6000")
+    if key not in GPUS:
+        raise LogicError(f"STANDIN_GPU={key!r}: the stand-in imitates {', '.join(GPUS)}")
+    return GPUS[key]
+
+
 def _capability() -> tuple[int, int]:
-    major, _, minor = os.environ.get("STANDIN_CC", "8.6").partition(".")
+    major, _, minor = os.environ.get("STANDIN_CC", _gpu()[1]).partition(".")
     return int(major), int(minor or 0)
 
 
@@ -124,18 +158,18 @@ class Device:
             raise LogicError("cuDeviceGet failed: invalid device ordinal")
 
     def name(self) -> str:
-        return "NVIDIA RTX A6000"
+        return _gpu()[0]
 
     def compute_capability(self) -> tuple[int, int]:
         return _capability()
 
     def get_attribute(self, attribute):
         major, minor = _capability()
-        return {**ATTRIBUTES, "COMPUTE_CAPABILITY_MAJOR": major,
+        return {**_gpu()[2], "COMPUTE_CAPABILITY_MAJOR": major,
                 "COMPUTE_CAPABILITY_MINOR": minor}[attribute]
 
     def total_memory(self) -> int:
-        return int(os.environ.get("STANDIN_MEMORY", 48 << 30))
+        return int(os.environ.get("STANDIN_MEMORY", _gpu()[3]))
 
     def make_context(self) -> "Context":
         _log("context")
@@ -214,6 +248,8 @@ class Function:
         if b"STANDIN_THREADS" in self.image and args and isinstance(args[0], DeviceAllocation):
             out = np.arange(block[0], dtype=np.int32).tobytes()  # the set-up kernel's result
             args[0].data[:len(out)] = out
+        if self.name == "gemm" and "gemm" in os.environ.get("STANDIN_EMULATE", "").split(","):
+            _emulate_gemm(args)
         if self.name == "fma_f32" and isinstance(args[-1], DeviceAllocation):
             ticks = np.tile(np.array([2100, 1000], np.uint64), grid[0]).tobytes()
             args[-1].data[:len(ticks)] = ticks
@@ -230,6 +266,49 @@ class Function:
         elif b"STANDIN_SLOW" in self.image:
             _log("slow")
             time.sleep(2)
+
+
+#: the last product _emulate_gemm computed: (key of its inputs, C's bytes)
+_product: dict = {}
+
+
+def _emulate_gemm(args) -> None:
+    """C = alpha A B + beta C for spaces/kernels/gemm.cl's arguments (m, n, k, alpha, A, lda, B, ldb,
+    beta, C, ldc; complex alpha and beta as two reals each), column-major and untransposed; the first
+    launch on each C only (later ones are the timed runs, whose output nobody reads)."""
+    complex_ = len(args) == 13
+    m, n, k = (int(a) for a in args[:3])
+    if complex_:
+        alpha, a, lda, b, ldb = complex(args[3], args[4]), *args[5:8]
+        beta, c, ldc = complex(args[8], args[9]), args[10], args[11]
+    else:
+        alpha, a, lda, b, ldb, beta, c, ldc = args[3:11]
+    if getattr(c, "emulated", False) or (int(lda), int(ldb), int(ldc)) != (m, k, m):
+        return  # a transposed layout is not emulated: C is left as it was (a wrong result)
+    real = np.dtype(type(args[3]))
+    dtype = np.dtype(np.complex64 if real == np.float32 else np.complex128) if complex_ else real
+
+    def matrix(allocation, rows, columns):  # column-major: element (i, j) at i + j * rows
+        return np.frombuffer(bytes(allocation.data[:rows * columns * dtype.itemsize]),
+                             dtype).reshape(columns, rows).T
+
+    key = (m, n, k, dtype.str, alpha, beta,
+           *(bytes(x.data[::4099]) for x in (a, b, c)))  # a sample of the inputs: a stand-in's key
+    if _product.get("key") != key:  # computed once, kept for the next worker process in a file
+        path = os.path.join(tempfile.gettempdir(), "beastgen-standin-gemm-"
+                            + hashlib.sha256(repr(key).encode()).hexdigest()[:20])
+        try:
+            with open(path, "rb") as f:
+                value = f.read()
+        except OSError:
+            product = alpha * (matrix(a, m, k) @ matrix(b, k, n)) + beta * matrix(c, m, n)
+            value = product.astype(dtype).ravel(order="F").tobytes()
+            with open(f"{path}.{os.getpid()}", "wb") as f:
+                f.write(value)
+            os.replace(f"{path}.{os.getpid()}", path)
+        _product.update(key=key, value=value)
+    c.data[:len(_product["value"])] = _product["value"]
+    c.emulated = True
 
 
 class Module:
