@@ -264,15 +264,19 @@ LIVE_PARAMS = {"block_size_x": [16, 32, 64], "work_per_thread": [1, 2], "repeat"
 LIVE_RESTRICTIONS = ["block_size_x * work_per_thread <= 32"]
 
 
-def _live(strategy, options=None, cache=None):
+def _live(strategy, options=None, cache=None, kernel=KERNEL, observers=None):
     n = np.int32(1 << 18)
     x = np.random.default_rng(0).random(n, dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return tune_kernel("twice", KERNEL, n, [np.zeros_like(x), x, n], LIVE_PARAMS,
+        return tune_kernel("twice", kernel, n, [np.zeros_like(x), x, n], LIVE_PARAMS,
                            restrictions=LIVE_RESTRICTIONS, grid_div_x=["block_size_x", "work_per_thread"],
                            answer=[2 * x, None, None], lang="OpenCL", iterations=3, quiet=True,
-                           strategy=strategy, strategy_options=options, cache=cache)
+                           strategy=strategy, strategy_options=options, cache=cache, observers=observers)
+
+
+def _live_configs(results):
+    return [tuple(r[k] for k in LIVE_PARAMS) for r in results]
 
 
 @pytest.mark.opencl
@@ -292,3 +296,67 @@ def test_live_on_pocl_against_brute_force(tmp_path):
     warm, _ = _live(beastgen.kernel_tuner.Strategy(priors=[cache]), {"max_fevals": 2})
     assert len(warm) == 2
     assert tuple(warm[0][k] for k in keys) == tuple(best[k] for k in keys)
+
+
+@pytest.mark.opencl
+def test_live_observers_and_the_cache(tmp_path):
+    """An observer's metric is in every result; a second run on the same cache file measures
+    nothing (the observer sees no configuration) and answers the same results, as Kernel Tuner's
+    cache does for its own strategies."""
+    from kernel_tuner.observers.observer import BenchmarkObserver
+
+    class Launches(BenchmarkObserver):
+        def __init__(self):
+            self.configurations, self.launches = [], 0
+
+        def register_configuration(self, params):
+            self.configurations.append(tuple(params[k] for k in LIVE_PARAMS))
+
+        def after_finish(self):
+            self.launches += 1
+
+        def get_results(self):
+            return {"launches": self.launches}
+
+    cache = str(tmp_path / "ours.json")
+    first_observer, again_observer = Launches(), Launches()
+    first, _ = _live(beastgen.kernel_tuner.Strategy(seed=1), {"max_fevals": 4}, cache=cache,
+                     observers=[first_observer])
+    again, _ = _live(beastgen.kernel_tuner.Strategy(seed=1), {"max_fevals": 4}, cache=cache,
+                     observers=[again_observer])
+    # Kernel Tuner's runner registers each configuration, the first twice (its warm-up launch)
+    assert len(first) == 4 and set(first_observer.configurations) == set(_live_configs(first))
+    assert all(r["launches"] > 0 for r in first)
+    assert again_observer.configurations == []
+    assert _live_configs(again) == _live_configs(first)
+    assert [r["time"] for r in again] == [r["time"] for r in first]
+    with open(cache, encoding="utf-8") as f:
+        assert len(json.load(f)["cache"]) == 4
+
+
+_WRONG_FOR_ONE = KERNEL.replace("y[i] = v;", "y[i] = (repeat == 8 && work_per_thread == 2) ? v + 1.0f : v;")
+_UNCOMPILABLE_FOR_ONE = "#if repeat == 8 && work_per_thread == 2\n#error no such configuration\n#endif\n" + KERNEL
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("kernel,error", [
+    (_WRONG_FOR_ONE, "Kernel result verification failed for: block_size_x=16, work_per_thread=2, repeat=8"),
+    (_UNCOMPILABLE_FOR_ONE, "BUILD_PROGRAM_FAILURE")], ids=["wrong answer", "compile error"])
+def test_live_a_failing_configuration_stops_it_as_kernel_tuner_stops(tmp_path, monkeypatch, kernel, error):
+    """A configuration that computes a wrong answer, or does not compile, stops ``tune_kernel`` with
+    Kernel Tuner's own error as brute force does; the cache file (left open, as Kernel Tuner leaves
+    it) keeps every configuration measured before it (seed 3 proposes the bad one fifth), and
+    serves as a prior as it is."""
+    from kernel_tuner.util import read_cache
+    monkeypatch.chdir(tmp_path)  # Kernel Tuner writes the failing kernel's source here
+    for strategy in ("brute_force", beastgen.kernel_tuner.Strategy(seed=3)):
+        cache = str(tmp_path / f"{strategy if isinstance(strategy, str) else 'beastgen'}.json")
+        with pytest.raises(Exception, match=error):
+            _live(strategy, cache=cache, kernel=kernel)
+        kept = read_cache(cache, open_cache=False)["cache"]
+        assert "16,2,8" not in kept and all("time" in r for r in kept.values())
+        assert len(kept) >= 3
+    # the open cache is a prior as it is a cache to Kernel Tuner: the search starts at its best
+    warm, _ = _live(beastgen.kernel_tuner.Strategy(priors=cache), {"max_fevals": 1})
+    best = min(kept.values(), key=lambda r: r["time"])
+    assert _live_configs(warm) == [tuple(best[k] for k in LIVE_PARAMS)]
