@@ -238,14 +238,15 @@ def summary(rows, budget) -> None:
     every file)."""
     print("\nevaluations until the optimum, median over the seeds (within 1% in brackets), and its "
           "ratio to that of Kernel Tuner's best strategy on the file:")
-    line = f"{'file':30} {'Kernel Tuner best':34} {'beastgen (ratio)':20} {'beastgen+priors (ratio)':24}"
+    line = (f"{'file':30} {'Kernel Tuner best':34} {'beastgen (ratio)':20} {'beastgen+priors (ratio)':24} "
+            f"{'seeds KT/beastgen':>17}")
     print(line + "\n" + "-" * len(line))
     chosen = {variant: [] for variant in BEASTGEN}
     for file in dict.fromkeys(r["file"] for r in rows):
         kt = [r for r in rows if r["file"] == file and r["tool"] != "beastgen"]
         best = min(kt, key=lambda r: r["median"]) if kt else None
         kt_best = best["median"] if best else math.nan
-        cells = []
+        cells, seeds = [], {len(r["runs"]) for r in rows if r["file"] == file and r["tool"] == "beastgen"}
         for variant in BEASTGEN:
             r = next((r for r in rows if r["file"] == file and r["strategy"] == variant), None)
             if r is None:
@@ -257,7 +258,9 @@ def summary(rows, budget) -> None:
                          f"({_ratio_cell(r['ratio'], kt_best)})")
         kt_cell = (f"{_cell(kt_best, budget)} [{_cell(best['within_1'], budget)}] {best['strategy']}"
                    if best else "-")
-        print(f"{file.split('.')[0]:30} {kt_cell:34} {cells[0]:20} {cells[1]:24}")
+        kt_seeds = "/".join(map(str, sorted({len(r["runs"]) for r in kt}))) or "-"
+        print(f"{file.split('.')[0]:30} {kt_cell:34} {cells[0]:20} {cells[1]:24} "
+              f"{kt_seeds + '/' + ('/'.join(map(str, sorted(seeds))) or '-'):>17}")
     for variant, limit in (("beastgen", 0.5), ("beastgen+priors", 0.25)):
         if chosen[variant]:
             print(f"{variant}: median over the files "
