@@ -2,7 +2,7 @@
 simulation mode on every replay file, against Kernel Tuner's own strategies, in one run.
 
     python benchmarks/bench_kernel_tuner_strategy.py [--seeds 20] [--budget 1000] [--files PATTERN ...]
-                                                     [--kt-strategies ...] [--no-beastgen] [--no-check]
+                                                     [--kt-strategies ...] [--variants ...] [--no-check]
                                                      [--no-overhead] [--no-construction]
                                                      [--json OUT [--resume]]
     python benchmarks/bench_kernel_tuner_strategy.py --summary-of A.json B.json
@@ -57,7 +57,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(HERE, "search")]  # bench_search.py: here, or in search/ (issue 40)
 
 from bench_search import TARGETS, _cell, _median, first_reaching, run_beastgen, run_kernel_tuner  # noqa: E402
 
@@ -320,10 +320,11 @@ print(json.dumps({{"size": searchspace.size, "seconds": seconds,
 """
 
 
-def construction(cap: float) -> None:
-    """Kernel Tuner's Searchspace against beastgen's enumeration handed to it (fresh processes)."""
+def construction(cap: float, spaces=("gemm_clblast", "gemm")) -> None:
+    """Kernel Tuner's Searchspace against beastgen's enumeration handed to it (fresh processes;
+    one that runs past ``cap`` seconds is stopped and reported as such)."""
     script = _CONSTRUCT.format(here=HERE, repo=REPO)
-    for name in ("gemm_clblast", "gemm"):
+    for name in spaces:
         times = {}
         with tempfile.TemporaryDirectory() as generated:
             env = dict(os.environ, BEASTGEN_GENERATED_DIR=generated)
@@ -334,18 +335,19 @@ def construction(cap: float) -> None:
                                          capture_output=True, timeout=cap)
                     times[label] = json.loads(run.stdout.splitlines()[-1])
                 except subprocess.TimeoutExpired:
-                    times[label] = {"size": None, "seconds": math.inf, "sha": None}
+                    times[label] = {"size": None, "seconds": cap, "sha": None}
                 except (IndexError, json.JSONDecodeError):
                     print(run.stderr[-2000:])
                     raise
         kt = times["kernel_tuner"]
         same = kt["sha"] is None or len({t["sha"] for t in times.values()}) == 1
         print(f"construction {name}: {times['beastgen']['size']:,} configurations; Kernel Tuner's "
-              f"Searchspace {kt['seconds']:.2f} s, beastgen's enumeration handed to it "
+              f"Searchspace {kt['seconds']:.2f} s{' (stopped at the cap)' if kt['sha'] is None else ''}, "
+              f"beastgen's enumeration handed to it "
               f"{times['beastgen']['seconds']:.2f} s cold, {times['beastgen_warm']['seconds']:.2f} s "
               f"warm: {kt['seconds'] / times['beastgen']['seconds']:.1f}x / "
               f"{kt['seconds'] / times['beastgen_warm']['seconds']:.1f}x; the same configurations: "
-              f"{'yes' if same else 'NO'}", flush=True)
+              f"{'not compared' if kt['sha'] is None else 'yes' if same else 'NO'}", flush=True)
 
 
 def main(argv=None):
@@ -354,12 +356,15 @@ def main(argv=None):
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--files", nargs="*", default=["*"], metavar="PATTERN")
     parser.add_argument("--kt-strategies", nargs="*", default=KERNEL_TUNER)
-    parser.add_argument("--no-beastgen", action="store_true", help="run only Kernel Tuner's strategies")
+    parser.add_argument("--variants", nargs="*", default=BEASTGEN, choices=BEASTGEN,
+                        help="beastgen's strategy without and with priors (none: only Kernel Tuner's)")
     parser.add_argument("--no-check", action="store_true",
                         help="do not repeat each run with beastgen tune --backend replay")
     parser.add_argument("--no-overhead", action="store_true")
     parser.add_argument("--no-construction", action="store_true")
     parser.add_argument("--construction-cap", type=float, default=1800.0, metavar="SECONDS")
+    parser.add_argument("--construction-spaces", nargs="+", default=["gemm_clblast", "gemm"],
+                        help="T1 spaces of data/reference-spaces/, or gemm: the flagship")
     parser.add_argument("--json", default=None, metavar="OUT",
                         help="write every run's numbers here (after each file)")
     parser.add_argument("--resume", action="store_true",
@@ -391,7 +396,7 @@ def main(argv=None):
             continue
         others = [f for f in files if f != path and reference_t1(f) == reference_t1(path)]
         rows += benchmark(path, others, args.seeds, args.budget, args.kt_strategies,
-                          [] if args.no_beastgen else BEASTGEN, not args.no_check)
+                          args.variants, not args.no_check)
         if args.json:  # after each file: a long run that stops keeps what it measured
             with open(args.json, "w") as f:
                 json.dump(rows, f, default=str, indent=1)
@@ -405,7 +410,7 @@ def main(argv=None):
     if not args.no_overhead:
         overhead(args.budget)
     if not args.no_construction:
-        construction(args.construction_cap)
+        construction(args.construction_cap, args.construction_spaces)
     print(f"\nbenchmark took {time.perf_counter() - started:.0f} s")
     return 0 if identical == compared else 1
 
