@@ -233,37 +233,41 @@ def _ratio_cell(ratio: float, kt_best: float) -> str:
 
 
 def summary(rows, budget) -> None:
-    """The table over the files (rows of one or more runs: Kernel Tuner's best is chosen among all
-    of a file's) and the targets (with priors: median <= 20, <= 1/4 of Kernel Tuner's best on
-    every file)."""
-    print("\nevaluations until the optimum, median over the seeds (within 1% in brackets), and its "
-          "ratio to that of Kernel Tuner's best strategy on the file:")
-    line = (f"{'file':30} {'Kernel Tuner best':34} {'beastgen (ratio)':20} {'beastgen+priors (ratio)':24} "
-            f"{'seeds KT/beastgen':>17}")
-    print(line + "\n" + "-" * len(line))
+    """The table over the files, in Markdown (rows of one or more runs: Kernel Tuner's best is
+    chosen among all of a file's strategies, for the optimum and for 1% apart), and the targets
+    (with priors: median <= 20, <= 1/4 of Kernel Tuner's best on every file)."""
+    print("\nevaluations until the optimum and until within 1% of it, median over the seeds, and the "
+          "ratio to Kernel Tuner's best strategy on the file (<: Kernel Tuner's best did not reach it "
+          "within the budget, the ratio is to the budget):\n")
+    print("| file | Kernel Tuner best: optimum | 1% | beastgen: optimum | 1% | beastgen + priors: optimum "
+          "| 1% | seeds: Kernel Tuner / beastgen |\n|---|---|---|---|---|---|---|---|")
     chosen = {variant: [] for variant in BEASTGEN}
     for file in dict.fromkeys(r["file"] for r in rows):
         kt = [r for r in rows if r["file"] == file and r["tool"] != "beastgen"]
         best = min(kt, key=lambda r: r["median"]) if kt else None
+        best_1 = min(kt, key=lambda r: r["within_1"]) if kt else None
         kt_best = best["median"] if best else math.nan
+        kt_best_1 = best_1["within_1"] if best_1 else math.nan
         cells, seeds = [], {len(r["runs"]) for r in rows if r["file"] == file and r["tool"] == "beastgen"}
         for variant in BEASTGEN:
             r = next((r for r in rows if r["file"] == file and r["strategy"] == variant), None)
             if r is None:
-                cells.append("-")
+                cells += ["-", "-"]
                 continue
             r = dict(r, ratio=_ratio(r["median"], kt_best, budget))
             chosen[variant].append(r)
-            cells.append(f"{_cell(r['median'], budget)} [{_cell(r['within_1'], budget)}] "
-                         f"({_ratio_cell(r['ratio'], kt_best)})")
-        kt_cell = (f"{_cell(kt_best, budget)} [{_cell(best['within_1'], budget)}] {best['strategy']}"
-                   if best else "-")
+            cells += [f"{_cell(r['median'], budget)} ({_ratio_cell(r['ratio'], kt_best)})",
+                      f"{_cell(r['within_1'], budget)} "
+                      f"({_ratio_cell(_ratio(r['within_1'], kt_best_1, budget), kt_best_1)})"]
+        kt_cells = ([f"{_cell(kt_best, budget)} ({best['strategy'] if math.isfinite(kt_best) else 'none'})",
+                     f"{_cell(kt_best_1, budget)} ({best_1['strategy'] if math.isfinite(kt_best_1) else 'none'})"]
+                    if best else ["-", "-"])
         kt_seeds = "/".join(map(str, sorted({len(r["runs"]) for r in kt}))) or "-"
-        print(f"{file.split('.')[0]:30} {kt_cell:34} {cells[0]:20} {cells[1]:24} "
-              f"{kt_seeds + '/' + ('/'.join(map(str, sorted(seeds))) or '-'):>17}")
+        print(f"| {file.split('.')[0]} | " + " | ".join(kt_cells + cells)
+              + f" | {kt_seeds} / {'/'.join(map(str, sorted(seeds))) or '-'} |")
     for variant, limit in (("beastgen", 0.5), ("beastgen+priors", 0.25)):
         if chosen[variant]:
-            print(f"{variant}: median over the files "
+            print(f"\n{variant}: median over the files "
                   f"{statistics.median(r['median'] for r in chosen[variant]):g}; ratio <= {limit:g} on "
                   f"{sum(r['ratio'] <= limit for r in chosen[variant])} of {len(chosen[variant])} files")
 
