@@ -26,7 +26,15 @@ class Threshold:
     factor: float | None = None
 
     def resolve(self, best_bound: float) -> float:
-        return self.seconds if self.factor is None else self.factor * best_bound
+        """In seconds. A factor of a best bound below zero is refused: it would lie below the best
+        bound and keep nothing (:meth:`CompiledPlan.threshold_seconds` names the negative term)."""
+        if self.factor is None:
+            return self.seconds
+        if best_bound < 0:
+            raise BeastError(f"threshold {self}: the best bound, {format_seconds(best_bound)}, is "
+                             f"below zero, and {self.factor:g}x of it is below every bound: give "
+                             "the threshold as a time")
+        return self.factor * best_bound
 
     def __str__(self):
         return f"{self.factor:g}x the best bound" if self.factor is not None else format_seconds(self.seconds)
@@ -37,6 +45,9 @@ def parse_threshold(text: str) -> Threshold:
     cleaned = text.strip().lower()
     if cleaned in ("inf", "infinity", "none"):
         return Threshold(seconds=math.inf)
+    if cleaned.startswith("-"):
+        raise BeastError(f"threshold {text!r} is negative: a run time is never below zero; give a "
+                         "time (1.5ms, 250us, 0.002) or a factor of the best bound (2x)")
     match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*(x|s|ms|us|µs|ns)?", cleaned)
     if not match:
         raise BeastError(f"cannot read threshold {text!r}: give a time (1.5ms, 250us, 0.002) "

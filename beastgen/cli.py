@@ -193,6 +193,10 @@ def _tune_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--good-enough", default=None, metavar="TIME",
                    help="stop once a configuration runs in at most TIME (0.6ms, 550us, 2e-3 = "
                         "seconds): the kernel is fast enough")
+    p.add_argument("--confidence", type=float, default=None, metavar="C",
+                   help="stop once the default search's models are C sure (0.95: 95%%) that no "
+                        "configuration left is more than 1%% faster than the best (a model's "
+                        "estimate, not a proof, and not calibrated yet: docs/search.md)")
     p.add_argument("--results", default="beastgen-results.db", metavar="DB",
                    help="SQLite results store; a run resumes from it (default beastgen-results.db)")
     p.add_argument("--strategy", default="guided",
@@ -208,6 +212,9 @@ def _tune_arguments(p: argparse.ArgumentParser) -> None:
                         "Kernel Tuner cache file (.json/.json.gz) or a beastgen results store; "
                         "repeatable; orders the default search, never proves anything")
     p.add_argument("--seed", type=int, default=0, help="seed of the guided, random and genetic strategies")
+    p.add_argument("--strategy-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="set one of the strategy's options (repeatable; the guided search's, with "
+                        "and without --prior: docs/search.md); an unknown name lists them")
     p.add_argument("--iterations", type=int, default=None, help="timed runs per configuration (default: the kernel's, else 7)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON object (last line)")

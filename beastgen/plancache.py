@@ -17,7 +17,8 @@ import sys
 from .compiler import native
 from .deep import deeply
 from .compiler.model import display_path, imported_module_names
-from .compiler.runtime import CompiledPlan, Target, compile_space, file_name_part
+from .compiler.runtime import (BuiltExecutable, CompiledPlan, Executable, Target, compile_space,
+                               file_name_part)
 from .devices import DEFAULT_DEVICE, DeviceProfile, load_profile
 from .trust import PrivateDirectory, generated_directory, open_private_directory, sha256_of
 from .version import __version__
@@ -31,7 +32,7 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     """The compiled plan of the space file at ``path``, from the plan cache when nothing it depends
     on changed, else built (and recorded): ``.py`` space files and T1 ``.json`` files alike. Where
     nothing is recorded for the space and device at all (a cold run), the record's key is worked
-    out while the C compiler runs (:meth:`RecordingPlan._while_compiling`), not before the build."""
+    out while the C compiler runs (:meth:`Recorder.compiling`), not before the build."""
     shown = display_path(os.fspath(path))
     settings = settings or {}
     source = _read_bytes(shown)
@@ -61,24 +62,24 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     # a default-device T1 count's short way (beastgen.warm_count) finds the record by this index
     index = index_name(shown) if device is None and shown.endswith(".json") else None
     if opened is None or not _records_begin_with(opened, stem):
-        return RecordingPlan(build(), key, index)
+        return _recording(build(), key, index)
     record_name, digest = key()
     cached = _read_record(opened, record_name, digest, build)
     if cached is not None:
         _write_index(opened, index, digest, record_name)
-        return cached
-    return RecordingPlan(build(), lambda: (record_name, digest), index)
+        return CompiledPlan(cached)
+    return _recording(build(), lambda: (record_name, digest), index)
 
 
-class RecordingPlan(CompiledPlan):
-    """A freshly built plan that records itself in the plan cache once its module is written (so
-    that nothing lands in the generated directory before the command's own checks pass).
-    ``key()`` is the record's name and key, asked once, when first needed."""
+class Recorder:
+    """Records a freshly built plan in the plan cache each time its executable learns something
+    (:class:`~beastgen.compiler.runtime.BuiltExecutable`'s ``recorder``): once its module is
+    written (so that nothing lands in the generated directory before the command's own checks
+    pass) and as its C libraries are known. ``key()`` is the record's name and key, asked once,
+    when first needed: where nothing was recorded yet, while the C compiler runs."""
 
-    def __init__(self, built: CompiledPlan, key, index: str | None = None):
-        self.__dict__.update(built.__dict__)
-        self._key, self._keyed, self._index = key, None, index
-        self._written = False
+    def __init__(self, key, index: str | None = None):
+        self._key, self._keyed, self.index = key, None, index
 
     def record_key(self) -> tuple[str, str]:
         """The record's file name and key (the sha256 of what the plan depends on), worked out once."""
@@ -86,71 +87,51 @@ class RecordingPlan(CompiledPlan):
             self._keyed = self._key()
         return self._keyed
 
-    def _while_compiling(self) -> None:
-        """Also the record's key (beastgen's source and the space's local imports hashed)."""
-        super()._while_compiling()
+    def compiling(self, executable: BuiltExecutable) -> None:
+        """While the C compiler runs: the record's key (beastgen's source and the space's local
+        imports hashed)."""
         self.record_key()
 
-    def write(self) -> str | None:
-        path = super().write()
-        if path:
-            self._written = True
-            self._record(self._native, self._native_all)
-        return path
-
-    def _load_native(self):
-        nest = super()._load_native()
-        if self.path and native.enabled():  # the record learns the library (or that there is none)
-            self._record(nest)
-        return nest
-
-    def _library_of_all(self):
-        nest = super()._library_of_all()
-        self._record(self._native, nest)
-        return nest
-
-    def load_every_native_function(self) -> None:
-        super().load_every_native_function()
-        if self._native is not None:  # the record learns it (or that there is none)
-            self._record(self._native, self._native_all)
-
-    def _record(self, nest, every=None) -> None:
+    def learnt(self, executable: BuiltExecutable) -> None:
+        """The record written again with what ``executable`` knows now."""
         record_name, digest = self.record_key()
-        _write_record(self.directory, record_name, digest, self, nest, every)
-        _write_index(self.directory, self._index, digest, record_name)
-
-    @property
-    def module_sha256(self) -> str | None:
-        """The sha256 of the module written (None while it is not: a C count never needs it)."""
-        return hashlib.sha256(self.source.encode("utf-8")).hexdigest() if self._written else None
+        _write_record(executable.directory, record_name, digest, executable)
+        _write_index(executable.directory, self.index, digest, record_name)
 
 
-class CachedPlan(CompiledPlan):
-    """A compiled plan known from its cache record: counting needs only the generated module; the
-    specialized space, plan and source are built on first use (``specialized``, ``plan``...)."""
+def _recording(plan: CompiledPlan, key, index: str | None) -> CompiledPlan:
+    """``plan`` (freshly built), its executable recorded in the plan cache from now on."""
+    if isinstance(plan.executable, BuiltExecutable):
+        plan.executable.recorder = Recorder(key, index)
+    return plan
+
+
+class CachedExecutable(Executable):
+    """The executable of a compiled plan known from its cache record: counting needs only the
+    generated module or the C library the record names (each checked against the recorded sha256);
+    the specialized space, plan and source are built on first use (``specialized``, ``plan``...)."""
 
     def __init__(self, record: dict, module_path: str | None, build, record_name: str,
                  directory: PrivateDirectory):
-        self.path = module_path
+        super().__init__(module_path, directory)
         self._record, self._build, self._built = record, build, None
-        self._record_name, self._directory = record_name, directory
-        self._module = None
-        self._native = self._native_all = None
-        self.last_seconds = 0.0
+        self._record_name = record_name
+        self._native_all = None  # the library of every C function, once loaded (False: none)
 
     @property
-    def _full(self) -> CompiledPlan:
+    def built(self) -> BuiltExecutable:
+        """The executable built from the space (what the record does not hold), built once."""
         if self._built is None:
-            self._built = self._build()
+            self._built = self._build().executable
         return self._built
 
-    specialized = property(lambda self: self._full.specialized)
-    plan = property(lambda self: self._full.plan)
-    source = property(lambda self: self._full.source)
+    specialized = property(lambda self: self.built.specialized)
+    plan = property(lambda self: self.built.plan)
+    source = property(lambda self: self.built.source)
 
-    def native_source(self) -> str | None:
-        """The plan's count as C (built from the space: the record holds no plan)."""
-        return self._full.native_source()
+    def native_source(self, functions=None) -> str | None:
+        """The plan's count (or ``functions``) as C (built from the space: the record holds no plan)."""
+        return self.built.native_source(functions)
 
     @property
     def empty_reason(self) -> str | None:
@@ -172,13 +153,19 @@ class CachedPlan(CompiledPlan):
     def iteration_bound(self) -> int | None:
         return self._record["iteration_bound"]
 
+    @property
+    def node_iteration_bound(self) -> int | None:
+        return self._record["node_iteration_bound"]
+
+    @property
+    def split_iteration_bound(self) -> int | None:
+        return self._record["split_iteration_bound"]
+
     def write(self) -> str | None:
         """The generated module's path: its text was checked against the record, or, when the
         record knows no module yet (the C library counted), it is built and written now."""
         if self.path and self._record["module_sha256"] is None:
-            self._full.write()
-            self._record["module_sha256"] = hashlib.sha256(self._full.source.encode("utf-8")).hexdigest()
-            _update_record(self.directory, self._record_name, self._record)
+            self._write_built()
         return self.path
 
     def module_text(self) -> str:
@@ -188,12 +175,16 @@ class CachedPlan(CompiledPlan):
             data = self.directory.read(os.path.basename(self.path))
             if data is not None and sha256_of(data) == self._record["module_sha256"]:
                 return data.decode("utf-8")
-        self._full.write()
-        self._record["module_sha256"] = hashlib.sha256(self._full.source.encode("utf-8")).hexdigest()
-        _update_record(self.directory, self._record_name, self._record)
-        return self._full.source
+        self._write_built()
+        return self.built.source
 
-    def _load_native(self):
+    def _write_built(self) -> None:
+        """The module built from the space written, and its sha256 recorded."""
+        self.built.write()
+        self._record["module_sha256"] = hashlib.sha256(self.built.source.encode("utf-8")).hexdigest()
+        _update_record(self.directory, self._record_name, self._record)
+
+    def load_native(self):
         """The library the record names, once its sha256 matches; built (and recorded) when the
         record does not know it yet or the file no longer matches."""
         if self.path is None or not native.enabled():
@@ -202,8 +193,8 @@ class CachedPlan(CompiledPlan):
         if known is not None and known["library"] is None:
             return None  # the C target does not print this plan, or there was no C compiler
         if (library := native.recorded_library(self.directory, known)) is not None:
-            return native.load(library, known["functions"], self._every_native_function)
-        nest = self._full.native  # compiled again where it changed since it was recorded
+            return native.load(library, known["functions"], self.every_native_function)
+        nest = self.built.native  # compiled again where it changed since it was recorded
         self._record["native"] = _native_entry(nest)
         _update_record(self.directory, self._record_name, self._record)
         return nest
@@ -213,7 +204,7 @@ class CachedPlan(CompiledPlan):
         if known is None or known.get("library") is not None:  # (None: no library, recorded)
             super().load_every_native_function()
 
-    def _library_of_all(self):
+    def library_of_every_function(self):
         """The recorded library of every C function, once its sha256 matches; else built (and
         recorded) from the space."""
         if self._native_all is None:
@@ -221,7 +212,7 @@ class CachedPlan(CompiledPlan):
             if (library := native.recorded_library(self.directory, known)) is not None:
                 self._native_all = native.load(library)
             if not self._native_all:
-                self._native_all = self._full._library_of_all() or False
+                self._native_all = self.built.library_of_every_function() or False
                 self._record["native_all"] = _native_entry(self._native_all)
                 _update_record(self.directory, self._record_name, self._record)
         return self._native_all or None
@@ -320,8 +311,9 @@ def _space_name(shown: str) -> str:
     return os.path.splitext(os.path.basename(shown))[0]
 
 
-def _read_record(directory: PrivateDirectory, record_name: str, digest: str, build) -> CachedPlan | None:
-    """The cached plan the record describes, or None when there is none or it no longer holds
+def _read_record(directory: PrivateDirectory, record_name: str, digest: str,
+                 build) -> CachedExecutable | None:
+    """The cached executable the record describes, or None when there is none or it no longer holds
     (a record someone else could have written is no record)."""
     record = read_json(directory, record_name)
     if record is None:
@@ -331,33 +323,38 @@ def _read_record(directory: PrivateDirectory, record_name: str, digest: str, bui
             return None
         module = record["module"]
         if module is None:
-            return CachedPlan(record, None, build, record_name, directory)
+            return CachedExecutable(record, None, build, record_name, directory)
         if os.path.basename(module) != module or not module.endswith(".py"):
             return None
-        if record["module_sha256"] is not None:  # None: not written yet (see CachedPlan.write)
+        if record["module_sha256"] is not None:  # None: not written yet (see CachedExecutable.write)
             text = directory.read(module)
             if text is None or sha256_of(text) != record["module_sha256"]:
                 return None
         Target(**record["target"])  # well formed
         int(record["counted_tail"])
-        if not isinstance(record["iteration_bound"], (int, type(None))):
+        if not all(isinstance(record[name], (int, type(None))) for name in
+                   ("iteration_bound", "node_iteration_bound", "split_iteration_bound")):
             return None
-        return CachedPlan(record, directory.file_path(module), build, record_name, directory)
+        return CachedExecutable(record, directory.file_path(module), build, record_name, directory)
     except (OSError, KeyError, TypeError, ValueError):
         return None
 
 
-def _write_record(directory: PrivateDirectory, record_name: str, digest: str, plan: RecordingPlan,
-                  nest=None, every=None) -> None:
-    """Record a freshly built plan, with its native library once that was looked for (``nest``:
-    the :class:`~beastgen.compiler.native.NativeNest` of the count, or False for none; None: not
-    looked for), and the library of every C function (``every``) once it was built."""
+def _write_record(directory: PrivateDirectory, record_name: str, digest: str,
+                  built: BuiltExecutable) -> None:
+    """Record a freshly built executable: the sha256 of its module once written, its native
+    library once that was looked for (a :class:`~beastgen.compiler.native.NativeNest` of the count,
+    or False for none; None: not looked for), and the library of every C function once built."""
+    nest, every = built.native_state
     record = {"key": digest,
-              "module": os.path.basename(plan.path) if plan.path else None,
-              "module_sha256": plan.module_sha256,
-              "empty_reason": plan.empty_reason, "columns": plan.columns,
-              "counted_tail": str(plan.counted_tail),
-              "target": plan.target.as_dict(), "iteration_bound": plan.iteration_bound}
+              "module": os.path.basename(built.path) if built.path else None,
+              "module_sha256": (hashlib.sha256(built.source.encode("utf-8")).hexdigest()
+                                if built.written else None),
+              "empty_reason": built.empty_reason, "columns": built.columns,
+              "counted_tail": str(built.counted_tail),
+              "target": built.target.as_dict(), "iteration_bound": built.iteration_bound,
+              "node_iteration_bound": built.node_iteration_bound,
+              "split_iteration_bound": built.split_iteration_bound}
     if nest is not None:
         record["native"] = _native_entry(nest)
     if every is not None:

@@ -26,11 +26,20 @@ not run on it (its restrictions are Python functions, not strings).
 ``--baseline DIR`` (another checkout, e.g. ``main``) adds its ``beastgen cold`` and ``beastgen
 warm`` rows in the same rounds (run from ``DIR`` with ``PYTHONPATH=DIR``).
 
+``prl_4x4`` and ``prl_8x8`` are tiny T1 spaces written by this script (:data:`TINY_SPACES`: 4
+parameters of 4 values and 8 of 9, block, tile, unroll and vector sizes under product limits):
+stand-ins for the prl_4x4/prl_8x8 spaces that issue 40 names, which are not in
+``../shared/reference-spaces/``. prl_4x4's nest is bounded small (counted whole in the calling
+thread); prl_8x8's bound (48 million loop iterations) is not, so it shows the count that begins in
+the calling thread and starts helper threads only where work remains.
+
 Then, in one process (imports done, ``--in-process-repeats`` runs each, medians): the
 python-constraint2 solve (``len(problem.getSolutions())``) against beastgen's warm count
-(``plan.count()`` of the plan-cached plan: the C library) and the NumPy walk with no compiler
+(``plan.count()`` of the plan-cached plan: the C library; ``first``: the first count of a plan just
+read from the plan cache, what a script's one count waits) and the NumPy walk with no compiler
 (``compiler/vectorised.py``), as ratios (the issue's target: the count itself >= 100x
-python-constraint2).
+python-constraint2). With ``--baseline``, the baseline's warm count (median and first) is measured
+in a process of its own between this process's rows, and shown beside them.
 """
 from __future__ import annotations
 
@@ -46,7 +55,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cli import REPO, timed  # noqa: E402 - one whole process, its output checked
 SPACES_DIR = os.path.join(REPO, "data", "reference-spaces")
 COUNTS = {"dedispersion": 11_130, "hotspot": 82_984, "gemm_clblast": 116_928,
-          "convolution_milo": 4_362, "script": 90}
+          "convolution_milo": 4_362, "script": 90, "prl_4x4": 114, "prl_8x8": 819}
+#: tiny T1 spaces written by this script: (parameters, their values, conditions)
+TINY_SPACES = {
+    "prl_4x4": (["block_size_x", "block_size_y", "tile_size_x", "tile_size_y"], "[1, 2, 4, 8]",
+                ["block_size_x * block_size_y >= 4", "tile_size_x * tile_size_y <= 8",
+                 "block_size_x * tile_size_x <= 16"]),
+    "prl_8x8": (["block_size_x", "block_size_y", "tile_size_x", "tile_size_y", "unroll_x", "unroll_y",
+                 "vector_x", "vector_y"], "[2 ** i for i in range(9)]",
+                ["32 <= block_size_x * block_size_y <= 128", "tile_size_x * tile_size_y <= 4",
+                 "unroll_x * unroll_y <= 4", "vector_x * vector_y <= 2",
+                 "block_size_x * tile_size_x <= 64", "unroll_x <= tile_size_x", "unroll_y <= tile_size_y"]),
+}
 TESTS_DIR = os.path.join(REPO, "tests")
 
 _READ_T1 = """\
@@ -79,6 +99,44 @@ print(Searchspace(script["tune_params"](), script["AS_STRINGS"], 1024).size)
 """
 
 
+def t1_path(space: str, work: str) -> str:
+    """The T1 file of ``space``: a reference space's, or a tiny one written into ``work``."""
+    if space not in TINY_SPACES:
+        return os.path.join(SPACES_DIR, f"{space}.json")
+    path = os.path.join(work, f"{space}.json")
+    if not os.path.exists(path):
+        names, values, conditions = TINY_SPACES[space]
+        document = {"General": {"BenchmarkName": space, "OutputFormat": "JSON"},
+                    "ConfigurationSpace": {
+                        "TuningParameters": [{"Name": n, "Type": "int", "Values": values, "Default": 1}
+                                             for n in names],
+                        "Conditions": [{"Parameters": [n for n in names if n in c], "Expression": c}
+                                       for c in conditions]}}
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(document, f, indent=1)
+    return path
+
+
+#: a warm count in a process of its own (``--baseline``): argv = T1 file, generated dir, repeats;
+#: prints [median seconds, first count's seconds, count]
+WARM_COUNT = """\
+import json, statistics, sys, time
+from beastgen.plancache import compile_cached
+path, generated, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
+compile_cached(path, generated_dir=generated).count()
+plan = compile_cached(path, generated_dir=generated)
+start = time.perf_counter()
+count = plan.count()
+first = time.perf_counter() - start
+times = []
+for _ in range(repeats):
+    start = time.perf_counter()
+    plan.count()
+    times.append(time.perf_counter() - start)
+print(json.dumps([statistics.median(times), first, count]))
+"""
+
+
 def script_files(work: str, env: dict) -> tuple[str, str]:
     """test_convert's Kernel Tuner script written into ``work``, and the space file ``beastgen
     convert`` makes of it."""
@@ -100,7 +158,7 @@ def whole_processes(args, work: str, env: dict) -> dict:
             script, path = script_files(work, env)
             peers = {"kernel_tuner": [sys.executable, "-c", KT_SCRIPT_SPACE, script]}
         else:
-            path = os.path.join(SPACES_DIR, f"{space}.json")
+            path = t1_path(space, work)
             peers = {"kernel_tuner": [sys.executable, "-c", KERNEL_TUNER, path],
                      "constraint": [sys.executable, "-c", CONSTRAINT, path]}
         count_line = f"{count:,} valid configurations"
@@ -143,8 +201,9 @@ def print_whole(args, rows: dict) -> None:
 
 def in_process(args, work: str) -> None:
     """The counts themselves, in this process: python-constraint2's solve against beastgen's warm
-    count (C library) and its NumPy walk."""
+    count (C library; its first count too) and its NumPy walk, and the baseline's warm count."""
     sys.path.insert(0, REPO)
+    import subprocess
     import time
 
     from constraint import Problem
@@ -162,11 +221,26 @@ def in_process(args, work: str) -> None:
                 raise SystemExit(f"miscounted: {got} where {expect} was expected")
         return statistics.median(times)
 
+    def baseline_count(path: str, generated: str, count: int) -> tuple[float, float]:
+        base = os.path.abspath(args.baseline)
+        env = dict(os.environ, PYTHONPATH=base)
+        env.pop("BEASTGEN_GENERATED_DIR", None)
+        out = subprocess.run([sys.executable, "-c", WARM_COUNT, path, generated, str(args.in_process_repeats)],
+                             capture_output=True, text=True, env=env, cwd=base, check=True).stdout
+        median, first, got = json.loads(out.splitlines()[-1])
+        if got != count:
+            raise SystemExit(f"the baseline miscounted: {got} where {count} was expected")
+        return median, first
+
     print(f"\nin one process, median of {args.in_process_repeats} runs each (load average "
-          f"{os.getloadavg()[0]:.1f})")
-    print(f"{'space':<17} {'constraint s':>12} {'beastgen s':>11} {'ratio':>8} {'numpy s':>9} {'ratio':>8}")
+          f"{os.getloadavg()[0]:.1f}); ratio: python-constraint2's time / beastgen's")
+    header = (f"{'space':<17} {'constraint s':>12} {'beastgen s':>11} {'ratio':>8} {'first s':>9} "
+              f"{'ratio':>8} {'numpy s':>9} {'ratio':>8}")
+    if args.baseline:
+        header += f" {'base s':>9} {'ratio':>8} {'base 1st':>9} {'ratio':>8}"
+    print(header)
     for space in (s for s in args.spaces if s != "script"):
-        path = os.path.join(SPACES_DIR, f"{space}.json")
+        path = t1_path(space, work)
         with open(path, encoding="utf-8") as f:
             document = json.load(f)["ConfigurationSpace"]
         tune_params = {p["Name"]: eval(p["Values"], {}) for p in document["TuningParameters"]}  # noqa: S307
@@ -180,14 +254,22 @@ def in_process(args, work: str) -> None:
                 problem.addConstraint(restriction)
             return len(problem.getSolutions())
         generated = os.path.join(work, f"{space}-in-process")
+        count = COUNTS[space]
         compile_cached(path, generated_dir=generated).count()  # builds, records, compiles
         plan = compile_cached(path, generated_dir=generated)  # from the plan cache, as a warm run
-        plan.count()
+        start = time.perf_counter()
+        if plan.count() != count:
+            raise SystemExit(f"{space}: miscounted")
+        first = time.perf_counter() - start
         nest = VectorisedNest(compile_cached(path, generated_dir=generated).plan)
-        count = COUNTS[space]
         pc, bg, vec = (median_seconds(solve, count), median_seconds(plan.count, count),
                        median_seconds(nest.count, count))
-        print(f"{space:<17} {pc:>12.4f} {bg:>11.6f} {pc / bg:>7.0f}x {vec:>9.4f} {pc / vec:>7.1f}x")
+        row = (f"{space:<17} {pc:>12.5f} {bg:>11.7f} {pc / bg:>7.0f}x {first:>9.6f} {pc / first:>7.0f}x "
+               f"{vec:>9.5f} {pc / vec:>7.1f}x")
+        if args.baseline:
+            base, base_first = baseline_count(path, generated + "-base", count)
+            row += f" {base:>9.7f} {pc / base:>7.0f}x {base_first:>9.6f} {pc / base_first:>7.0f}x"
+        print(row, flush=True)
 
 
 def main() -> None:

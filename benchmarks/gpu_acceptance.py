@@ -26,13 +26,19 @@ Each step runs the user's commands with its own time limit, inside one deadline 
   kernel_tuner  one ``tune_kernel(..., lang="CUDA")`` with ``beastgen.kernel_tuner.Strategy``, warm-
                 started by the tune's store, where that module and Kernel Tuner are there
 
-It writes ``$OUT/summary.json`` (``--out``; ``$OUT`` by default, else ./gpu-acceptance) and
-``$OUT/logs.tar.gz`` (every step's log and file), and prints a table last. Exit status 0 when every
-step passed.
+It writes ``$OUT/summary.json`` (``--out``; ``$OUT`` by default, else ./gpu-acceptance), the tune's
+plot ``$OUT/gemm-tune.png`` and ``$OUT/logs.tar.gz`` (every step's log and file), after every step,
+and prints a table last. Exit status 0 when every step passed.
+
+Restartable: the steps' files and results stores stay in the work folder (``--work``, default
+.gpu-acceptance/ in the repository root, ignored by git, so that a device machine kept warm keeps
+it). The same command again runs only the steps that have not passed (a tune or proof resumes from
+its store, nothing measured twice) and reports the others from the earlier run; ``--steps`` chooses,
+``--fresh`` starts anew.
 
 BEASTGEN_ACCEPTANCE_STANDIN=1: the same run where no GPU is, through the stand-in of pycuda.driver
-(tests/cuda_standin: an H100's attributes, gemm computed by NumPy, made-up times of 0.5 ms) and its
-nvidia-smi. Only the GPU is missing: the wheels, the install, the commands, the limits and the
+(tests/cuda_standin: an H100's attributes; gemm computed by NumPy, each launch timed at what NumPy
+took for the product on this CPU; other kernels' times made up, 0.5 ms) and its nvidia-smi. Only the GPU is missing: the wheels, the install, the commands, the limits and the
 summary are those of the real run. No figure of such a run says anything about a GPU; the GPU tests
 skip, and Kernel Tuner runs on OpenCL (PoCL, a CPU) where pyopencl is installed.
 """
@@ -69,8 +75,13 @@ def main() -> int:
                         help="where summary.json and logs.tar.gz go (default: $OUT, else ./gpu-acceptance)")
     parser.add_argument("--deadline", type=float, default=360, metavar="SECONDS",
                         help="the whole run's time (default 360)")
-    parser.add_argument("--steps", default=",".join(STEPS), help="which steps, comma-separated "
-                        f"(default all: {','.join(STEPS)}); install always runs")
+    parser.add_argument("--steps", help="which steps, comma-separated, from: " + ",".join(STEPS)
+                        + " (default: those that have not passed in the work folder's last run, all "
+                        "on a first run); install always runs")
+    parser.add_argument("--work", default=os.path.join(REPO, ".gpu-acceptance"),
+                        help="where the steps' files and results stores are kept from run to run (default "
+                        ".gpu-acceptance/ in the repository root, ignored by git): running again resumes")
+    parser.add_argument("--fresh", action="store_true", help="empty the work folder first: run every step anew")
     parser.add_argument("--budget", type=int, default=300, help="tune: at most this many configurations")
     parser.add_argument("--tune-time", type=float, default=75, metavar="SECONDS",
                         help="tune: stop searching after this long (default 75)")
@@ -86,7 +97,7 @@ def main() -> int:
     if args.kernel_tuner_run:
         return kernel_tuner_run(args.kernel_tuner_run)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a timeout's SIGTERM: summary written
-    unknown = set(args.steps.split(",")) - set(STEPS)
+    unknown = set((args.steps or "install").split(",")) - set(STEPS)
     if unknown:
         parser.error(f"unknown steps {', '.join(sorted(unknown))}: choose from {', '.join(STEPS)}")
     return Acceptance(args).run()
@@ -101,10 +112,16 @@ class Acceptance:
         self.start = time.monotonic()
         self.deadline = self.start + args.deadline
         self.out = os.path.abspath(args.out)
-        self.work = tempfile.mkdtemp(prefix="beastgen-gpu-")
+        self.work = os.path.abspath(args.work)
+        if args.fresh and os.path.isdir(self.work):
+            import shutil
+            shutil.rmtree(self.work)
+        os.makedirs(self.work, exist_ok=True)
+        self.earlier = self.resume()
         self.site = os.path.abspath(args.site)
         self.beastgen = [sys.executable, "-m", "beastgen"]
         self.results = {}
+        self.cpu = {}  # step -> CPU seconds of its commands (user + system, their processes' trees)
         self.env = dict(os.environ, PYTHONUNBUFFERED="1", MPLBACKEND="Agg",
                         BEASTGEN_GENERATED_DIR=self.path("generated"), XDG_CACHE_HOME=self.path("cache"))
         paths = [self.site, os.environ.get("PYTHONPATH", "")]
@@ -117,6 +134,22 @@ class Acceptance:
     def path(self, name: str) -> str:
         return os.path.join(self.work, name)
 
+    def resume(self) -> dict:
+        """The work folder's last run: {step: result} of its steps, and what later steps read of
+        them (the auto profile, the tune's store, the calibrated profile); {} on a first run."""
+        try:
+            with open(self.path("summary.json"), encoding="utf-8") as f:
+                earlier = json.load(f)["steps"]
+        except (OSError, ValueError, KeyError):
+            return {}
+        if "profile" in earlier.get("devices", {}):
+            self.profile = earlier["devices"]["profile"]
+        if earlier.get("tune", {}).get("best_time_ms") is not None and os.path.exists(self.path("gemm.db")):
+            self.store = self.path("gemm.db")
+        if earlier.get("calibrate", {}).get("status") == "passed" and os.path.exists(self.path("calibrated.toml")):
+            self.calibrated = self.path("calibrated.toml")
+        return earlier
+
     # -- running commands ------------------------------------------------------------------------
     def remaining(self) -> float:
         return self.deadline - RESERVE - time.monotonic()
@@ -127,7 +160,7 @@ class Acceptance:
         group, then SIGKILL 15 s later. {rc, seconds, timed_out, log, output}."""
         limit = max(min(limit, self.remaining()), 1)
         log = self.path(f"{step}-{label}.log")
-        started = time.monotonic()
+        started, cpu = time.monotonic(), _children_cpu()
         with open(log, "w", encoding="utf-8") as f:
             f.write(f"$ {shlex.join(argv)}\n")
             f.flush()
@@ -147,25 +180,31 @@ class Acceptance:
                 except subprocess.TimeoutExpired:
                     _signal_group(process, signal.SIGKILL)
                     process.wait()
-        seconds = time.monotonic() - started
+        seconds, cpu = time.monotonic() - started, _children_cpu() - cpu
         with open(log, encoding="utf-8", errors="replace") as f:
             output = f.read()
         mark = "TIMED OUT" if timed_out else f"exit status {process.returncode}"
-        print(f"  [{step}] {label}: {mark} in {seconds:.1f} s", flush=True)
-        return {"rc": process.returncode, "seconds": round(seconds, 2), "timed_out": timed_out,
-                "log": os.path.basename(log), "output": output}
+        print(f"  [{step}] {label}: {mark} in {seconds:.1f} s ({cpu:.1f} s of CPU)", flush=True)
+        self.cpu[step] = self.cpu.get(step, 0.0) + cpu
+        return {"rc": process.returncode, "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
+                "timed_out": timed_out, "log": os.path.basename(log), "output": output}
 
     def python(self, step: str, label: str, code: str, limit: float = 60, env=None) -> dict:
         return self.command(step, label, [sys.executable, "-c", code], limit, env)
 
     # -- the run -----------------------------------------------------------------------------------
     def run(self) -> int:
-        chosen = ["install"] + [s for s in self.args.steps.split(",") if s != "install"]
+        if self.args.steps:
+            chosen = ["install"] + [s for s in self.args.steps.split(",") if s != "install"]
+        else:  # a run again resumes: the steps that passed before are kept
+            chosen = [s for s in STEPS if s == "install" or self.earlier.get(s, {}).get("status") != "passed"]
         print(f"beastgen GPU acceptance{' (STAND-IN: no GPU)' if self.standin else ''}: steps "
               f"{', '.join(chosen)}; deadline {self.args.deadline:g} s; work folder {self.work}",
               flush=True)
         for step in STEPS:
             if step not in chosen:
+                if step in self.earlier:
+                    self.results[step] = {**self.earlier[step], "earlier_run": True}
                 continue
             minimum = STEPS[step][1]
             if self.remaining() < minimum:
@@ -182,6 +221,7 @@ class Acceptance:
             except Exception as e:  # noqa: BLE001 - a step's own failure is its result, not the run's end
                 result = {"status": "failed", "why": f"{type(e).__name__}: {e}"}
             result["seconds"] = round(time.monotonic() - started, 1)
+            result["cpu_seconds"] = round(self.cpu.get(step, 0.0), 1)
             self.results[step] = result
             print(f"[{step}] {result['status']}{': ' + result['why'] if result.get('why') else ''} "
                   f"({result['seconds']} s)", flush=True)
@@ -191,18 +231,25 @@ class Acceptance:
         summary = self.write()
         print()
         print(table(summary))
-        print(f"\nwrote {self.out}/summary.json and {self.out}/logs.tar.gz ({self.work} kept here)")
+        print(f"\nwrote {self.out}/summary.json, logs.tar.gz and the plots; the work folder {self.work} "
+              "is kept: the same command again runs the steps that did not pass (--fresh: all anew)")
         return 0 if summary["passed"] else 1
 
     def write(self) -> dict:
-        """summary.json and logs.tar.gz (every file of the work folder but the generated code and the
-        compile cache) in the output folder; the summary."""
+        """summary.json (in the work folder too: what a run again resumes from), the plots (PNG) and
+        logs.tar.gz (every file of the work folder but the generated code and the compile cache) in
+        the output folder; the summary."""
+        import shutil
+
         summary = {"standin": self.standin, "seconds": round(time.monotonic() - self.start, 1),
                    "deadline": self.args.deadline, "steps": self.results,
                    "passed": all(r["status"] in ("passed", "skipped") for r in self.results.values())}
         os.makedirs(self.out, exist_ok=True)
-        with open(os.path.join(self.out, "summary.json"), "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=1, default=str)
+        for folder in (self.out, self.work):
+            with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
+                json.dump(summary, f, indent=1, default=str)
+        for plot in glob.glob(self.path("*.png")):
+            shutil.copy(plot, self.out)
         with tarfile.open(os.path.join(self.out, "logs.tar.gz"), "w:gz") as tar:
             for name in sorted(os.listdir(self.work)):
                 if name not in ("generated", "cache"):
@@ -348,12 +395,11 @@ class Acceptance:
         if store is None or device is None:
             return {"status": "skipped", "why": ("the tune measured no configuration" if store is None
                                                  else "no calibrated profile")}
-        cache = self.path("gemm-cache.json")
-        if not os.path.exists(cache):
-            export = self.command("bounds", "export", [*self.beastgen, "export-results", store,
-                                                       "--format", "kernel_tuner", "-o", cache], 60)
-            if export["rc"] != 0:
-                return {"status": "failed", "why": f"export-results: {tail(export)}"}
+        cache = self.path(f"gemm-cache-{label}.json")  # anew: a tune run again measures more
+        export = self.command("bounds", f"export-{label}", [*self.beastgen, "export-results", store,
+                                                           "--format", "kernel_tuner", "-o", cache], 60)
+        if export["rc"] != 0:
+            return {"status": "failed", "why": f"export-results: {tail(export)}"}
         check = self.command("bounds", label, [*self.beastgen, "check-bounds", GEMM, "--device", device,
                                                "--replay", cache, "--json"], 120)
         record = last_json(check)
@@ -424,9 +470,11 @@ class Acceptance:
         return {**result, "status": "passed"}
 
     def kernel_tuner(self) -> dict:
-        probe = self.python("kernel_tuner", "probe", "import kernel_tuner, beastgen.kernel_tuner", 60)
+        probe = self.python("kernel_tuner", "probe", KERNEL_TUNER_PROBE, 60)
+        if probe["rc"] == 3:  # one of the two is absent: nothing to run
+            return {"status": "skipped", "why": probe["output"].strip().splitlines()[-1]}
         if probe["rc"] != 0:
-            return {"status": "skipped", "why": f"not importable: {tail(probe, 200)}"}
+            return {"status": "failed", "why": f"present, but does not import: {tail(probe)}"}
         if self.standin:
             opencl = self.python("kernel_tuner", "pyopencl", "import pyopencl; pyopencl.get_platforms()", 60)
             if opencl["rc"] != 0:
@@ -445,11 +493,27 @@ class Acceptance:
         return {**record, "status": "passed"}
 
 
+#: exit status 3 and a line saying which, where Kernel Tuner or beastgen's strategy for it is absent
+KERNEL_TUNER_PROBE = """import sys
+try:
+    import kernel_tuner
+except ModuleNotFoundError as e:
+    if e.name != "kernel_tuner":
+        raise
+    sys.exit(print("Kernel Tuner is not installed (its wheel is not in .whl/)") or 3)
+try:
+    import beastgen.kernel_tuner
+except ModuleNotFoundError as e:
+    if e.name != "beastgen.kernel_tuner":
+        raise
+    sys.exit(print("beastgen.kernel_tuner (the Kernel Tuner strategy) is not in this tree yet") or 3)
+"""
+
 #: step -> (what runs it, the fewest seconds of the deadline it starts with)
 STEPS = {"install": (Acceptance.install, 30), "devices": (Acceptance.devices, 20),
-         "calibrate": (Acceptance.calibrate, 30), "tune": (Acceptance.tune, 90),
-         "bounds": (Acceptance.bounds, 30), "proof": (Acceptance.proof, 60),
-         "tests": (Acceptance.tests, 45), "calibrated_bounds": (Acceptance.calibrated_bounds, 30),
+         "tune": (Acceptance.tune, 90), "bounds": (Acceptance.bounds, 20),
+         "calibrate": (Acceptance.calibrate, 30), "calibrated_bounds": (Acceptance.calibrated_bounds, 20),
+         "proof": (Acceptance.proof, 60), "tests": (Acceptance.tests, 45),
          "kernel_tuner": (Acceptance.kernel_tuner, 45)}
 
 
@@ -500,7 +564,7 @@ def check_proof(store: str, tune_json: str) -> int:
     columns = list(plan.columns)
     measured = {tuple(json.loads(c)[k] for k in columns): (s, t) for c, s, t in rows}
     terms = {}
-    for row in plan.rank(plan.count()):
+    for row in plan.enumerate():  # the configurations only: their bounds come from the reference
         config = {k: row[k].item() for k in columns}
         terms[tuple(config[k] for k in columns)] = reference.term_values(config)
     ok = {key: t for key, (s, t) in measured.items() if s == "ok"}
@@ -594,6 +658,13 @@ def kernel_tuner_run(folder: str) -> int:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's children and theirs, those ended so far."""
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _signal_group(process, sig) -> None:
     try:
         os.killpg(process.pid, sig)
@@ -622,12 +693,15 @@ def last_json(done: dict):
 def table(summary: dict) -> str:
     """The short table printed last."""
     steps = summary["steps"]
-    rows = [("GPU acceptance" + (" (STAND-IN: no GPU; every figure made up)" if summary["standin"] else ""),
+    rows = [("GPU acceptance" + (" (STAND-IN: no GPU: gemm times are NumPy's on this CPU, others made up)"
+                                 if summary["standin"] else ""),
              f"{summary['seconds']:.0f} s of {summary['deadline']:.0f}; "
              + ("ALL PASSED" if summary["passed"] else "FAILED: " + ", ".join(
                  s for s, r in steps.items() if r["status"] == "failed")))]
     for step, result in steps.items():
-        rows.append((f"{step}", f"{result['status']} ({result.get('seconds', 0):.0f} s)"
+        rows.append((f"{step}", f"{result['status']} ({result.get('seconds', 0):.0f} s, "
+                                f"{result.get('cpu_seconds', 0):.0f} s of CPU"
+                                f"{'; an earlier run' if result.get('earlier_run') else ''})"
                      + (f": {result['why'][:160]}" if result.get("why") else "")))
     devices = steps.get("devices", {})
     if devices.get("name"):

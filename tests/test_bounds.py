@@ -78,6 +78,101 @@ def test_pruning_and_rank_agree_with_the_reference(text, k, tmp_path_factory):
         assert row["bound"] == pytest.approx(bound, rel=1e-12) and row["bottleneck"] == term
 
 
+# -- bound values and thresholds below zero ---------------------------------------------------------
+SIGNED_TERMS = [
+    "beast.bound(10 / (a - 2))",             # negative for a < 2, raises (0.0) at a == 2
+    "beast.bound(b - 2.5 * a)",
+    "beast.bound(c - 3.0)",
+    "beast.bound(-1.5)",                     # a negative constant term
+    "beast.bound(0.0)",
+]
+SIGNED_FUNCTION_TERM = """
+@beast.bound
+def fsigned():
+    if c > 1:
+        return a - b
+    return -2.0 * c
+"""
+
+
+@st.composite
+def signed_bounded_spaces(draw):
+    text = ["import beastgen as beast", f"a = beast.range(0, {draw(st.integers(3, 7))})",
+            "b = beast.range(0, a + 3)",
+            f"c = beast.values({', '.join(map(str, draw(st.lists(st.integers(-2, 4), min_size=1, max_size=3, unique=True))))})",
+            f"odd = beast.filter((a + b + c) % {draw(st.integers(2, 4))} != 1)"]
+    terms = draw(st.lists(st.sampled_from(SIGNED_TERMS), min_size=1, max_size=3, unique=True))
+    text += [f"t{i} = {term}" for i, term in enumerate(terms)]
+    if draw(st.booleans()):
+        text.append(SIGNED_FUNCTION_TERM)
+    return "\n".join(text) + "\n"
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=signed_bounded_spaces(), drawn=st.lists(st.floats(-20, 0), max_size=3))
+def test_negative_and_zero_thresholds_and_bounds_agree_with_the_reference(text, drawn, tmp_path_factory):
+    """Bound values below zero (a valid, if useless, lower bound on a time) and thresholds at or
+    below zero: the compiled pruned count, compare (hoisted and innermost), rank, rank_all (NumPy's
+    where it computes the terms) and the reference agree; a factor of a negative best bound is
+    refused naming the term."""
+    directory = tmp_path_factory.mktemp("signed")
+    (directory / "space.py").write_text(text)
+    space = beastgen.load(str(directory / "space.py"))
+    plan = space.specialize(generated_dir=str(directory))
+    reference = ReferenceEnumerator(space, None, {})
+    bounds = sorted(reference.bound(c)[0] for c in reference.configurations())
+    exhaustive = plan.count()
+    assert exhaustive == len(bounds)
+    if not bounds:
+        return
+    assert list(plan.rank_all()["bound"]) == pytest.approx(bounds, rel=1e-12)
+    distinct = sorted(set(bounds))
+    between = [(low + high) / 2 for low, high in zip(distinct, distinct[1:])]
+    for threshold in sorted({0.0, -0.0, distinct[0] - 1.0, *distinct[::2], *between[::3], *drawn}):
+        kept = sum(1 for b in bounds if b <= threshold)
+        assert plan.count(threshold) == kept, threshold
+        comparison = plan.compare(Threshold(seconds=threshold))
+        assert comparison.bound_pruned == comparison.bound_pruned_innermost == kept, threshold
+        assert sum(lv.configurations_removed for lv in comparison.levels) == exhaustive - kept
+        assert list(plan.rank(exhaustive + 1, threshold)["bound"]) == pytest.approx(bounds[:kept], rel=1e-12)
+    if bounds[0] < 0:
+        with pytest.raises(beastgen.BeastError, match="below zero.*give the threshold as a time"):
+            plan.compare(Threshold(factor=1.5))
+    else:
+        assert plan.compare(Threshold(factor=1.5)).bound_pruned == sum(1 for b in bounds if b <= 1.5 * bounds[0])
+
+
+@pytest.mark.parametrize("terms", [TERMS, TERMS[:2] + [FUNCTION_TERM]], ids=["numpy", "python-function"])
+def test_rank_all_and_bounds_of_are_ranks(terms, tmp_path):
+    """Every configuration at once (NumPy over the terms, or rank where a term is a Python function),
+    and the bounds of some configurations alone, exactly as rank gives them."""
+    text = ["import beastgen as beast", "a = beast.range(1, 7)", "b = beast.range(a, 3 * a + 2, a)",
+            "c = beast.values(0, 2, 3)", "odd = beast.filter((a + b + c) % 3 == 0)"]
+    text += [term if term.startswith("\n") else f"t{i} = {term}" for i, term in enumerate(terms)]
+    (tmp_path / "space.py").write_text("\n".join(text) + "\n")
+    plan = beastgen.load(str(tmp_path / "space.py")).specialize(generated_dir=str(tmp_path))
+    exhaustive = plan.count()
+    every, ranked = plan.rank_all(), plan.rank(exhaustive + 1)
+    assert list(every.dtype.names) == list(ranked.dtype.names) and len(every) == exhaustive > 10
+    for name in plan.columns + ["bottleneck"]:
+        assert list(every[name]) == list(ranked[name])
+    assert list(every["bound"]) == pytest.approx(list(ranked["bound"]), rel=1e-12)
+    some = ranked[::2]
+    bounds, which = plan.bounds_of(some)
+    assert list(bounds) == pytest.approx(list(some["bound"]), rel=1e-12)
+    assert [plan.bound_terms[t] for t in which] == list(some["bottleneck"])
+
+
+def test_bounds_of_measured_configurations_are_ranks(gemm_h100):
+    """check-bounds computes the bounds of the measured configurations alone (NumPy over the GEMM
+    model's expressions): the same as rank's, term for term."""
+    top = gemm_h100.rank(3000)
+    bounds, terms = gemm_h100.bounds_of(top[::-1])
+    assert list(bounds) == pytest.approx(list(top["bound"][::-1]), rel=1e-12)
+    assert [gemm_h100.bound_terms[t] for t in terms] == list(top["bottleneck"][::-1])
+
+
 def test_threshold_is_a_runtime_argument(gemm_h100):
     gemm_h100.count(1.0)
     module = gemm_h100.module
@@ -97,6 +192,8 @@ def test_parse_threshold():
         parse_threshold("fast")
     with pytest.raises(beastgen.BeastError):
         parse_threshold("0.5x")
+    with pytest.raises(beastgen.BeastError, match="'-1ms' is negative"):
+        parse_threshold("-1ms")
 
 
 def test_gemm_model_terms_and_rank(gemm_h100):

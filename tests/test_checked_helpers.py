@@ -193,7 +193,7 @@ def test_looping_helpers_at_the_64_bit_edge_count_like_the_reference_or_stop_cle
     try:
         plan = compile_space(space, "h100", {}, str(folder))
         counts = [plan.count()]
-        plan._native = False
+        plan.executable.use_numba()
         counts += [plan.count(), plan.stats().count]
     except BeastError as error:
         assert "\n" not in str(error) and ("64 bits" in str(error) or "negative power" in str(error)

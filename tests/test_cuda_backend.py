@@ -257,3 +257,30 @@ def test_pycuda_that_does_not_import_is_not_called_missing(standin, monkeypatch)
     monkeypatch.setitem(sys.modules, "pycuda.driver", None)  # the import of pycuda.driver fails
     with pytest.raises(BeastError, match=r"pycuda is installed but does not import .*pycuda>=2025\.1\.2"):
         import_pycuda()
+
+
+def test_the_acceptance_scripts_kernel_tuner_step_says_what_is_missing():
+    """benchmarks/gpu_acceptance.py's kernel_tuner step skips with one line where Kernel Tuner or
+    beastgen's strategy for it is not installed (exit status 3 of its probe), and runs where both are."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_acceptance", os.path.join(REPO, "benchmarks", "gpu_acceptance.py"))
+    acceptance = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(acceptance)
+
+    def probe(hidden: str):
+        hide = f"import sys; sys.modules[{hidden!r}] = None\n" if hidden else ""  # import raises then
+        return subprocess.run([sys.executable, "-c", hide + acceptance.KERNEL_TUNER_PROBE],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)
+
+    absent = probe("kernel_tuner")
+    assert absent.returncode == 3 and absent.stdout.strip() == (
+        "Kernel Tuner is not installed (its wheel is not in .whl/)")
+    assert "Traceback" not in absent.stderr
+    try:
+        import kernel_tuner  # noqa: F401
+    except ImportError:
+        return  # the strategy's own line needs Kernel Tuner importable
+    no_strategy = probe("beastgen.kernel_tuner")
+    assert no_strategy.returncode == 3 and "beastgen.kernel_tuner" in no_strategy.stdout
+    both = probe("")
+    assert both.returncode == (0 if importlib.util.find_spec("beastgen.kernel_tuner") else 3)

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beastgen.harness.strategies.extra_trees import ExtraTrees
+from beastgen.harness.strategies.models.extra_trees import ExtraTrees
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(1, 4), st.integers(1, 3))

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beastgen.harness.strategies.gaussian_process import GaussianProcess, likelihood
+from beastgen.harness.strategies.models.gaussian_process import GaussianProcess, likelihood
 
 
 @given(st.integers(0, 2**32 - 1))
@@ -34,3 +34,24 @@ def test_fit_interpolates_and_is_unsure_far_from_the_data():
     assert np.abs(mean - (np.sin(4 * inside[:, 0]) + inside[:, 1] ** 2)).max() < 0.05
     _, far = gp.predict(np.full((1, 2), 1.0))
     assert far[0] > 5 * spread.mean()
+
+
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=10, deadline=None)
+def test_adding_rows_and_watching_give_what_a_fit_from_scratch_gives(seed):
+    """``extend`` (the factorisation grown a row at a time) and ``watch`` (the watched rows'
+    posterior kept current through it) predict what a fit on all the rows predicts."""
+    rng = np.random.default_rng(seed)
+    x, rows = rng.random((40, 3)), rng.random((25, 3))
+    y = np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.05 * rng.standard_normal(40)
+    grown = GaussianProcess().fit(x[:12], y[:12], steps=5)
+    whole = GaussianProcess()
+    whole.theta = grown.theta
+    whole.fit(x, y)
+    grown.watch(rows)
+    for start in range(12, 40, 7):
+        grown.extend(x[start:start + 7], y[:start + 7])
+    for got, want in zip(grown.predict_watched(), whole.predict(rows)):
+        assert np.allclose(got, want, rtol=1e-6, atol=1e-8)
+    for got, want in zip(grown.predict(rows), whole.predict(rows)):
+        assert np.allclose(got, want, rtol=1e-6, atol=1e-8)

@@ -4,7 +4,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from beastgen.compiler.runtime import enumeration
+from beastgen.compiler.runtime import enumerator
 from beastgen.devices import load_profile
 from beastgen.reference import ReferenceEnumerator
 
@@ -61,8 +61,8 @@ def test_threads_enumerate_the_same_rows_in_order(gemm_h100, monkeypatch):
     whole = gemm_h100.enumerate()
     assert np.array_equal(gemm_h100.enumerate(jobs=2), whole)
     if gemm_h100.native is not None:  # buffers too small: they grow, the node in progress redone
-        monkeypatch.setattr(enumeration, "_FIRST_BUFFER_BYTES", 4096)
-        gemm_h100._rows_hint = 0
+        monkeypatch.setattr(enumerator, "_FIRST_BUFFER_BYTES", 4096)
+        gemm_h100.enumerator.rows_hint = 0
         assert np.array_equal(gemm_h100.enumerate(jobs=2), whole)
     assert gemm_h100.count(jobs=3) == len(whole)
     # chunks of split nodes partition the space, in walk order

@@ -78,6 +78,41 @@ def test_failures_are_recorded_and_the_search_goes_on(tmp_path):
     assert statuses == ["compile", "ok", "timeout", "wrong_result"]
 
 
+#: a kernel PoCL takes seconds to compile at its first launch (800 statements, 6 s on a loaded 2-core
+#: machine) and microseconds to run (``go`` = 0 skips them)
+SLOW_TO_COMPILE = """__kernel void slow(__global float *x, int go) {
+  int i = get_global_id(0); float acc = 0.0f;
+  if (go) {
+%s
+  }
+  x[i %% 64] = acc;
+}""" % "\n".join(f"    acc = acc * {1.0001 + j * 1e-6:.7f}f + x[(i + {j}) % 64];" for j in range(800))
+
+
+@pytest.mark.opencl
+def test_the_drivers_compile_at_the_first_launch_is_not_counted_as_run_time(tmp_path, monkeypatch):
+    """PoCL compiles a kernel when it first launches it (for each work-group size and grid): on a
+    cold kernel cache (a fresh clone) that took longer than a space's 20 s run timeout (issue 43).
+    The worker starts the run's timeout once the first launch executes."""
+    import functools
+
+    import numpy as np
+
+    from beastgen.harness.backends.opencl import OpenCLBackend
+    from beastgen.harness.isolate import Isolated
+    from beastgen.harness.kernel import Launch
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path / "pocl"))  # cold; the spawned worker inherits it
+    runner = Isolated(functools.partial(OpenCLBackend, 0))
+    runner.set_args([np.ones(64, np.float32), np.int32(0)])
+    try:
+        launch = Launch({}, "opencl", SLOW_TO_COMPILE, "slow", {}, (32,), (2,))
+        result = runner.measure(launch, 2, [0], timeout=1.5)
+    finally:
+        runner.close()
+    assert len(result.times) == 2 and result.compile_seconds > 1.5
+    assert np.array_equal(result.outputs[0], np.zeros(64, np.float32))
+
+
 @pytest.mark.slow
 def test_replay_finds_the_measured_optimum(tmp_path, capsys):
     """A whole replay of the TITAN RTX file in bound order: branch and bound without a model (the

@@ -39,7 +39,7 @@ def both_counts(space, generated_dir) -> tuple[int, int]:
     plan = compile_space(space, "h100", {}, str(generated_dir))
     assert plan.native is not None
     native = plan.count()
-    plan._native = False  # Numba from here on
+    plan.executable.use_numba()  # Numba from here on
     return native, plan.count()
 
 
@@ -64,9 +64,9 @@ def test_count_on_threads_skips_the_census_of_a_huge_level(tmp_path, monkeypatch
     space = load(tmp_path, "y = beast.values(1, 2, 3)\nx = beast.range(0, 5000)\n"
                            "f = beast.filter(x % 3 == y)\n")
     plan = compile_space(space, "h100", {}, str(tmp_path))
-    plan._native = False
-    monkeypatch.setattr(type(plan), "SCAN_LIMIT", 4999)
-    monkeypatch.setattr(type(plan), "split_census", lambda *a, **k: pytest.fail("census ran"))
+    plan.executable.use_numba()
+    monkeypatch.setattr(type(plan.counter), "SCAN_LIMIT", 4999)
+    monkeypatch.setattr(type(plan.counter), "split_census", lambda *a, **k: pytest.fail("census ran"))
     assert plan.huge_scanned_level()[1] == 5000
     assert plan.count(jobs=2) == reference_count(space, "h100")
     from beastgen.distributed.chunks import plan_chunks
@@ -81,7 +81,7 @@ def test_a_huge_unfiltered_level_is_refused_by_estimate_and_counted_on_threads(t
     and counted at once on threads (Numba) without a census."""
     space = load(tmp_path, "y = beast.values(1, 2, 3, 4, 5)\nx = beast.range(0, 2 ** 62)\n")
     plan = compile_space(space, "h100", {}, str(tmp_path))
-    plan._native = False
+    plan.executable.use_numba()
     with pytest.raises(BeastError, match=r"space\.py:4: cannot estimate: iterator 'x' has "
                                          "4,611,686,018,427,387,904 values"):
         plan.estimate(samples=10)
@@ -107,7 +107,7 @@ def test_a_count_past_2_63_in_json_and_from_the_plan_cache(tmp_path, capsys):
         record = json.loads(capsys.readouterr().out.splitlines()[-1])
         assert record["count"] == 23_058_430_092_136_939_520
     cached = compile_cached(str(path), generated_dir=str(tmp_path))
-    assert type(cached).__name__ == "CachedPlan" and cached.count() == 23_058_430_092_136_939_520
+    assert type(cached.executable).__name__ == "CachedExecutable" and cached.count() == 23_058_430_092_136_939_520
 
 
 def test_a_domain_past_64_bits_is_one_clear_error(tmp_path):
@@ -226,7 +226,7 @@ def test_22_iterators_in_every_numba_mode(tmp_path):
         assert f"def {function}__part1(" in plan.source
     compile(plan.source, plan.path, "exec")
     assert plan.count() == expected == 22  # the C target
-    plan._native = False
+    plan.executable.use_numba()
     assert plan.count() == plan.stats().count == len(plan.enumerate()) == expected
     assert plan.estimate(samples=50, method="knuth").high >= expected
 
@@ -238,7 +238,7 @@ def test_nan_and_infinities_as_listed_values(tmp_path):
     assert expected == 7
     assert both_counts(space, tmp_path) == (expected, expected)
     plan = compile_space(space, "h100", {}, str(tmp_path))
-    plan._native = False
+    plan.executable.use_numba()
     assert plan.stats().count == expected
 
 
@@ -300,7 +300,7 @@ def check_or_refused(source: str, directory) -> str:
         return "refused"
     expected = reference_count(space, "h100")
     counts = [plan.count()]  # the C target where it prints the plan
-    plan._native = False
+    plan.executable.use_numba()
     counts += [plan.count(), plan.stats().count]
     assert counts == [expected] * 3
     return "counted"

@@ -13,7 +13,7 @@ import beastgen
 from beastgen.compiler import native
 from beastgen.compiler.codegen.c_nest import Unsupported, c_comment, generate_c_module
 from beastgen.compiler.runtime import compile_space
-from beastgen.plancache import CachedPlan, compile_cached
+from beastgen.plancache import CachedExecutable, compile_cached
 from beastgen.reference import ReferenceEnumerator
 
 WHOLE = (0, 2 ** 62)
@@ -149,12 +149,12 @@ def test_the_plan_cache_checks_the_library(write_space, tmp_path):
     assert built.count() == 42 and built.native is not None
     library = built.native.path
     cached = compile_cached(path, generated_dir=generated)
-    assert isinstance(cached, CachedPlan) and cached.count() == 42 and cached.native.path == library
+    assert isinstance(cached.executable, CachedExecutable) and cached.count() == 42 and cached.native.path == library
     os.remove(library)  # a changed file (removed first: this process still maps the old one)
     with open(library, "wb") as f:
         f.write(b"not a library")
     again = compile_cached(path, generated_dir=generated)
-    assert isinstance(again, CachedPlan)
+    assert isinstance(again.executable, CachedExecutable)
     assert again.count() == 42 and again.native is not None
     with open(library, "rb") as f:
         assert f.read(4) == b"\x7fELF"  # compiled again
@@ -207,12 +207,12 @@ def test_a_count_compiles_only_its_functions_the_rest_on_first_use(tmp_path):
     assert record["native"]["functions"] == ["count"]
     assert record["native_all"]["functions"] == list(native.SIGNATURES)
     cached = compile_cached(str(path), generated_dir=generated)
-    assert isinstance(cached, CachedPlan) and cached.count() == 168
+    assert isinstance(cached.executable, CachedExecutable) and cached.count() == 168
     libraries = {p: p.stat().st_mtime_ns for p in (tmp_path / "gen").glob("*.so")}
     assert (cached.enumerate() == rows).all()
     assert cached.native.split_nodes() == built.native.split_nodes()
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "gen").glob("*.so")} == libraries
-    assert os.path.basename(cached._native_all.path) == record["native_all"]["library"]
+    assert os.path.basename(cached.executable.library_of_every_function().path) == record["native_all"]["library"]
 
 
 def test_a_command_that_enumerates_compiles_one_library(tmp_path):
@@ -230,7 +230,7 @@ def test_a_command_that_enumerates_compiles_one_library(tmp_path):
     assert len(list((tmp_path / "gen").glob("*.so"))) == 1
     cached = compile_cached(str(path), generated_dir=generated)
     cached.load_every_native_function()
-    assert isinstance(cached, CachedPlan) and cached.native.path == plan.native.path
+    assert isinstance(cached.executable, CachedExecutable) and cached.native.path == plan.native.path
 
 
 def _fake_compiler(tmp_path, script: str) -> str:
@@ -263,7 +263,7 @@ def test_a_compile_that_fails_while_python_works_on_is_one_line_and_keeps_the_re
     (record,) = generated.glob("*.plan.json")
     assert json.loads(record.read_text())["columns"] == ["x"]
     cached = compile_cached(path, generated_dir=str(generated))
-    assert isinstance(cached, CachedPlan) and cached.count() == 42  # (the compiler is tried again)
+    assert isinstance(cached.executable, CachedExecutable) and cached.count() == 42  # (the compiler is tried again)
 
 
 def test_work_beside_the_compiler_that_raises_stops_it(tmp_path):

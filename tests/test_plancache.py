@@ -11,8 +11,8 @@ import pytest
 from conftest import PATIENCE_SECONDS, REPO
 
 from beastgen.compiler.model import load
-from beastgen.compiler.runtime import compile_space
-from beastgen.plancache import CachedPlan, compile_cached
+from beastgen.compiler.runtime import Executable, compile_space
+from beastgen.plancache import CachedExecutable, compile_cached
 
 SPACE = """\
 import beastgen as beast
@@ -46,12 +46,18 @@ def test_unchanged_command_answers_from_the_cache(space_with_helper, tmp_path):
     path, _ = space_with_helper
     generated = str(tmp_path / "gen")
     built = _built(path, generated)
-    assert not isinstance(built, CachedPlan)
+    assert not isinstance(built.executable, CachedExecutable)
     cached = compile_cached(path, generated_dir=generated)
-    assert isinstance(cached, CachedPlan)
+    assert isinstance(cached.executable, CachedExecutable)
     assert cached.path == built.path and cached.columns == built.columns == ["x", "y"]
     assert cached.target == built.target
     assert cached.count() == built.count() == 12
+    # a second kind of executable, not a built one that skips its constructor: whatever the
+    # executable's own constructor sets, the cached one has too, and the roles are the same
+    assert set(vars(Executable(None))) <= set(vars(cached.executable))
+    assert [type(role) for role in (cached.counter, cached.enumerator, cached.estimator, cached.ranker)] \
+        == [type(role) for role in (built.counter, built.enumerator, built.estimator, built.ranker)]
+    assert cached.count(jobs=2) == cached.enumerate().size == 12 and cached.stats().count == 12
 
 
 @pytest.mark.parametrize("change", ["space file", "helper", "setting", "device"])
@@ -71,7 +77,7 @@ def test_a_change_rebuilds(space_with_helper, tmp_path, change):
     else:
         options = {"device": "a100"}
     rebuilt = compile_cached(path, generated_dir=generated, **options)
-    assert not isinstance(rebuilt, CachedPlan)
+    assert not isinstance(rebuilt.executable, CachedExecutable)
     expected = {"space file": 6, "helper": 15, "setting": 14, "device": 12}[change]
     assert rebuilt.count() == expected
 
@@ -82,7 +88,7 @@ def test_a_changed_module_is_not_trusted_from_the_record(space_with_helper, tmp_
     plan = _built(path, generated)
     with open(plan.path, "a") as f:
         f.write("# edited\n")
-    assert not isinstance(compile_cached(path, generated_dir=generated), CachedPlan)
+    assert not isinstance(compile_cached(path, generated_dir=generated).executable, CachedExecutable)
 
 
 WARM_SPACES = {
@@ -120,10 +126,10 @@ def test_a_changed_t1_file_rebuilds(tmp_path):
     generated = str(tmp_path / "gen")
     assert _built(str(space), generated).count() == 21
     cached = compile_cached(str(space), generated_dir=generated)
-    assert isinstance(cached, CachedPlan) and cached.count() == 21
+    assert isinstance(cached.executable, CachedExecutable) and cached.count() == 21
     space.write_text(WARM_SPACES["warm.json"].replace("x != y", "x == y"))
     rebuilt = compile_cached(str(space), generated_dir=generated)
-    assert not isinstance(rebuilt, CachedPlan)
+    assert not isinstance(rebuilt.executable, CachedExecutable)
     assert rebuilt.count() == 3
 
 
@@ -152,15 +158,15 @@ def test_a_count_in_c_writes_no_numba_module(tmp_path):
     assert built.count() == 21 and built.native is not None
     assert not os.path.exists(built.path)
     cached = compile_cached(str(space), generated_dir=generated)
-    assert isinstance(cached, CachedPlan) and cached.count() == 21
+    assert isinstance(cached.executable, CachedExecutable) and cached.count() == 21
     assert not os.path.exists(cached.path)
     assert cached.stats().count == 21  # Numba: the module is written now
     assert os.path.exists(cached.path)
     again = compile_cached(str(space), generated_dir=generated)
-    assert isinstance(again, CachedPlan) and again.count() == 21
+    assert isinstance(again.executable, CachedExecutable) and again.count() == 21
     with open(again.path, "a") as f:
         f.write("# edited\n")
-    assert not isinstance(compile_cached(str(space), generated_dir=generated), CachedPlan)
+    assert not isinstance(compile_cached(str(space), generated_dir=generated).executable, CachedExecutable)
 
 
 def test_a_cold_build_works_out_its_key_while_the_compiler_runs(space_with_helper, tmp_path,
@@ -185,7 +191,7 @@ def test_a_cold_build_works_out_its_key_while_the_compiler_runs(space_with_helpe
     other = compile_cached(path, generated_dir=str(generated), settings={"n": 7})
     assert compiling == [True, False] and other.count() == 14
     warm = compile_cached(path, generated_dir=str(generated))
-    assert isinstance(warm, CachedPlan) and warm.count() == 12
+    assert isinstance(warm.executable, CachedExecutable) and warm.count() == 12
 
 
 def test_a_built_in_device_is_keyed_by_its_name_and_beastgen_s_source(space_with_helper, tmp_path):
@@ -195,9 +201,9 @@ def test_a_built_in_device_is_keyed_by_its_name_and_beastgen_s_source(space_with
     from beastgen.devices import load_profile
     path, _ = space_with_helper
     generated = str(tmp_path / "gen")
-    assert not isinstance(_built(path, generated), CachedPlan)
-    assert isinstance(compile_cached(path, device="h100", generated_dir=generated), CachedPlan)
-    assert not isinstance(compile_cached(path, device="a100", generated_dir=generated), CachedPlan)
+    assert not isinstance(_built(path, generated).executable, CachedExecutable)
+    assert isinstance(compile_cached(path, device="h100", generated_dir=generated).executable, CachedExecutable)
+    assert not isinstance(compile_cached(path, device="a100", generated_dir=generated).executable, CachedExecutable)
     built_in = load_profile("h100")
     own = type(built_in)(built_in.key, built_in.name, dict(built_in.properties, sm_count=1), "mine.toml")
-    assert not isinstance(compile_cached(path, device=own, generated_dir=generated), CachedPlan)
+    assert not isinstance(compile_cached(path, device=own, generated_dir=generated).executable, CachedExecutable)

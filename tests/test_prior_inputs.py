@@ -1,12 +1,12 @@
-"""The Gaussian process's inputs with priors (``prior_inputs.py``): the sources' scores scaled to
+"""The Gaussian process's inputs with priors (``guided/features.py``): the sources' scores scaled to
 [0, 1] beside the parameters, a lacking configuration at its source's mean with an indicator, and a
 process fitted on them learns which source carries (its search: test_search_order.py)."""
 import math
 
 import numpy as np
 
-from beastgen.harness.strategies.gaussian_process import GaussianProcess
-from beastgen.harness.strategies.prior_inputs import gp_inputs
+from beastgen.harness.strategies.guided.features import source_process_inputs as gp_inputs
+from beastgen.harness.strategies.models.gaussian_process import GaussianProcess
 
 
 def test_sources_are_scaled_beside_the_parameters_with_lacking_ones_marked():

@@ -1,5 +1,6 @@
 """Priors on one scale (normal scores of ranks) and the rank transfer that trusts each source by
-its rank correlation with this run's measurements (``prior_transfer.py``)."""
+its rank correlation with this run's measurements (``models/transfer.py``), proposed in consensus
+order by the guided search's model-minimum proposer."""
 import math
 from statistics import NormalDist
 
@@ -8,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from beastgen.harness.priors import source_column
-from beastgen.harness.strategies.prior_transfer import Transfer, rank_correlation
+from beastgen.harness.strategies.guided.history import History
+from beastgen.harness.strategies.guided.proposers import ModelMinimum
+from beastgen.harness.strategies.models.transfer import Transfer, rank_correlation
+
+
+def _history(n):
+    return History(np.zeros((n, 1), dtype=np.int64), np.full(n, np.nan), np.zeros(n, dtype=np.int64))
 
 
 @settings(max_examples=60, deadline=None)
@@ -55,22 +62,22 @@ def test_a_source_that_disagrees_loses_its_say(seed):
     truth = rng.standard_normal(n)
     prior = np.stack([truth + 0.1 * rng.standard_normal(n), -truth], axis=1)
     prior[rng.random(prior.shape) < 0.2] = np.nan
-    transfer = Transfer(prior, temperature=0.3)
-    measured = [int(i) for i in rng.choice(n, 12, replace=False)]
-    transfer.refit(measured, list(truth[measured]))
+    transfer, history = Transfer(prior, temperature=0.3), _history(n)
+    for i in rng.choice(n, 12, replace=False):
+        history.observe(int(i), math.exp(truth[i]))
+    transfer.fit(history)
     assert transfer.trust[0] > 0.99
-    available = np.ones(n, dtype=bool)
-    available[measured] = False
-    i = transfer.next(available)
+    i = ModelMinimum(history, transfer, 0.0, None, rng).propose(math.inf)
     agreeing = np.nan_to_num(prior[:, 0])  # lacking: the source's median
-    assert available[i] and agreeing[i] <= agreeing[available].min() + 0.05
+    assert history.open[i] and agreeing[i] <= agreeing[history.open].min() + 0.05
 
 
 def test_transfer_goes_through_every_available_configuration_once():
     prior = np.array([[0.5], [np.nan], [-1.0], [2.0]])
-    transfer = Transfer(prior, temperature=0.3)
-    available, seen = np.ones(4, dtype=bool), []
-    while (i := transfer.next(available)) is not None:
+    history = _history(4)
+    proposer, seen = ModelMinimum(history, Transfer(prior, temperature=0.3), 0.0, None, None), []
+    history.observe(2, 1.0)  # the model is fitted on a measurement: one source, trusted fully
+    while (i := proposer.propose(math.inf)) is not None:
         seen.append(i)
-        available[i] = False
-    assert seen == [2, 1, 0, 3]  # lacking: at the median
+        history.observe(i, None)  # no time: nothing to refit on
+    assert seen == [1, 0, 3]  # lacking: at the median

@@ -89,15 +89,16 @@ def test_enumerate_hears_its_progress_natively_and_through_numba(write_space, ge
     whole = plan.enumerate().tolist()
     assert len(whole) == plan.count() > 0
     try:
-        for native in (None, False):  # None: the C library where there is one; False: Numba
-            plan._native = native
+        for use_numba in (False, True):  # the C library where there is one, then Numba
+            if use_numba:
+                plan.executable.use_numba()
             for jobs in (1, 2):
                 shares = []
                 rows = plan.enumerate(jobs=jobs, progress=lambda done, seconds: shares.append(done))
                 assert rows.tolist() == whole
                 assert shares == sorted(shares) and shares[-1] == 1.0 and shares[0] >= 0
     finally:
-        plan._native = None
+        plan.executable.forget_native()
 
 
 def test_enumerate_and_export_show_the_total(terminal, monkeypatch, tmp_path, capsys):

@@ -79,7 +79,7 @@ def check_native(plan, table):
     chunks = [(0, 1), (1, 3), (3, 2 ** 40)]
     native = [plan.enumerate(jobs=2), *(plan.enumerate(chunk=c) for c in chunks)]
     counts = [plan.count(jobs=2), *(plan.count(chunk=c) for c in chunks)]
-    plan._native = False  # Numba from here on
+    plan.executable.use_numba()  # Numba from here on
     try:
         by_numba = [plan.enumerate(), *(plan.enumerate(chunk=c) for c in chunks)]
         assert [rows.dtype for rows in native] == [rows.dtype for rows in by_numba]
@@ -87,7 +87,7 @@ def check_native(plan, table):
         assert table.tolist() == by_numba[0].tolist()
         assert counts == [len(table), *(plan.count(chunk=c) for c in chunks)]
     finally:
-        plan._native = None
+        plan.executable.forget_native()
 
 
 def check_chunks(plan, table):

@@ -1,6 +1,12 @@
-"""Branch and bound in the learnt order: on random spaces with random valid (and some violated)
-bound terms it proves the same best as exhaustive search, and its certificate never claims more
-than is true."""
+"""Branch and bound in the guided search's order: on random spaces with random valid (and some
+violated) bound terms it proves the same best as exhaustive search, never proposes a configuration
+twice, and its certificate never claims more than is true.
+
+What these properties depend on is the machinery (the history's open set, valid bounds and
+violations, the mixer's stages, each proposer's filtering and requeueing), not what the models
+predict: the property tests run it with a model-free stand-in (random scores) in place of the
+regression, the forest and the Gaussian process, over many examples; a few cases run the shipped
+recipes with their real models."""
 import math
 
 import numpy as np
@@ -8,7 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beastgen.harness.strategies.learnt_order import Constants, LearntOrder
+from beastgen.harness.strategies.guided import GuidedSearch
+from beastgen.harness.strategies.guided.history import History
+from beastgen.harness.strategies.guided.mixer import Mixer, Stage
+from beastgen.harness.strategies.guided.proposers import (Crossover, Local, ModelMinimum,
+                                                          SmallestBoundThenRandom, SourcesFirst)
+from beastgen.harness.strategies.models.base import Model, Schedule
+from beastgen.harness.strategies.models.transfer import Transfer
 
 
 def _space(seed):
@@ -26,117 +38,153 @@ def _space(seed):
     return codes, bounds, terms, times
 
 
-def _search(codes, bounds, terms, times, seed, prior=None, constants=Constants(), values=None,
-            seen=None):
-    order = LearntOrder(codes, bounds, terms, seed, prior=prior, constants=constants, values=values)
-    best, measured = math.inf, 0
+def _sources(times, seed, kind):
+    """Two prior sources: the truth, its opposite or noise, beside noise; a fifth of them lacking."""
+    rng = np.random.default_rng(seed)
+    logs = np.log(times)
+    prior = {"agree": logs, "disagree": -logs, "random": rng.standard_normal(len(times))}[kind]
+    prior = np.stack([prior, rng.standard_normal(len(times))], axis=1)
+    prior[rng.random(prior.shape) < 0.2] = np.nan
+    return prior
+
+
+class StandIn(Model):
+    """A model-free stand-in: new random scores at every fit, spread 1."""
+
+    def __init__(self, n, rng, schedule):
+        super().__init__(schedule)
+        self.n, self.rng = n, rng
+
+    def learn(self, history):
+        self.mean = self.rng.standard_normal(self.n)
+
+    def score(self, indices):
+        return self.mean[indices], np.ones(len(indices))
+
+
+class StandInSearch:
+    """The guided search's machinery (history, mixer, every proposer) over stand-in models, with
+    a small candidate cap so queues run dry and are filled again."""
+
+    def __init__(self, codes, bounds, terms, seed, sources=None):
+        rng = np.random.default_rng(seed)
+        history = self.history = History(codes, bounds, terms)
+        n = len(bounds)
+        ranking = StandIn(n, rng, Schedule(0.05, 1))
+        other = StandIn(n, rng, Schedule(0.1, 4))
+        last = [(Crossover(history, ranking, 4, 16, rng), 0.2),
+                (ModelMinimum(history, other, 2.0, 8, rng), 0.5),
+                (ModelMinimum(history, ranking, 0.0, None, rng), 1.0)]
+        stages = [Stage([(Local(history, ranking, 3), 0.5)]), Stage(last)]
+        opening = SmallestBoundThenRandom(history, rng)
+        if sources is not None:
+            opening = SourcesFirst(history, sources)
+            transfer = ModelMinimum(history, Transfer(sources, 0.3), 0.0, None, rng)
+            stages.insert(1, Stage([(transfer, 0.5)], after=2))
+        self.mixer = Mixer(history, opening, 3, [ranking], stages)
+
+    def next(self, best):
+        return self.mixer.propose(best)
+
+    def observe(self, i, time):
+        self.mixer.observe(i, time)
+
+    def violate(self, term):
+        self.history.violate(term)
+
+    def lower_bound(self, best):
+        return self.history.lower_bound(best)
+
+    @property
+    def open(self):
+        return self.history.open
+
+
+def _search(order, bounds, terms, times):
+    """Run ``order`` against ``times`` to its end, checking the certificate at every step:
+    (best, measured, proposals in order)."""
+    best, seen = math.inf, []
     while True:
         lower = order.lower_bound(best)
         i = order.next(best)
         if i is None:
-            return best, measured
+            return best, len(seen), seen
         # the certificate: no open configuration is faster than the lower bound, unless its term
         # was violated by a measurement that the search has not seen yet
         open_times = times[order.open & ~((terms == 2) & (bounds > times))]
         assert lower <= open_times.min() or best <= open_times.min()
-        measured += 1
-        if seen is not None:
-            seen.append(i)
+        seen.append(i)
         order.observe(i, times[i])
         if times[i] < bounds[i]:
             order.violate(terms[i])
         best = min(best, times[i])
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_learnt_order_proves_the_exhaustive_best(seed):
-    codes, bounds, terms, times = _space(seed)
-    best, measured = _search(codes, bounds, terms, times, seed)
-    assert best == times.min()
-    # what is never measured was cut by a valid bound (every violated term's configurations run)
-    assert measured <= len(times)
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("share", [0.0, 1.0])
-def test_either_model_alone_proves_the_exhaustive_best(seed, share):
-    """Every model proposal from the regression alone, or from the forest alone (no local ones):
-    the proof does not depend on which model orders the search."""
-    codes, bounds, terms, times = _space(seed + 20)
-    constants = Constants(forest_share=share, prior_forest_share=share, local_every=0)
-    best, measured = _search(codes, bounds, terms, times, seed, constants=constants)
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_the_machinery_proves_the_exhaustive_best_whatever_the_models_say(seed):
+    codes, bounds, terms, times = _space(seed % 5000)
+    best, measured, seen = _search(StandInSearch(codes, bounds, terms, seed), bounds, terms, times)
     assert best == times.min() and measured <= len(times)
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_crossover_and_derived_features_prove_the_exhaustive_best(seed):
-    """Every model proposal a crossover child when one is open (the others from the forest on
-    derived features): the proof stands whatever proposes."""
-    codes, bounds, terms, times = _space(seed + 40)
-    values = (2.0 ** codes).astype(float)
-    constants = Constants(cross_share=1.0, forest_share=1.0, forest_derived=1, local_every=0)
-    order_seen = []
-    best, measured = _search(codes, bounds, terms, times, seed, constants=constants, values=values,
-                             seen=order_seen)
-    assert best == times.min() and measured <= len(times)
-    assert len(set(order_seen)) == len(order_seen)  # never the same configuration twice
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_gaussian_process_alone_proves_the_exhaustive_best(seed):
-    """Every model proposal from the Gaussian process (no local ones): the search proves the
-    exhaustive best and never proposes a configuration twice."""
-    codes, bounds, terms, times = _space(seed + 60)
-    constants = Constants(gp_share=1.0, local_every=0)
-    seen = []
-    best, measured = _search(codes, bounds, terms, times, seed, constants=constants, seen=seen)
-    assert best == times.min() and measured <= len(times)
-    assert len(set(seen)) == len(seen)
+    assert len(set(seen)) == len(seen)  # never the same configuration twice
 
 
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=40, deadline=None)
 def test_priors_never_change_what_is_proven(seed, kind):
     """Whatever the priors say (the truth, its opposite, noise, holes), the search proves the same
     best as exhaustive search and its certificate stays true: priors only order it."""
-    codes, bounds, terms, times = _space(seed % 1000)
-    rng = np.random.default_rng(seed)
-    logs = np.log(times)
-    prior = {"agree": logs, "disagree": -logs, "random": rng.standard_normal(len(times))}[kind]
-    prior = np.stack([prior, rng.standard_normal(len(times))], axis=1)
-    prior[rng.random(prior.shape) < 0.2] = np.nan
-    best, measured = _search(codes, bounds, terms, times, seed, prior=prior)
-    assert best == times.min() and measured <= len(times)
+    codes, bounds, terms, times = _space(seed % 5000)
+    order = StandInSearch(codes, bounds, terms, seed, _sources(times, seed, kind))
+    best, measured, seen = _search(order, bounds, terms, times)
+    assert best == times.min() and measured <= len(times) and len(set(seen)) == len(seen)
 
 
-@given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))
-@settings(max_examples=6, deadline=None)
-def test_gaussian_process_on_the_priors_never_changes_what_is_proven(seed, kind):
-    """Every model proposal after the transfer's from the Gaussian process on the parameters and
-    the sources' scores (no local ones), whatever the sources say: the search proves the
-    exhaustive best and never proposes a configuration twice."""
-    codes, bounds, terms, times = _space(seed % 1000 + 80)
-    rng = np.random.default_rng(seed)
-    logs = np.log(times)
-    prior = {"agree": logs, "disagree": -logs, "random": rng.standard_normal(len(times))}[kind]
-    prior = np.stack([prior, rng.standard_normal(len(times))], axis=1)
-    prior[rng.random(prior.shape) < 0.2] = np.nan
-    constants = Constants(prior_gp_inputs=1.0, local_every=0)
-    seen = []
-    best, measured = _search(codes, bounds, terms, times, seed, prior=prior, constants=constants,
-                             seen=seen)
-    assert best == times.min() and measured <= len(times)
-    assert len(set(seen)) == len(seen)
-
-
-def test_learnt_order_without_violations_runs_only_bounds_below_the_best():
+def test_without_violations_every_bound_below_the_best_is_measured():
     codes, bounds, terms, times = _space(3)
     bounds = np.minimum(bounds, times)
-    best, measured = _search(codes, bounds, terms, times, 0)
+    best, measured, _ = _search(StandInSearch(codes, bounds, terms, 0), bounds, terms, times)
     assert best == times.min() and measured <= len(times)
     assert measured >= int(np.sum(bounds < best))  # all of those must be measured or the proof fails
 
 
+# -- the shipped recipes, with their real models -----------------------------------------------
+
+@pytest.mark.parametrize("seed", [37, 47, 48])  # spaces of about 100 configurations
+def test_the_default_search_proves_the_exhaustive_best(seed):
+    codes, bounds, terms, times = _space(seed)
+    order = GuidedSearch(codes, bounds, terms, seed=seed)
+    best, measured, seen = _search(order, bounds, terms, times)
+    assert best == times.min() and measured <= len(times) and len(set(seen)) == len(seen)
+
+
+@pytest.mark.parametrize("options", [{"forest_share": 0.0, "local_share": 0.0},
+                                     {"forest_share": 1.0, "local_share": 0.0},
+                                     {"cross_share": 1.0, "forest_share": 1.0, "local_share": 0.0},
+                                     {"gp_share": 1.0, "local_share": 0.0}],
+                         ids=["regression", "forest", "crossover", "gaussian-process"])
+def test_each_proposer_alone_proves_the_exhaustive_best(options):
+    """Every proposal after the initial ones from one proposer (when it has one): the proof does
+    not depend on which proposes."""
+    codes, bounds, terms, times = _space(35)
+    values = (2.0 ** codes).astype(float)
+    order = GuidedSearch(codes, bounds, terms, values, seed=1, options=options)
+    best, measured, seen = _search(order, bounds, terms, times)
+    assert best == times.min() and measured <= len(times) and len(set(seen)) == len(seen)
+
+
+@pytest.mark.parametrize("kind", ["agree", "disagree"])
+def test_the_search_with_priors_proves_the_exhaustive_best(kind):
+    """The recipe with priors, its Gaussian process on the sources' scores taking every proposal
+    it can once a dozen are measured."""
+    codes, bounds, terms, times = _space(107)
+    order = GuidedSearch(codes, bounds, terms, sources=_sources(times, 5, kind), seed=5,
+                         options={"gp_share": 1.0, "local_share": 0.0})
+    best, measured, seen = _search(order, bounds, terms, times)
+    assert best == times.min() and measured <= len(times) and len(set(seen)) == len(seen)
+
+
+@pytest.mark.slow
 def test_replay_run_reports_a_true_certificate(tmp_path):
     """On the TITAN RTX measurements, a budget-limited run states how far from optimal it may be,
     and that claim holds against the file's real optimum (11.466 ms)."""

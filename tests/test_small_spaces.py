@@ -1,6 +1,6 @@
 """Small spaces run where the user meets them: a count (stats, enumeration) of a nest whose loop
 iterations are bounded small runs in the calling thread, with no thread pool and no split-node
-census; a larger one still runs in threads that Ctrl-C does not wait for."""
+census; a larger one's count begins there and starts helper threads only where work remains."""
 import os
 import subprocess
 import sys
@@ -11,8 +11,8 @@ from conftest import PATIENCE_SECONDS, REFERENCE_DIR, REPO
 
 import beastgen
 from beastgen.compiler import native, runtime
-from beastgen.compiler.runtime import compile_space
-from beastgen.plancache import CachedPlan, compile_cached
+from beastgen.compiler.runtime import compile_space, counter
+from beastgen.plancache import CachedExecutable, compile_cached
 
 SMALL = ("import beastgen as beast\nx = beast.range(1, 40)\ny = beast.values(1, 2, 3, 5, 8)\n"
          "z = beast.range(0, 12, 3)\nf = beast.filter((x * y + z) % 7 == 0)\n")
@@ -66,7 +66,7 @@ def test_the_iteration_bound_holds(tmp_path):
         assert sum(iterations for _, iterations in stats.levels) <= plan.iteration_bound
         assert plan.small
         cached = compile_cached(path, generated_dir=generated)
-        assert isinstance(cached, CachedPlan) and cached.iteration_bound == plan.iteration_bound
+        assert isinstance(cached.executable, CachedExecutable) and cached.iteration_bound == plan.iteration_bound
 
 
 def test_a_varying_or_large_domain_is_not_small(write_space, tmp_path, thread_starts):
@@ -80,11 +80,53 @@ def test_a_varying_or_large_domain_is_not_small(write_space, tmp_path, thread_st
         "f = beast.filter(x != y)\n", name="large.py")), "h100", {}, str(tmp_path / "gen"))
     assert large.iteration_bound > runtime.SMALL_NEST_ITERATIONS and not large.small
     assert large.c_optimization == "-O2" and varying.c_optimization == "-O2"
-    if large.native is None:
-        pytest.skip("no C compiler: a Numba count of this size would take long to compile")
+
+
+@pytest.mark.parametrize("with_c", ["1", "0"])
+def test_a_large_nest_s_count_begins_in_the_calling_thread(with_c, write_space, tmp_path, monkeypatch,
+                                                           thread_starts):
+    """A nest not bounded small is counted split node by split node in the calling thread (each
+    step bounded small: Ctrl-C is heard between them); helper threads start only where work
+    remains after HELPERS_AFTER_SECONDS, and take the nodes left: the count is the same."""
+    monkeypatch.setenv("BEASTGEN_NATIVE", with_c)
+    side = int(runtime.SMALL_NEST_ITERATIONS ** 0.5) + 1
+    large = compile_space(beastgen.load(write_space(
+        f"import beastgen as beast\nx = beast.range(0, {side})\ny = beast.range(0, {side})\n"
+        "f = beast.filter(x * y % 7 == 3)\n", name="large.py")), "h100", {}, str(tmp_path / "gen"))
+    residues = [len(range(r, side, 7)) for r in range(7)]
+    expected = side * side - sum(residues[a] * residues[b] for a in range(7) for b in range(7)
+                                 if a * b % 7 == 3)
+    assert not large.small and large.executable.node_iteration_bound == side  # one x: every y
+    assert (large.native is not None) == (with_c == "1")
+    large.count(jobs=2)  # compiles (Numba's count and census) before the threads are watched
+    for jobs in (1, 2):
+        monkeypatch.setattr(counter, "HELPERS_AFTER_SECONDS", 1e9)  # however long it takes
+        thread_starts.clear()
+        assert large.count(jobs=jobs) == expected
+        assert thread_starts == []
+        monkeypatch.setattr(counter, "HELPERS_AFTER_SECONDS", 0.0)  # helpers after the first step
+        thread_starts.clear()
+        shares = []
+        assert large.count(jobs=jobs, progress=lambda done, seconds: shares.append(done)) == expected
+        assert thread_starts and shares == sorted(shares) and shares[-1] == 1.0
+
+
+def test_a_tiny_space_whose_bound_is_large_starts_no_thread(write_space, tmp_path, thread_starts):
+    """Where the nest's bound is past SMALL_NEST_ITERATIONS but its walk is short (the filters cut
+    early), the count ends in the calling thread before any helper would start."""
+    wide = compile_space(beastgen.load(write_space(
+        "import beastgen as beast\n" + "".join(f"p{i} = beast.values(*[2 ** k for k in range(9)])\n"
+                                               for i in range(8))
+        + "".join(f"f{i} = beast.filter(p{i} * p{i + 1} > 4)\n" for i in range(7)), name="wide.py")),
+        "h100", {}, str(tmp_path / "gen"))
+    ends = [1] * 9  # sequences of exponents ending in each, adjacent ones summing to at most 2
+    for _ in range(7):
+        ends = [sum(ends[a] for a in range(9) if a + b <= 2) for b in range(9)]
+    expected = sum(ends)
+    assert not wide.small
+    assert wide.count() == expected  # compiles
     thread_starts.clear()
-    assert large.count(jobs=1) == side  # the filter rejects x != y
-    assert thread_starts  # Ctrl-C is heard while it runs
+    assert wide.count(jobs=2) == expected and thread_starts == []
 
 
 def test_interop_imports_only_what_the_space_needs():

@@ -1,4 +1,4 @@
-"""`benchmarks/tune_search_constants.py`: the leave-one-GPU-out report and the envelope of every
+"""`benchmarks/search/tune_search_constants.py`: the leave-one-GPU-out report and the envelope of every
 logged setting read the log as written (no search is run here)."""
 import importlib.util
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "search",
                       "tune_search_constants.py")
 
 

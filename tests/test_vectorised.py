@@ -79,7 +79,7 @@ def test_chosen_where_no_c_library_counts(tmp_path, monkeypatch):
     assert vectorised.chosen_nest(plan) is not None
     assert plan.count() == 11_130
     rows = plan.enumerate()
-    assert len(rows) == 11_130 and plan._module is None and not plan.numba_cached("count")
+    assert len(rows) == 11_130 and not plan.executable.module_loaded and not plan.numba_cached("count")
     monkeypatch.setenv("BEASTGEN_NATIVE", "1")
     native = compile_space(beastgen.load(path), None, {}, str(tmp_path / "c"))
     assert native.native is not None and vectorised.chosen_nest(native) is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import time
 
 from ..bounds import format_seconds, parse_threshold
@@ -23,7 +22,7 @@ def run(args) -> int:
                              "per-level statistics of bound pruning")
         threshold = parse_threshold(args.threshold)
         best = plan.best_bound()
-        seconds_limit = threshold.resolve(best if threshold.factor else math.inf)
+        seconds_limit = plan.threshold_seconds(threshold)
         with Elapsed("counting", shows_progress(args)):
             count = plan.count(seconds_limit)
         seconds = plan.last_seconds

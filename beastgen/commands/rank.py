@@ -15,8 +15,7 @@ def run(args) -> int:
     print(describe_target(plan))
     threshold = math.inf
     if args.threshold is not None:
-        parsed = parse_threshold(args.threshold)
-        threshold = parsed.resolve(plan.best_bound() if parsed.factor else math.inf)
+        threshold = plan.threshold_seconds(parse_threshold(args.threshold))
     ranked = plan.rank(args.top, threshold)
     columns = plan.columns
     rows = [[str(i + 1), format_seconds(float(r["bound"])), str(r["bottleneck"]),

@@ -6,6 +6,7 @@ import sys
 from ..errors import BeastError
 from ..harness.tuning import tune
 from ..harness.store import latest_run_size
+from ..harness.strategies.options import parse_assignments
 from .common import check_plot, parse_kernel_time, parse_settings
 
 
@@ -19,7 +20,8 @@ def collect_inputs(args) -> int:
     """``tune --inputs SPEC``: random (input, configuration) pairs for ``beastgen predict``."""
     from ..harness.inputs import collect
 
-    for option in ("strategy", "prior", "budget", "time", "good_enough", "plot", "replay"):
+    for option in ("strategy", "prior", "budget", "time", "good_enough", "plot", "replay",
+                   "strategy_option", "confidence"):
         if getattr(args, option) not in (None, [], "guided"):
             raise BeastError(f"--inputs draws its pairs at random: --{option.replace('_', '-')} "
                              "does not apply to it")
@@ -49,7 +51,9 @@ def search(args, tune_function) -> int:
                                budget=args.budget, time_limit=args.time, results=args.results,
                                strategy=args.strategy, seed=args.seed, iterations=args.iterations,
                                generated_dir=args.generated_dir, progress=not args.no_progress,
-                               plot=args.plot, priors=args.prior, good_enough=good_enough)
+                               plot=args.plot, priors=args.prior, good_enough=good_enough,
+                               strategy_options=parse_assignments(args.strategy_option),
+                               confidence=args.confidence)
     except KeyboardInterrupt:
         print(interrupted_message(args.results), file=sys.stderr, flush=True)
         raise

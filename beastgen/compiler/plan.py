@@ -78,12 +78,14 @@ class Plan:
         checked = self.checked.get(item.name)
         return expr if checked is None else checked.expression(expr)
 
-    def iteration_bound(self) -> int | None:
+    def iteration_bound(self, start: int = 0, stop: int | None = None) -> int | None:
         """An upper bound on the nest's loop iterations: over the levels, the product of the domain
         sizes down to each (a filter or a solved level only takes iterations away). None when a
-        domain's size is not a constant (a function iterator, a range with varying limits)."""
+        domain's size is not a constant (a function iterator, a range with varying limits). With
+        ``start`` and ``stop``, those of the levels ``start`` to ``stop - 1`` under one prefix of
+        the levels above them."""
         total, product = 0, 1
-        for level in self.levels:
+        for level in self.levels[start:stop]:
             size = domain_size(level.iterator)
             if size is None:
                 return None

@@ -172,7 +172,66 @@ def item_values(plan: Plan, columns: dict, names) -> dict[str, np.ndarray]:
     ``columns`` (arrays of one length), computed as the nest computes them, each after what it
     reads; as floats, NaN where Python would raise computing it or what it reads. Raises
     :class:`Unsupported` for an item this path does not compute (a Python function...)."""
-    items = plan.specialized.items
+    values, raised = _item_columns(plan, columns, names)
+    return {name: np.where(raised[name], np.nan, values[name]) for name in names}
+
+
+def bound_values(plan: Plan, columns: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(bound, dominating term) of the valid configurations given by their iterator ``columns``,
+    as the compiled ``rank`` computes them: a term that raises is 0.0, the bound the largest term,
+    the term its index in ``bound_terms``, the first declared on ties. In blocks of at most
+    :data:`BLOCK_ROWS` configurations. Raises :class:`Unsupported` where a term (or what it reads)
+    is not computed here (:func:`bounds_computable`)."""
+    spec = plan.specialized
+    terms = spec.bound_terms
+    computed = [t for t in terms if t not in spec.constants]
+    size = len(next(iter(columns.values()))) if columns else 0
+    if not bounds_computable(plan):
+        raise Unsupported("a bound term, or what it reads, that NumPy does not compute")
+    bounds, dominant = np.empty(size), np.empty(size, dtype=np.int64)
+    for start in range(0, size, BLOCK_ROWS):
+        block = {name: np.asarray(columns[name][start:start + BLOCK_ROWS]) for name in plan.order}
+        values, raised = _item_columns(plan, block, computed) if computed else ({}, {})
+        n = len(block[plan.order[0]]) if plan.order else 0
+        bound, which = None, np.zeros(n, dtype=np.int64)
+        for index, term in enumerate(terms):
+            value = (np.full(n, float(spec.constants[term])) if term in spec.constants
+                     else np.where(raised[term], 0.0, values[term]))
+            if bound is None:
+                bound = value
+                continue
+            larger = value > bound
+            bound, which = np.where(larger, value, bound), np.where(larger, index, which)
+        bounds[start:start + n], dominant[start:start + n] = bound, which
+    return bounds, dominant
+
+
+def bounds_computable(plan: Plan) -> bool:
+    """Whether :func:`bound_values` computes the plan's bound terms: every iterator a number (a
+    string's order is its index, not its text) and every term, and what it reads, an expression of
+    the kinds :class:`_Evaluator` computes."""
+    spec = plan.specialized
+    if any(spec.items[name].value_type not in NUMBERS for name in plan.order):
+        return False
+    wanted = set()
+    for term in spec.bound_terms:
+        if term not in spec.constants:
+            wanted |= {term} | nx.ancestors(plan.graph, term)
+    try:
+        for level in plan.levels:
+            for item in level.items[1:]:
+                if item.name in wanted and item.kind in ("derived", "bound"):
+                    if item.function is not None or item.expr is None:
+                        raise Unsupported(item.name)
+                    _Supported()(item.expr)
+    except Unsupported:
+        return False
+    return True
+
+
+def _item_columns(plan: Plan, columns: dict, names) -> tuple[dict, dict]:
+    """({name: float column}, {name: where it or what it reads raised}) of the derived values and
+    bound terms ``names``: see :func:`item_values`."""
     size = len(next(iter(columns.values()))) if columns else 0
     rows = {name: np.asarray(columns[name]) for name in plan.order}
     raised = {name: np.zeros(size, dtype=bool) for name in plan.order}
@@ -192,7 +251,8 @@ def item_values(plan: Plan, columns: dict, names) -> dict[str, np.ndarray]:
             for dependency in item.deps:
                 if dependency in raised:
                     raised[item.name] |= raised[dependency]
-    return {name: np.where(raised[name], np.nan, rows[name].astype(np.float64)) for name in names}
+    return ({name: rows[name].astype(np.float64) for name in names},
+            {name: raised[name] for name in names})
 
 
 def _check_supported(item, items: dict) -> None:

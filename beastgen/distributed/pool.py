@@ -353,7 +353,8 @@ class _Search:
                 self.shared.delete()
 
     def over(self) -> str:
-        return self.limits.reached(self.result.ran_now + self.queued, self.start, self.state.best_time)
+        return self.limits.reached(self.result.ran_now + self.queued, self.start, self.state.best_time,
+                                   self.state)
 
     def depth(self) -> int:
         """Batches in flight per GPU worker."""

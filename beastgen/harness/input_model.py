@@ -1,6 +1,6 @@
 """One performance model across inputs (ISAAC): log run time over (input, configuration) features.
 
-It is the search's model (:mod:`.strategies.learnt_order`: a ridge regression of log run time on
+It is the search's model (:mod:`.strategies.models.ridge`: a ridge regression of log run time on
 one-hot values, log values and their products, and the log of the lower bound) with the input as
 more features: each varying numeric setting's log (log M, log N, log K), each choice's one-hot
 (precision), and their products with the configuration's: ``log S * log x``, the tiles per

@@ -107,7 +107,9 @@ def _serve(conn, backend) -> None:
         try:
             start = time.perf_counter()
             compiled = backend.compile(launch)
-            conn.send(("compiled", time.perf_counter() - start))
+            compiled_at = time.perf_counter()
+            conn.send(("compiled", compiled_at - start, backend.compiles_at_first_launch))
+            backend.first_launch_started = lambda: conn.send(("started", time.perf_counter() - compiled_at))
             result = backend.run(compiled, launch, args, iterations, outputs)
             conn.send(("done", result))
         except DeviceLost as e:
@@ -205,16 +207,23 @@ class Isolated(Runner):
         if not self.conn.poll(self.compile_timeout):
             self._kill()
             raise KernelFailure("timeout", f"compiling took longer than {self.compile_timeout:g} s (killed)")
-        reply = self._recv()
+        reply, compile_seconds = self._recv(), 0.0
         if reply[0] == "compiled":
-            compile_seconds = reply[1]
-            if not self.conn.poll(timeout):
-                self._kill()
-                raise KernelFailure("timeout", f"the kernel ran longer than its timeout of {timeout:g} s "
-                                               "(the worker was killed)")
-            reply = self._recv()
-        else:
-            compile_seconds = 0.0
+            compile_seconds, first_launch_compiles = reply[1:3]
+            if first_launch_compiles:  # the run's timeout starts once the driver has compiled
+                if not self.conn.poll(self.compile_timeout):
+                    self._kill()
+                    raise KernelFailure("timeout", "the driver's compile at the first launch took longer "
+                                                   f"than {self.compile_timeout:g} s (killed)")
+                reply = self._recv()
+                if reply[0] == "started":
+                    compile_seconds += reply[1]
+            if reply[0] in ("compiled", "started"):
+                if not self.conn.poll(timeout):
+                    self._kill()
+                    raise KernelFailure("timeout", f"the kernel ran longer than its timeout of {timeout:g} s "
+                                                   "(the worker was killed)")
+                reply = self._recv()
         if reply[0] == "done":
             reply[1].compile_seconds = compile_seconds
             return reply[1]

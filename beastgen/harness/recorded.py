@@ -238,33 +238,17 @@ class BoundCheck:
 
 def check_bounds(plan, replay: Replay) -> BoundCheck:
     """Check ``plan``'s bound model against the replay's measurements (see the module docstring)."""
-    columns = plan.columns
-    missing = [k for k in replay.keys if k not in columns]
-    if missing:
-        raise BeastError(f"the replay's parameters {missing} are not iterators of space "
-                         f"'{plan.specialized.space.name}'", replay.path)
-    allowed = {k: {key[i] for key in list(replay.times) + list(replay.failed)}
-               for i, k in enumerate(replay.keys)}
-    ranked = plan.rank(plan.count())  # every valid configuration with its bound, best first
-    rows, matched_keys = [], set()
-    for row in ranked:
-        key = tuple(row[k].item() for k in replay.keys)
-        if any(value not in allowed[k] for k, value in zip(replay.keys, key)):
-            continue
-        rows.append((float(row["bound"]), str(row["bottleneck"]), key))
+    space_rows, rows = measured_rows(plan, replay)
+    rows = [(bound, bottleneck, key) for bound, bottleneck, key, _ in rows]
     violations, evaluated, best, best_key, proven = [], 0, math.inf, None, False
+    matched_keys = {key for _, _, key in rows}
     for bound, bottleneck, key in rows:
-        time = replay.times.get(key)
-        if time is None:
-            continue
-        matched_keys.add(key)
+        time = replay.times[key]
         if bound > time:
             violations.append({"config": dict(zip(replay.keys, key)), "bound_seconds": bound,
                                "time_seconds": time, "bottleneck": bottleneck})
     for bound, _, key in rows:  # Telamon's Algorithm 2 over the measured configurations
-        time = replay.times.get(key)
-        if time is None:
-            continue
+        time = replay.times[key]
         if bound >= best:
             proven = True
             break
@@ -272,24 +256,62 @@ def check_bounds(plan, replay: Replay) -> BoundCheck:
         if time < best:
             best, best_key = time, key
     best_bound = next(b for b, _, key in rows if key == best_key) if best_key else math.inf
-    measured = [(bound, bottleneck, key) for bound, bottleneck, key in rows if key in replay.times]
     fastest_violations = [
         {"config": dict(zip(replay.keys, key)), "bound_seconds": bound,
          "time_seconds": replay.fastest.get(key, replay.times[key]), "bottleneck": bottleneck}
-        for bound, bottleneck, key in measured if bound > replay.fastest.get(key, replay.times[key])]
-    ratios = sorted(replay.times[key] / bound for bound, _, key in measured if bound > 0)
+        for bound, bottleneck, key in rows if bound > replay.fastest.get(key, replay.times[key])]
+    ratios = sorted(replay.times[key] / bound for bound, _, key in rows if bound > 0)
     quantiles = ({"min": ratios[0], "p5": _quantile(ratios, 0.05), "median": _quantile(ratios, 0.5)}
                  if ratios else {})
     dominates = {term: 0 for term in plan.bound_terms}
-    for _, bottleneck, _ in measured:
+    for _, bottleneck, _ in rows:
         dominates[bottleneck] += 1
-    best_time = min((replay.times[key] for _, _, key in measured), default=math.inf)
-    return BoundCheck(replay, len(rows), len(matched_keys), len(rows) - len(matched_keys),
+    best_time = min((replay.times[key] for _, _, key in rows), default=math.inf)
+    return BoundCheck(replay, space_rows, len(matched_keys), space_rows - len(matched_keys),
                       len(set(replay.times) - matched_keys), violations, best,
                       dict(zip(replay.keys, best_key)) if best_key else {}, best_bound, evaluated,
                       proven, fastest_violations,
-                      sum(1 for bound, _, _ in measured if bound < best_time), quantiles, dominates,
+                      sum(1 for bound, _, _ in rows if bound < best_time), quantiles, dominates,
                       term_sources(plan), term_facts(plan))
+
+
+def measured_rows(plan, replay: Replay) -> tuple[int, list[tuple[float, str, tuple, dict]]]:
+    """How many valid configurations of the space take only parameter values the replay has (its
+    measured and failed ones), and (bound, dominating term, replay key, configuration) of each of
+    them the replay measured, in increasing order of bound (equal bounds in loop-nest order of
+    their values, as ``rank`` orders them). The space is enumerated (natively where a C compiler
+    is); bounds are computed for the measured configurations only (``CompiledPlan.bounds_of``)."""
+    import numpy as np
+
+    missing = [k for k in replay.keys if k not in plan.columns]
+    if missing:
+        raise BeastError(f"the replay's parameters {missing} are not iterators of space "
+                         f"'{plan.specialized.space.name}'", replay.path)
+    rows = plan.enumerate()
+    keep = np.ones(len(rows), dtype=bool)
+    for i, name in enumerate(replay.keys):
+        keep &= _among(rows[name], {key[i] for key in list(replay.times) + list(replay.failed)})
+    rows = rows[keep]
+    keys = list(zip(*(rows[name].tolist() for name in replay.keys))) if replay.keys else [()] * len(rows)
+    measured = np.fromiter((key in replay.times for key in keys), dtype=bool, count=len(keys))
+    rows, keys = rows[measured], [key for key, m in zip(keys, measured) if m]
+    bounds, terms = plan.bounds_of(rows)
+    order = plan.plan.order if plan.plan is not None else plan.columns
+    ranked = np.lexsort([rows[name] for name in reversed(order)] + [bounds]) if len(rows) else []
+    names, values = plan.bound_terms, {name: rows[name].tolist() for name in plan.columns}
+    return int(keep.sum()), [(float(bounds[i]), names[terms[i]], keys[i],
+                              {name: column[i] for name, column in values.items()}) for i in ranked]
+
+
+def _among(column, values: set):
+    """Where ``column`` (a NumPy array) holds one of ``values`` (Python's equality: 1 == 1.0)."""
+    import numpy as np
+
+    if column.dtype.kind in "biuf":
+        wanted = [v for v in values if isinstance(v, (bool, int, float))]
+    else:
+        wanted = [v for v in values if isinstance(v, str)]
+    return np.isin(column, wanted) if wanted else np.zeros(len(column), dtype=bool)
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:
@@ -340,10 +362,8 @@ def term_samples(plan, replay: Replay) -> list[tuple[tuple, dict]]:
     spec = plan.specialized
     reference = ReferenceEnumerator(spec.space, spec.device, spec.settings)
     samples = []
-    for row in plan.rank(plan.count()):
-        key = tuple(row[k].item() for k in replay.keys)
-        if key in replay.times:
-            samples.append((key, reference.term_values({name: row[name].item() for name in plan.columns})))
+    for _, _, key, config in measured_rows(plan, replay)[1]:
+        samples.append((key, reference.term_values(config)))
     return samples
 
 

@@ -43,19 +43,25 @@ DEFAULT_ITERATIONS = 7
 class Limits:
     """When a search stops before it has run or cut every candidate: ``budget`` runs in this
     invocation, ``seconds`` of wall time, or a measured time of at most ``good_enough`` seconds
-    (the kernel is fast enough for its user). The local loop and the cluster's check the same."""
+    (the kernel is fast enough for its user), or once the strategy's models are ``confidence``
+    sure that nothing left is faster by more than their tolerance (a model's estimate, not a
+    proof). The local loop and the cluster's check the same."""
     budget: int | None = None
     seconds: float | None = None
     good_enough: float | None = None
+    confidence: float | None = None
 
     #: how the reasons below begin: a search stopped by one of them proves nothing
-    EARLY = ("budget", "time limit", "good enough")
+    EARLY = ("budget", "time limit", "good enough", "confident")
 
-    def reached(self, ran: int, start: float, best_time: float) -> str:
+    def reached(self, ran: int, start: float, best_time: float, state=None) -> str:
         """Why the search stops now, after ``ran`` runs in this invocation begun at ``start``
-        (``time.perf_counter()``) with ``best_time`` the best so far ("" while it goes on)."""
+        (``time.perf_counter()``) with ``best_time`` the best so far and ``state`` the search's
+        (its models' confidence) ("" while it goes on)."""
         if self.good_enough is not None and best_time <= self.good_enough:
             return f"good enough: {format_seconds(best_time)} is at most {format_seconds(self.good_enough)}"
+        if self.confidence is not None and state is not None and state.confidence >= self.confidence:
+            return f"confident: {confidence_line(state.confidence, state.tolerance)}"
         if self.budget is not None and ran >= self.budget:
             return f"budget of {self.budget} runs spent"
         if self.seconds is not None and time.perf_counter() - start >= self.seconds:
@@ -91,6 +97,11 @@ class TuneResult:
     seconds: float = 0.0
     points: list = field(default_factory=list)  # (bound, time) of every measured configuration
     recorded_in: str = ""  # the backend's recorded measurements, as messages name them
+    confidence: float = math.nan  # the models' estimate that the best is within tolerance
+    tolerance: float = 0.01
+    proposals: int = 0  # configurations the strategy proposed in this invocation
+    model_seconds: float = 0.0  # CPU time of the strategy's models (:class:`SearchState`)
+    measure_seconds: float = 0.0  # wall time of measuring in this invocation
 
     def as_dict(self) -> dict:
         return {"space": self.space, "device": self.device, "backend": self.backend,
@@ -106,7 +117,12 @@ class TuneResult:
                 "unmeasured": self.unmeasured, "failures": self.failures,
                 "failure_examples": self.failure_examples,
                 "bound_violations": self.bound_violations, "stopped": self.stopped,
-                "seconds": self.seconds}
+                "seconds": self.seconds,
+                "confidence": self.confidence if math.isfinite(self.confidence) else None,
+                "tolerance": self.tolerance, "proposals": self.proposals,
+                "model_cpu_seconds": self.model_seconds,
+                "model_ms_per_proposal": self.model_seconds / self.proposals * 1e3 if self.proposals else None,
+                "measure_seconds": self.measure_seconds}
 
     def certificate(self) -> str:
         """"optimal" (proven), "within X% of optimal" / "at most N.Nx the optimum" (best time over
@@ -142,6 +158,12 @@ class TuneResult:
                      f"{self.resumed:,} from the results store)"
                      + (f"; unmeasured (not in {self.recorded_in}): {self.unmeasured:,}" if self.unmeasured else ""))
         lines.append(self.verdict())
+        if math.isfinite(self.confidence):
+            lines.append(f"a model's estimate: {confidence_line(self.confidence, self.tolerance)}")
+        if self.proposals:
+            lines.append(f"the search's own work: {self.model_seconds:.1f} s of CPU in its models "
+                         f"({self.model_seconds / self.proposals * 1e3:.1f} ms per proposal, "
+                         f"{self.proposals:,} proposals); measuring: {self.measure_seconds:.1f} s")
         if self.failures:
             lines.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
             for example in self.failure_examples[:5]:
@@ -209,15 +231,21 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
          results: str = "beastgen-results.db", strategy: str = DEFAULT, seed: int = 0,
          iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
          plot: str | None = None, log=None, pool=None, priors: list[str] | None = None,
-         good_enough: float | None = None) -> TuneResult:
+         good_enough: float | None = None, strategy_options: dict | None = None,
+         confidence: float | None = None) -> TuneResult:
     """Search ``space_path`` for its fastest configuration (see the module docstring). With a
     ``pool`` (:class:`beastgen.distributed.pool.TunePool`), every candidate runs on a Dask worker
     holding a GPU; the results store stays on this machine. ``priors``: measurement files of the
     same space from elsewhere (:mod:`.priors`) that warm-start the default strategy. The search
     stops early after ``budget`` runs, ``time_limit`` seconds, or once a configuration runs in at
-    most ``good_enough`` seconds (:class:`Limits`)."""
-    tuning = Tuning(space_path, backend, strategy, seed, Limits(budget, time_limit, good_enough),
-                    log or (lambda message: print(message, file=sys.stderr, flush=True)), pool, priors)
+    most ``good_enough`` seconds, or once the strategy's models are ``confidence`` sure that no
+    configuration left is more than 1% faster (:class:`Limits`). ``strategy_options``: {name:
+    value} of the strategy's option table (``--strategy-option``; the guided search's:
+    docs/search.md)."""
+    tuning = Tuning(space_path, backend, strategy, seed,
+                    Limits(budget, time_limit, good_enough, confidence),
+                    log or (lambda message: print(message, file=sys.stderr, flush=True)), pool, priors,
+                    strategy_options)
     tuning.setup(device, dict(settings or {}), replay, results, iterations, generated_dir)
     result = tuning.run(progress)
     if plot:
@@ -231,7 +259,7 @@ class Tuning:
     :class:`TuneResult` and the :class:`SearchState` the strategy reads."""
 
     def __init__(self, space_path: str, backend: str, strategy: str, seed: int, limits: Limits,
-                 log, pool, priors):
+                 log, pool, priors, strategy_options: dict | None = None):
         strategy = ALIASES.get(strategy, strategy)
         if strategy not in STRATEGIES:
             raise BeastError(f"unknown strategy '{strategy}': use {', '.join(STRATEGIES)}")
@@ -242,8 +270,16 @@ class Tuning:
             raise BeastError("--budget must be at least 1")
         if limits.good_enough is not None and not limits.good_enough > 0:
             raise BeastError(f"--good-enough must be a time above zero, not {limits.good_enough:g} s")
+        if limits.confidence is not None and not 0 < limits.confidence < 1:
+            raise BeastError(f"--confidence must be between 0 and 1 (0.95: 95% sure), not "
+                             f"{limits.confidence:g}")
+        if limits.confidence is not None and not STRATEGIES[strategy].estimates_confidence:
+            raise BeastError(f"--confidence stops a search whose models estimate it (the default, "
+                             f"{DEFAULT}); '{strategy}' makes no such estimate")
         self.space_path, self.backend, self.strategy, self.seed = space_path, backend, strategy, seed
         self.limits, self.log, self.pool, self.priors = limits, log, pool, priors
+        self.strategy_options = dict(strategy_options or {})
+        STRATEGIES[strategy].resolve_options(self.strategy_options, bool(priors))  # before any work
         self.state = SearchState()
         self.unmeasured_bounds = []  # bounds of proposed configurations the backend cannot answer
         self.bar = None
@@ -290,6 +326,7 @@ class Tuning:
             "space": os.path.abspath(space.path), "source": space.source_hash,
             "device": profile.fingerprint(), "settings": {k: str(v) for k, v in self.settings.items()},
             "backend": self.backend, "strategy": self.strategy, "seed": self.seed,
+            **({"strategy_options": self.strategy_options} if self.strategy_options else {}),
             "kernel": (hashlib.sha256(source.encode()).hexdigest() if source else
                        recording and os.path.abspath(recording.path)),
         }, sort_keys=True).encode()).hexdigest()[:20]
@@ -307,7 +344,7 @@ class Tuning:
         """Search until every candidate is run or cut, or a limit is reached; the result."""
         result, pool = self.result, self.pool
         self.chosen = STRATEGIES[self.strategy](self.plan, self.seed, functools.partial(
-            prior_matrix, list(self.priors)) if self.priors else None)
+            prior_matrix, list(self.priors)) if self.priors else None, self.strategy_options)
         self.start = time.perf_counter()
         self.bar = _progress_bar(progress, min(self.limits.budget or math.inf, self.plan.count())
                                  if progress else None)
@@ -337,12 +374,14 @@ class Tuning:
             key = config_key(candidate.config)
             if key in self.previous:
                 continue
-            stop = self.limits.reached(self.result.ran_now, self.start, self.state.best_time)
+            stop = self.limits.reached(self.result.ran_now, self.start, self.state.best_time, self.state)
             if stop:
                 return stop
-            self.measured(candidate, key, *measure(
-                self.runner, self.kernel, candidate.config, self.settings, self.profile, self.language,
-                self.source, self.iterations, self.expected, self.tolerance))
+            started = time.perf_counter()
+            outcome = measure(self.runner, self.kernel, candidate.config, self.settings, self.profile,
+                              self.language, self.source, self.iterations, self.expected, self.tolerance)
+            self.result.measure_seconds += time.perf_counter() - started
+            self.measured(candidate, key, *outcome)
         return self.result.stopped
 
     def resumed(self, candidate, key) -> None:
@@ -395,8 +434,10 @@ class Tuning:
             result.best_bound, result.best_bottleneck = bound, bottleneck
         if self.bar is not None:
             certificate = _certificate(state.best_time, state.lower_bound)
+            sure = (f", {math.floor(state.confidence * 100):g}% sure within {state.tolerance:.0%}"
+                    if math.isfinite(state.confidence) else "")
             self.bar.set_postfix_str(f"best {format_seconds(state.best_time)}"
-                                     + (f", {certificate}" if certificate else ""))
+                                     + (f", {certificate}" if certificate else "") + sure)
 
     def conclude(self) -> None:
         """What the search proved: the lower bound of the optimum, proven or not (and why it
@@ -419,11 +460,19 @@ class Tuning:
         if result.proven:
             result.stopped = "proven"
         result.seconds = time.perf_counter() - self.start
+        result.confidence, result.tolerance = state.confidence, state.tolerance
+        result.model_seconds, result.proposals = state.model_seconds, state.proposals
         result.exhaustive = self.chosen.known_count if self.chosen.known_count is not None else plan.count()
         result.surviving = _surviving(plan, self.chosen, state.best_time)
         if result.exhaustive == 0:
             why = plan.why_empty()
             result.proven, result.stopped = False, "the space is empty" + (f": {why}" if why else "")
+
+
+def confidence_line(confidence: float, tolerance: float) -> str:
+    """"95.2% sure the best is within 1% of the space's optimum" (rounded down)."""
+    return (f"{math.floor(confidence * 1000) / 10:g}% sure the best is within {tolerance:.0%} of the "
+            "space's optimum")
 
 
 def _certificate(best: float, lower: float) -> str:

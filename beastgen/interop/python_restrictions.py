@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BeastError
 from ..compiler.plan import make_plan
-from ..compiler.runtime import CompiledPlan, Space, Stats
+from ..compiler.runtime import BuiltExecutable, CompiledPlan, Space, Stats
 from ..compiler.specialize import specialize_space
 
 if TYPE_CHECKING:  # NumPy is imported where rows are filtered: a space without them never needs it
@@ -72,7 +72,7 @@ class PostFilteredPlan(CompiledPlan):
     """A compiled plan whose results are filtered by the space's Python restrictions."""
 
     def __init__(self, spec, plan, generated_dir, restrictions: list[PythonRestriction], tune_params: dict):
-        super().__init__(spec, plan, generated_dir)
+        super().__init__(BuiltExecutable(spec, plan, generated_dir))
         self.python_restrictions = restrictions
         # the values as given: the compiled columns hold 1.0 for a 1 mixed with floats
         self._originals = {name: {v: v for v in values} for name, values in tune_params.items()}

@@ -280,9 +280,14 @@ class BoundedNest(WalkedNest):
 
     BOUNDS = True
 
-    def constant_bounds(self) -> list[str]:
+    def largest_constant_bound(self) -> str | None:
+        """The largest constant bound term (an expression), or None when no term is constant. No
+        floor at 0: a term may be negative, and so may the threshold."""
         spec = self.plan.specialized
-        return [b for b in spec.bound_terms if b in spec.constants]
+        constants = [b for b in spec.bound_terms if b in spec.constants]
+        if len(constants) > 1:
+            return f"max({', '.join(constants)})"
+        return constants[0] if constants else None
 
     def prologue(self) -> None:
         super().prologue()
@@ -292,8 +297,8 @@ class BoundedNest(WalkedNest):
         """``_limit``, the largest bound a configuration kept may have; none when a constant bound
         term is already larger."""
         self.emit("_limit = _threshold")
-        if self.constant_bounds():
-            self.emit(f"if max({', '.join(self.constant_bounds() + ['0.0'])}) > _limit:  # constant bound terms")
+        if largest := self.largest_constant_bound():
+            self.emit(f"if {largest} > _limit:  # constant bound terms")
             self.emit("    return 0")
 
     def test_bound(self, item: Item) -> None:
@@ -324,8 +329,9 @@ class CutAnalysis(BoundedNest):
         return ["_threshold", "_visits", "_skipped", "_cuts", "_removed", f"_cut_{index}"]
 
     def threshold_prologue(self) -> None:
-        self.emit(f"_cut_0 = 0 if max({', '.join(self.constant_bounds() + ['0.0'])}) > _threshold else -1"
-                  "  # level of the first cut")
+        largest = self.largest_constant_bound()
+        self.emit(f"_cut_0 = 0 if {largest} > _threshold else -1  # level of the first cut" if largest
+                  else "_cut_0 = -1  # level of the first cut")
 
     def enter(self, index: int) -> None:
         super().enter(index)

@@ -1,14 +1,14 @@
-"""The driver of the compiler's stages: ``compile_space`` specializes, plans and wraps the plan in a
-:class:`CompiledPlan` (whose roles are joined here), and ``Space.specialize()`` calls it."""
+"""The driver of the compiler's stages: ``compile_space`` specializes, plans and wraps the plan's
+executable in a :class:`~.compiled_plan.CompiledPlan`, and ``Space.specialize()`` calls it."""
 from __future__ import annotations
 
 from ...deep import deeply
 from ..model import Space as SpaceModel
-from .estimation import Estimation
-from .ranking import Ranking
+from .compiled_plan import CompiledPlan
+from .executable import BuiltExecutable
 
 
-def compile_space(space, device=None, settings=None, generated_dir=None, order=None) -> "CompiledPlan":
+def compile_space(space, device=None, settings=None, generated_dir=None, order=None) -> CompiledPlan:
     """Specialize, plan, generate and import: the compiled plan of ``space`` for one device."""
     from ..plan import make_plan
     from ..specialize import specialize_space
@@ -16,13 +16,8 @@ def compile_space(space, device=None, settings=None, generated_dir=None, order=N
     def build():
         spec = specialize_space(space, device, settings or {})
         plan = make_plan(spec, order) if not spec.empty_reason else None
-        return CompiledPlan(spec, plan, generated_dir)
+        return CompiledPlan(BuiltExecutable(spec, plan, generated_dir))
     return deeply(build)
-
-
-class CompiledPlan(Ranking, Estimation):
-    """A space specialized to one device and settings, with its generated, Numba-compiled enumerator
-    (or the C target's library): count, enumerate, stats, estimate, rank."""
 
 
 class Space(SpaceModel):

@@ -97,6 +97,12 @@ class Backend(Runner):
     #: the kernel source language it compiles (None: it needs no source)
     language: str | None = None
     args: tuple | list = ()  # set_args gives them
+    #: called by :meth:`run` once its first launch executes, where the driver compiles a kernel at
+    #: its first launch (PoCL, for each work-group size and grid): the worker process starts the
+    #: run's timeout then (:class:`~beastgen.harness.isolate.Isolated`); None: nobody waits for it
+    first_launch_started = None
+    #: whether :meth:`run` calls :attr:`first_launch_started` (else the run's timeout starts with it)
+    compiles_at_first_launch = False
 
     @abstractmethod
     def device_profile(self):

@@ -10,6 +10,8 @@ valid).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ...devices import DeviceProfile
@@ -168,6 +170,7 @@ def opencl_profile(device, index: int) -> DeviceProfile:
 class OpenCLBackend(Backend):
     name = "opencl"
     language = "opencl"
+    compiles_at_first_launch = True  # PoCL: for each work-group size and grid, seconds to minutes
 
     def __init__(self, index: int = 0):
         cl = self.cl = _import_cl()
@@ -210,7 +213,11 @@ class OpenCLBackend(Backend):
         buffers = [cl.Buffer(self.context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=a)
                    if isinstance(a, np.ndarray) else a for a in args]
         try:
-            compiled(self.queue, global_size, block, *buffers).wait()
+            first = compiled(self.queue, global_size, block, *buffers)
+            if self.first_launch_started is not None:
+                self._await_execution(first)
+                self.first_launch_started()
+            first.wait()
             results = {}
             for i in outputs:
                 results[i] = np.empty_like(args[i])
@@ -228,6 +235,14 @@ class OpenCLBackend(Backend):
                 if isinstance(b, cl.Buffer):
                     b.release()
         return RunResult(times, results)
+
+    def _await_execution(self, event) -> None:
+        """Return once ``event``'s launch executes (or has ended): the driver has compiled the kernel
+        for its work-group size and grid (PoCL does so between the launch's submission and its start)."""
+        self.queue.flush()
+        waiting = (self.cl.command_execution_status.QUEUED, self.cl.command_execution_status.SUBMITTED)
+        while event.command_execution_status in waiting:
+            time.sleep(0.001)
 
 
 def _short(text: str, limit: int = 2000) -> str:

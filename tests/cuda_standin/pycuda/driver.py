@@ -14,14 +14,22 @@ Environment (read at ``init``; inherited by the benchmark worker):
 
 A kernel's image chooses its launch: the symbol ``STANDIN_FAULT`` makes it an illegal memory
 access (sticky: every later call fails), ``STANDIN_HANG`` a kernel that never ends, ``STANDIN_SLOW``
-one that takes 2 s. ``STANDIN_EMULATE=gemm``: the first launch of ``spaces/kernels/gemm.cl`` on
-each output buffer computes C = alpha A B + beta C with NumPy (column-major, no transposition: the
-settings trans_a = trans_b = 0; a product of the same inputs computed once, and kept in a file of
-the temporary folder for the next process), so that a tune of
-``spaces/gemm.py`` through the stand-in verifies and records configurations; its times are made up
-like every other. Events time every launch at 0.5 ms. ``calibrate``'s ``fma_f32`` writes, for each
-block, 2100 clock ticks over 1000 ns (a 2.1 GHz clock) into its last argument. Device memory is host memory; a launch
-leaves it as it was (the first run's outputs read back are its inputs).
+one that takes 2 s. ``calibrate``'s ``fma_f32`` writes, for each block, 2100 clock ticks over
+1000 ns (a 2.1 GHz clock) into its last argument. Device memory is host memory; a launch leaves it
+as it was (the first run's outputs read back are its inputs).
+
+``STANDIN_EMULATE=gemm``: the first launch of ``spaces/kernels/gemm.cl`` on each output buffer
+computes C = alpha A B + beta C with NumPy (column-major, no transposition: the settings trans_a =
+trans_b = 0), so that a tune of ``spaces/gemm.py`` through the stand-in verifies and records
+configurations. A product of the same inputs is computed once, timed, and kept with its time in a
+file of the temporary folder for the next process.
+
+Time: the events read a clock of the imitated device, which each launch advances by what it costs.
+An emulated gemm costs the MEASURED time NumPy took to compute its product on this machine's CPU
+(the timed launches after the first, whose output nobody reads, are not computed again but cost the
+same): a real time, and far slower than any GPU, so that a lower bound above it is wrong for sure.
+Every other launch costs a made-up 0.5 ms (2 s for ``STANDIN_SLOW``): the stand-in does not do
+their work, so it has no time of its own to report.
 """
 from __future__ import annotations
 
@@ -56,7 +64,9 @@ class RuntimeError(Error):  # noqa: A001 - pycuda's name
     pass
 
 
-_state = {"sticky": False, "stack": [], "allocated": 0}
+_state = {"sticky": False, "stack": [], "allocated": 0, "clock_ns": 0}  # an exact clock: whole ns
+#: seconds a launch costs on the imitated device where the stand-in does not do its work
+MADE_UP_SECONDS = 0.5e-3
 
 
 def _log(event: str) -> None:
@@ -227,15 +237,18 @@ def memcpy_dtoh(target: np.ndarray, allocation: DeviceAllocation) -> None:
 
 
 class Event:
+    """Records the imitated device's clock: when the work launched before it ends."""
+
     def record(self) -> None:
         _check("cuEventRecord")
+        self.at = _state["clock_ns"]
 
     def synchronize(self) -> None:
         Context.synchronize()
 
     def time_till(self, other: "Event") -> float:
         _check("cuEventElapsedTime")
-        return 0.5
+        return (other.at - self.at) / 1e6  # milliseconds, as pycuda's
 
 
 class Function:
@@ -248,11 +261,13 @@ class Function:
         if b"STANDIN_THREADS" in self.image and args and isinstance(args[0], DeviceAllocation):
             out = np.arange(block[0], dtype=np.int32).tobytes()  # the set-up kernel's result
             args[0].data[:len(out)] = out
+        cost = 2.0 if b"STANDIN_SLOW" in self.image else MADE_UP_SECONDS
         if self.name == "gemm" and "gemm" in os.environ.get("STANDIN_EMULATE", "").split(","):
-            _emulate_gemm(args)
+            cost = _emulate_gemm(args)
         if self.name == "fma_f32" and isinstance(args[-1], DeviceAllocation):
             ticks = np.tile(np.array([2100, 1000], np.uint64), grid[0]).tobytes()
             args[-1].data[:len(ticks)] = ticks
+        _state["clock_ns"] += round(cost * 1e9)
         _log(f"launch {self.name}")
         _state.setdefault("pending", []).append(self)
 
@@ -268,14 +283,15 @@ class Function:
             time.sleep(2)
 
 
-#: the last product _emulate_gemm computed: (key of its inputs, C's bytes)
+#: the last product _emulate_gemm computed: (key of its inputs, C's bytes, seconds it took)
 _product: dict = {}
 
 
-def _emulate_gemm(args) -> None:
+def _emulate_gemm(args) -> float:
     """C = alpha A B + beta C for spaces/kernels/gemm.cl's arguments (m, n, k, alpha, A, lda, B, ldb,
-    beta, C, ldc; complex alpha and beta as two reals each), column-major and untransposed; the first
-    launch on each C only (later ones are the timed runs, whose output nobody reads)."""
+    beta, C, ldc; complex alpha and beta as two reals each), column-major and untransposed, computed
+    on the first launch on each C only (later ones are the timed runs, whose output nobody reads);
+    the seconds NumPy took to compute this product (what every launch of it costs)."""
     complex_ = len(args) == 13
     m, n, k = (int(a) for a in args[:3])
     if complex_:
@@ -283,8 +299,10 @@ def _emulate_gemm(args) -> None:
         beta, c, ldc = complex(args[8], args[9]), args[10], args[11]
     else:
         alpha, a, lda, b, ldb, beta, c, ldc = args[3:11]
-    if getattr(c, "emulated", False) or (int(lda), int(ldb), int(ldc)) != (m, k, m):
-        return  # a transposed layout is not emulated: C is left as it was (a wrong result)
+    if (int(lda), int(ldb), int(ldc)) != (m, k, m):
+        return MADE_UP_SECONDS  # a transposed layout is not emulated: C is left as it was (a wrong result)
+    if getattr(c, "emulated", None) is not None:
+        return c.emulated
     real = np.dtype(type(args[3]))
     dtype = np.dtype(np.complex64 if real == np.float32 else np.complex128) if complex_ else real
 
@@ -294,21 +312,25 @@ def _emulate_gemm(args) -> None:
 
     key = (m, n, k, dtype.str, alpha, beta,
            *(bytes(x.data[::4099]) for x in (a, b, c)))  # a sample of the inputs: a stand-in's key
-    if _product.get("key") != key:  # computed once, kept for the next worker process in a file
-        path = os.path.join(tempfile.gettempdir(), "beastgen-standin-gemm-"
+    if _product.get("key") != key:  # computed once, kept with its time for the next worker process
+        path = os.path.join(tempfile.gettempdir(), "beastgen-standin-timed-gemm-"
                             + hashlib.sha256(repr(key).encode()).hexdigest()[:20])
         try:
             with open(path, "rb") as f:
-                value = f.read()
-        except OSError:
-            product = alpha * (matrix(a, m, k) @ matrix(b, k, n)) + beta * matrix(c, m, n)
+                seconds, value = float(np.frombuffer(f.read(8), np.float64)[0]), f.read()
+        except (OSError, IndexError):
+            inputs = matrix(a, m, k), matrix(b, k, n), matrix(c, m, n)
+            started = time.perf_counter()
+            product = alpha * (inputs[0] @ inputs[1]) + beta * inputs[2]
+            seconds = time.perf_counter() - started
             value = product.astype(dtype).ravel(order="F").tobytes()
             with open(f"{path}.{os.getpid()}", "wb") as f:
-                f.write(value)
+                f.write(np.float64(seconds).tobytes() + value)
             os.replace(f"{path}.{os.getpid()}", path)
-        _product.update(key=key, value=value)
+        _product.update(key=key, value=value, seconds=seconds)
     c.data[:len(_product["value"])] = _product["value"]
-    c.emulated = True
+    c.emulated = _product["seconds"]
+    return c.emulated
 
 
 class Module:

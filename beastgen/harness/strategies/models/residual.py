@@ -1,7 +1,7 @@
 """The residual model of the priors: this GPU's log time as a linear function of the sources'
 scores plus a correction that an extra-trees forest learns from this run's measurements.
 
-Rank transfer (:mod:`.prior_transfer`) can only reorder what the sources already rank well; when
+Rank transfer (:mod:`.transfer`) can only reorder what the sources already rank well; when
 this GPU prefers something no source does (on the A100, one parameter value that every other GPU
 ranks low), it needs the correction: the forest, fitted on the residuals of the linear part,
 extrapolates "this value is relatively better here" to configurations not measured yet. The
@@ -28,3 +28,15 @@ def linear_part(prior: np.ndarray, measured: np.ndarray, log_times: np.ndarray,
     at = x[measured]
     weights = np.linalg.solve(at.T @ at + penalty, at.T @ log_times)
     return x @ weights
+
+
+class SourcesBaseline:
+    """The forest's baseline with priors (:class:`.extra_trees.Forest`): the sources' linear part
+    fitted on the history's measurements with penalty ``ridge``."""
+
+    def __init__(self, sources: np.ndarray, ridge: float):
+        self.sources, self.ridge = sources, ridge
+
+    def __call__(self, history) -> np.ndarray:
+        return linear_part(self.sources, np.asarray(history.measured), np.asarray(history.log_times),
+                           self.ridge)

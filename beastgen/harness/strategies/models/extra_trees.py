@@ -5,12 +5,14 @@ between its smallest and largest value there, and the cut that reduces the squar
 kept; nodes are split until they hold fewer than ``2 * leaf`` samples or no cut separates them.
 All trees grow together, level by level, so a fit is a few dozen vectorised passes whatever the
 number of trees. :meth:`ExtraTrees.predict_all` gives every tree's prediction: their mean is the
-forest's estimate and their spread its uncertainty (used by :mod:`.learnt_order` as a lower
-confidence bound).
+forest's estimate and their spread its uncertainty. :class:`Forest` is the guided search's
+model on it.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from .base import Model, Schedule
 
 
 class ExtraTrees:
@@ -91,3 +93,30 @@ class ExtraTrees:
             at[moving] = self.left[node] + right
             moving = moving[self.feature[at[moving]] >= 0]
         return self.value[at].reshape(self.trees, len(x))
+
+
+class Forest(Model):
+    """The guided search's forest: ``trees`` extra trees grown on every measurement's ``inputs``
+    (n x features), refitted on ``schedule``. The trees learn the log times less a ``baseline``
+    (a function of the history giving every candidate's log time from elsewhere, added back to
+    their predictions; :func:`no_baseline`: none). Mean: the trees' mean; spread: their spread."""
+
+    def __init__(self, inputs: np.ndarray, trees: int, schedule: Schedule, rng: np.random.Generator,
+                 baseline):
+        super().__init__(schedule)
+        self.inputs, self.trees, self.rng, self.baseline = inputs, trees, rng, baseline
+
+    def learn(self, history) -> None:
+        measured, y = np.asarray(history.measured), np.asarray(history.log_times)
+        self.base = self.baseline(history)
+        self.forest = ExtraTrees(self.trees, rng=self.rng).fit(self.inputs[history.measured],
+                                                               y - self.base[measured])
+
+    def score(self, indices):
+        each = self.forest.predict_all(self.inputs[indices])
+        return self.base[indices] + each.mean(axis=0), each.std(axis=0)
+
+
+def no_baseline(history) -> np.ndarray:
+    """Zero for every candidate: the trees learn the log times themselves."""
+    return np.zeros(len(history.open))

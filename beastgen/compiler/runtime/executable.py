@@ -1,9 +1,14 @@
-"""The compiled plan's core: the generated Numba module (its text generated, written only when it
-changed, imported, compiled on first use and cached on disk) and the C target's library
-(:mod:`..native`) where it prints the plan; the generated functions run through :meth:`PlanCore._run`.
-A nest whose loop iterations are bounded small (:data:`SMALL_NEST_ITERATIONS`) runs in the calling
-thread; a larger one in threads that Ctrl-C does not wait for. The roles built on it (counting,
-enumeration, estimation, ranking) are its subclasses, joined in :class:`.driver.CompiledPlan`.
+"""The executable a compiled plan runs: the generated Numba module (its text generated, written
+only when it changed, imported, compiled on first use and cached on disk) and the C target's library
+(:mod:`..native`) where it prints the plan; the generated functions run through
+:meth:`Executable.run`. A nest whose loop iterations are bounded small
+(:data:`SMALL_NEST_ITERATIONS`) runs in the calling thread; a larger one in threads that Ctrl-C does
+not wait for.
+
+Two kinds: :class:`BuiltExecutable`, compiled from the specialized space and its plan, and the plan
+cache's (:class:`beastgen.plancache.CachedExecutable`), known from its record, which builds one only
+for what the record does not hold. The roles (:mod:`.counter`, :mod:`.enumerator`,
+:mod:`.estimator`, :mod:`.ranker`) share one executable in :class:`.compiled_plan.CompiledPlan`.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ...deep import deeply
 from ...errors import BeastError
-from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly
+from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly, wait_interruptibly
 from ...trust import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
 from .. import native
 from ..native import NativeNest
@@ -29,33 +34,30 @@ if TYPE_CHECKING:
     from ..plan import Plan
     from ..specialize.ir import Specialized
 
-#: loop iterations below which the C library is compiled at -O0: several times faster to compile
-#: (dedispersion 0.24 s against 0.39 s, gemm_clblast 0.24 s against 0.85 s, under load), its nest at
-#: most about 3 times slower (gemm: 0.54 s against 0.25 s), so at most tens of milliseconds here
+#: loop iterations below which the C library is compiled at -O0: several times faster to compile,
+#: its nest at most about 3 times slower, so at most tens of milliseconds here (benchmarks/README.md)
 QUICK_COMPILE_ITERATIONS = 1 << 22
 #: generated functions whose work is at most a walk of the nest (not so Knuth's or Chen's samples)
 _NEST_WALKS = frozenset({"count", "count_with_stats", "split_nodes", "fill", "count_pruned", "rank",
                          "cut_analysis"})
 
 
-class PlanCore:
-    """A space specialized to one device and settings, with its generated enumerator: what it was
-    compiled for, its sources, and the generated functions compiled and run."""
+class Executable:
+    """The generated functions of one specialized space, compiled and run: what every kind shares.
+    A kind gives :attr:`specialized`, :attr:`plan`, :attr:`source`, :meth:`write`,
+    :meth:`native_source` and :meth:`library_of_every_function`; the facts read from them here
+    (:attr:`columns`, :attr:`counted_tail`...) a kind may know otherwise (the plan cache's record)."""
 
-    _split_nodes: int | None = None  # split_node_count() once known (it never changes)
+    specialized: Specialized
+    plan: Plan | None
+    source: str
 
-    def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
-        from ..analysis.symbolic import SymbolicContext
-
-        self.specialized = spec
-        self.plan = plan
-        self.path = generated_path(spec, generated_dir) if plan else None
-        self._symbolic = SymbolicContext(spec.items)  # the proofs, shared by both code writers
-        self._source = None  # the Numba module's text, generated when first needed
+    def __init__(self, path: str | None, directory: PrivateDirectory | None = None):
+        self.path = path  # the generated module's; None for an empty space
+        self._directory = directory  # the generated directory, opened and checked when first needed
         self._module = None
         self._native = None  # not looked for yet; False: none (Numba counts)
-        self._native_all = None  # the library of every C function, once built
-        self._directory = None  # the generated directory, opened and checked when first needed
+        self._split_nodes = None  # split_node_count() once known (it never changes)
         self.last_seconds = 0.0
 
     # -- description -----------------------------------------------------------------------------
@@ -65,7 +67,7 @@ class PlanCore:
 
     @property
     def columns(self) -> list[str]:
-        """Iterator names in declaration order: the columns of :meth:`enumerate`."""
+        """Iterator names in declaration order: the columns of an enumeration."""
         return list(self.specialized.space.iterators)  # items are in dependency order
 
     @property
@@ -75,17 +77,14 @@ class PlanCore:
                       spec.device.source, dict(spec.settings))
 
     @property
-    def source(self) -> str:
-        """The generated Numba module's text: generated on first use (a count that the C library
-        runs never needs it)."""
-        if self._source is None:
-            from ..codegen.module import generate_module
-            self._source = deeply(generate_module, self.plan, self._symbolic) if self.plan else ""
-        return self._source
+    def bound_terms(self) -> list[str]:
+        return self.specialized.bound_terms
 
-    @source.setter
-    def source(self, text: str) -> None:
-        self._source = text
+    def require_bounds(self) -> None:
+        """Refuse (naming the space file) a space that declares no bound terms."""
+        if not self.bound_terms:
+            raise BeastError(f"space '{self.target.space}' declares no bound terms "
+                             "(beast.bound / @beast.bound)", self.target.path)
 
     @property
     def directory(self) -> PrivateDirectory:
@@ -98,12 +97,18 @@ class PlanCore:
 
     def write(self) -> str | None:
         """Write the generated module (if it changed); its path."""
-        if self.path:
-            self._writing(lambda: self.directory.write_if_changed(os.path.basename(self.path),
-                                                                  self.source))
-        return self.path
+        raise NotImplementedError
 
-    def _writing(self, action):
+    def native_source(self, functions=None) -> str | None:
+        """The plan's ``functions`` (default :attr:`count_functions`) as C; None when the C target
+        cannot print the plan."""
+        raise NotImplementedError
+
+    def library_of_every_function(self) -> NativeNest | None:
+        """The library of every C function, built once; None where it cannot be."""
+        raise NotImplementedError
+
+    def writing(self, action):
         """``action()`` in the generated directory once it passes the trust check; what it cannot
         write there (a full disk, a read-only directory) is one clear error."""
         self.directory  # noqa: B018 - opened and checked: a refusal is its own error
@@ -117,6 +122,11 @@ class PlanCore:
     def module_text(self) -> str:
         """The text of the generated module, as it is run (and written)."""
         return self.source
+
+    @property
+    def module_loaded(self) -> bool:
+        """Whether the generated Numba module was run in this process (a C count never needs it)."""
+        return self._module is not None
 
     @property
     def module(self):
@@ -134,7 +144,6 @@ class PlanCore:
             exec(code, module.__dict__)  # noqa: S102 - the text generated here, or checked
             self._module = module
         return self._module
-
     def _module_code(self, text: str):
         """``text`` compiled (a module of 300 kB takes a tenth of a second), kept in the checked
         ``__pycache__`` under the sha256 of the text and Python's bytecode version, and read back
@@ -143,7 +152,7 @@ class PlanCore:
         import importlib.util
         import marshal
 
-        cache = self._writing(lambda: self.directory.subdirectory(NUMBA_CACHE))
+        cache = self.writing(lambda: self.directory.subdirectory(NUMBA_CACHE))
         header = importlib.util.MAGIC_NUMBER + hashlib.sha256(text.encode("utf-8")).digest()
         name = (f"{os.path.splitext(os.path.basename(self.path))[0]}.{header[-32:].hex()[:16]}."
                 f"{sys.implementation.cache_tag}.code")
@@ -177,54 +186,57 @@ class PlanCore:
         """The C target's ``count`` and ``split_nodes``, compiled and loaded (see
         :mod:`beastgen.compiler.native`); None where Numba counts instead."""
         if self._native is None:
-            self._native = self._load_native() or False
+            self._native = self.load_native() or False
         return self._native or None
 
-    def _load_native(self) -> NativeNest | None:
-        source = self.native_source() if self.path is not None and native.enabled() else None
-        built = self._build_native(source) if source is not None else None
-        return native.load(built, self.count_functions, self._every_native_function) if built else None
+    def use_numba(self) -> None:
+        """From here on, Numba runs what the C library would (as where the C target cannot)."""
+        self._native = False
 
-    def _build_native(self, source: str) -> native.Library | None:
+    def forget_native(self) -> None:
+        """The C library looked for again when next needed (after :meth:`use_numba`)."""
+        self._native = None
+
+    def load_native(self) -> NativeNest | None:
+        """The library of :attr:`count_functions`, loaded (built where it must be); None where
+        Numba counts."""
+        source = self.native_source() if self.path is not None and native.enabled() else None
+        built = self.build_native(source) if source is not None else None
+        return native.load(built, self.count_functions, self.every_native_function) if built else None
+
+    def build_native(self, source: str) -> native.Library | None:
         """The library of ``source`` beside the generated module (:func:`.native.build_library`;
         the Numba module is not needed: not written)."""
-        return self._writing(lambda: native.build_library(
-            self.directory, file_name_part(self.specialized.space.name), source,
-            self.c_optimization, self._while_compiling))
+        return self.writing(lambda: native.build_library(
+            self.directory, file_name_part(self.target.space), source,
+            self.c_optimization, self.while_compiling))
 
-    def _while_compiling(self) -> None:
+    def while_compiling(self) -> None:
         """What runs while the C compiler does (another process: on a second core, hidden): the
-        imports of the threads that a count of a nest that is not small runs on next."""
+        imports of the threads that a count of a nest that is not small may run on next."""
         if not self.small:
             import concurrent.futures  # noqa: F401 - with logging, some milliseconds
 
-    def _every_native_function(self) -> NativeNest:
+    def every_native_function(self) -> NativeNest:
         """The library of every C function (``fill``, a chunk's ``count``...), built on first use:
         the library a count loads holds only :attr:`count_functions`."""
-        nest = self._library_of_all()
+        nest = self.library_of_every_function()
         if nest is None:  # the C compiler's failure was said on stderr
             raise BeastError("cannot build the C library of the whole enumerator", self.path)
         return nest
-
-    def _library_of_all(self) -> NativeNest | None:
-        """The library of every C function, built once; None where it cannot be."""
-        if self._native_all is None:
-            source = self.native_source(tuple(native.SIGNATURES))
-            built = self._build_native(source) if source is not None else None
-            self._native_all = (native.load(built) if built else None) or False
-        return self._native_all or None
 
     def load_every_native_function(self) -> None:
         """Before a command that enumerates: where no library is loaded yet, load (or build) that
         of every C function, not the count's (one compile where there would be two)."""
         if self._native is None and self.path is not None and native.enabled():
-            self._native = self._library_of_all() or False
+            self._native = self.library_of_every_function() or False
 
     @property
     def count_functions(self) -> tuple[str, ...]:
         """The C functions a whole count calls: ``count`` for a small nest (the calling thread),
-        else ``split_nodes`` and ``count_claimed`` (threads claiming split nodes). Compiling only
-        these roughly halves a cold count's C compile; the others are built when first called."""
+        else ``split_nodes`` and ``count_claimed`` (split nodes claimed, by the calling thread and
+        by helper threads). Compiling only these roughly halves a cold count's C compile; the
+        others are built when first called."""
         return ("count",) if self.small else ("split_nodes", "count_claimed")
 
     @property
@@ -233,16 +245,6 @@ class PlanCore:
         :data:`QUICK_COMPILE_ITERATIONS` loop iterations, else ``-O2``."""
         bound = self.iteration_bound
         return "-O0" if bound is not None and bound <= QUICK_COMPILE_ITERATIONS else "-O2"
-
-    def native_source(self, functions=None) -> str | None:
-        """The plan's ``functions`` (default :attr:`count_functions`) as C (:mod:`.codegen.c_nest`);
-        None when the C target cannot print the plan."""
-        from ..codegen.c_nest import Unsupported, generate_c_module
-
-        try:
-            return deeply(generate_c_module, self.plan, self._symbolic, functions or self.count_functions)
-        except Unsupported:
-            return None
 
     @property
     def iteration_bound(self) -> int | None:
@@ -254,14 +256,7 @@ class PlanCore:
     def small(self) -> bool:
         """Whether a walk of the nest is so short that it runs in the calling thread: no thread
         pool, no split-node census, and Ctrl-C heard as soon as it returns."""
-        bound = self.iteration_bound
-        return bound is not None and bound <= SMALL_NEST_ITERATIONS
-
-    def count_needs_compiling(self) -> bool:
-        """Whether the next count compiles for a while (Numba's cache lacks it and no C library
-        counts: building one takes a fraction of a second)."""
-        return (self.path is not None and self.native is None and not self.numba_cached("count")
-                and not self.numpy_nest())  # the NumPy walk compiles nothing
+        return bounded_small(self.iteration_bound)
 
     def numpy_nest(self):
         """The NumPy walk of a small nest that no C library counts and Numba has not compiled
@@ -278,19 +273,16 @@ class PlanCore:
             progress(1.0, self.last_seconds)
         return result
 
-    def estimate_needs_compiling(self, method: str) -> bool:
-        """Whether a time-budgeted estimate compiles first (Numba's cache lacks its functions)."""
-        functions = ("probe" if method == "knuth" else "chen", "probe", "census")
-        return self.path is not None and not all(map(self.numba_cached, functions))
-
-    def _nest_function(self, function_name: str, *args):
+    # -- running the generated functions ---------------------------------------------------------
+    def nest_function(self, function_name: str, *args):
         """A generated function: the native count or split_nodes when there is one, else Numba's."""
         if function_name in native.FUNCTIONS and self.native is not None:
             return self.native.function(function_name)
-        return self._compiled(function_name, *args)
+        return self.compiled(function_name, *args)
 
-    def _compiled(self, function_name: str, *args):
-        """The generated function, compiled for these arguments' types (a readable error if not)."""
+    def compiled(self, function_name: str, *args):
+        """The generated Numba function, compiled for these arguments' types (a readable error if
+        not)."""
         function = getattr(self.module, function_name)
         try:
             function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
@@ -300,19 +292,47 @@ class PlanCore:
             raise self._compile_error(e) from None
         return function
 
-    def _run(self, function_name: str, *args):
-        function = self._nest_function(function_name, *args)
+    def run(self, function_name: str, *args):
+        """A generated function run (:meth:`call`), timed alone (:attr:`last_seconds`)."""
+        function = self.nest_function(function_name, *args)
         start = time.perf_counter()
-        result = self._call(function_name, function, *args)
+        result = self.call(function_name, function, *args)
         self.last_seconds = time.perf_counter() - start
         return result
 
-    def _call(self, function_name: str, function, *args):
+    def call(self, function_name: str, function, *args):
         """``function(*args)``: in the calling thread when it walks a small nest, else in a thread
         that Ctrl-C does not wait for (:func:`~beastgen.interrupt.call_interruptibly`)."""
-        if function_name in _NEST_WALKS and self.small:
+        if function_name in _NEST_WALKS and (self.small or function_name == "split_nodes"
+                                             and bounded_small(self.split_iteration_bound)):
             return function(*args)
         return call_interruptibly(function, *args)
+
+    def in_threads(self, jobs: int, calls: list[tuple], progress=None, start=None) -> list[int]:
+        """Run generated functions (name, *args) on ``jobs`` threads (they release the GIL); their
+        integer results in order. Compiles first, then times the runs alone (``last_seconds``).
+        Ctrl-C is heard while they run; ``progress(done, seconds)`` hears the share of calls done."""
+        functions = [self.nest_function(name, *args) for name, *args in calls]
+        start = time.perf_counter() if start is None else start
+        if jobs <= 1 or len(calls) <= 1:
+            results = [self.call(name, f, *args) for f, (name, *args) in zip(functions, calls)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor  # not for a count in this thread
+            pool = ThreadPoolExecutor(jobs)
+            futures = [pool.submit(f, *args) for f, (_, *args) in zip(functions, calls)]
+            finished = []
+
+            def on_done(_future):
+                finished.append(_future)
+                if progress is not None:
+                    progress(len(finished) / len(futures), time.perf_counter() - start)
+            try:
+                wait_interruptibly(futures, on_done)
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+            results = [f.result() for f in futures]
+        self.last_seconds = time.perf_counter() - start
+        return [int(r) for r in results]
 
     def _compile_error(self, error: Exception) -> BeastError:
         text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)) or f"{type(error).__name__} inside Numba"
@@ -361,8 +381,110 @@ class PlanCore:
         if self.path is None:
             return 0
         if self._split_nodes is None:
-            self._split_nodes = int(self._run("split_nodes"))
+            self._split_nodes = int(self.run("split_nodes"))
         return self._split_nodes
+
+    @property
+    def node_iteration_bound(self) -> int | None:
+        """An upper bound on the loop iterations below one split node (the levels from
+        :attr:`split_level` down); None where it is not known."""
+        return self.plan.iteration_bound(self.split_level) if self.plan else 0
+
+    @property
+    def split_iteration_bound(self) -> int | None:
+        """An upper bound on the loop iterations of the levels above the split (the walk that
+        finds the split nodes); None where it is not known."""
+        return self.plan.iteration_bound(0, self.split_level) if self.plan else 0
+
+
+class BuiltExecutable(Executable):
+    """The executable compiled from a specialized space and its plan (``plan`` None: an empty
+    space). ``recorder``, where one is set (the plan cache's), hears :meth:`compiling` while the C
+    compiler runs and :meth:`learnt` each time the module is written or a library is known."""
+
+    def __init__(self, spec: Specialized, plan: Plan | None, generated_dir: str | None = None):
+        from ..analysis.symbolic import SymbolicContext
+
+        super().__init__(generated_path(spec, generated_dir) if plan else None)
+        self.specialized = spec
+        self.plan = plan
+        self._symbolic = SymbolicContext(spec.items)  # the proofs, shared by both code writers
+        self._source = None  # the Numba module's text, generated when first needed
+        self._native_all = None  # the library of every C function, once built (False: none)
+        self.written = False  # the module's file written by this process
+        self.recorder = None
+
+    @property
+    def source(self) -> str:
+        """The generated Numba module's text: generated on first use (a count that the C library
+        runs never needs it)."""
+        if self._source is None:
+            from ..codegen.module import generate_module
+            self._source = deeply(generate_module, self.plan, self._symbolic) if self.plan else ""
+        return self._source
+
+    @source.setter
+    def source(self, text: str) -> None:
+        self._source = text
+
+    def write(self) -> str | None:
+        if self.path:
+            self.writing(lambda: self.directory.write_if_changed(os.path.basename(self.path),
+                                                                 self.source))
+            self.written = True
+            self._tell_recorder()
+        return self.path
+
+    def native_source(self, functions=None) -> str | None:
+        """The plan's ``functions`` (default :attr:`count_functions`) as C (:mod:`.codegen.c_nest`);
+        None when the C target cannot print the plan."""
+        from ..codegen.c_nest import Unsupported, generate_c_module
+
+        try:
+            return deeply(generate_c_module, self.plan, self._symbolic, functions or self.count_functions)
+        except Unsupported:
+            return None
+
+    def load_native(self) -> NativeNest | None:
+        nest = super().load_native()
+        if self.path and native.enabled():  # the recorder learns the library (or that there is none)
+            self._native = nest or False
+            self._tell_recorder()
+        return nest
+
+    def library_of_every_function(self) -> NativeNest | None:
+        if self._native_all is None:
+            source = self.native_source(tuple(native.SIGNATURES))
+            built = self.build_native(source) if source is not None else None
+            self._native_all = (native.load(built) if built else None) or False
+            self._tell_recorder()
+        return self._native_all or None
+
+    def load_every_native_function(self) -> None:
+        super().load_every_native_function()
+        if self._native is not None:
+            self._tell_recorder()
+
+    @property
+    def native_state(self) -> tuple:
+        """(the count's library, the library of every function): each a
+        :class:`~beastgen.compiler.native.NativeNest`, False for none, None while not looked for."""
+        return self._native, self._native_all
+
+    def while_compiling(self) -> None:
+        super().while_compiling()
+        if self.recorder is not None:
+            self.recorder.compiling(self)
+
+    def _tell_recorder(self) -> None:
+        if self.recorder is not None:
+            self.recorder.learnt(self)
+
+
+def bounded_small(iterations: int | None) -> bool:
+    """Whether a walk of at most ``iterations`` loop iterations (None: not known) is short enough
+    to run in the calling thread (:data:`SMALL_NEST_ITERATIONS`)."""
+    return iterations is not None and iterations <= SMALL_NEST_ITERATIONS
 
 
 def _interrupted(error: BaseException) -> bool:

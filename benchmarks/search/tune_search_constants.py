@@ -1,7 +1,8 @@
-"""Choose the constants of the default search (``beastgen/harness/strategies/learnt_order.py``) by
-leave-one-GPU-out cross-validation over every replay file in ``data/replay/``, never on one file.
+"""Choose the options of the default search (the option tables of
+``beastgen/harness/strategies/guided/recipes.py``) by leave-one-GPU-out cross-validation over every
+replay file in ``data/replay/``, never on one file.
 
-    python benchmarks/tune_search_constants.py [--seeds 5] [--budget 1000] [--log FILE]
+    python benchmarks/search/tune_search_constants.py [--seeds 5] [--budget 1000] [--log FILE]
                                                [--grid NAME=V1,V2 ...] [--priors]
 
 Each candidate setting of the constants searches every file (the file's own configurations, its
@@ -28,15 +29,12 @@ import time
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 from beastgen.harness.priors import source_column  # noqa: E402
-from beastgen.harness.strategies.learnt_order import Constants, LearntOrder  # noqa: E402
-
-INTEGERS = {"initial", "initial_prior", "training", "local_every", "local_top", "prior_local_top", "forest_trees",
-            "forest_candidates", "cross_top", "cross_children", "forest_derived",
-            "prior_residual", "gp_training", "gp_candidates", "gp_until", "prior_gp_after"}
+from beastgen.harness.strategies.guided import GuidedSearch  # noqa: E402
+from beastgen.harness.strategies.guided.recipes import options  # noqa: E402
 
 
 def load(path: str):
@@ -66,7 +64,7 @@ def prior_columns(target: str, rows, data) -> np.ndarray:
     return np.array(columns, dtype=float).T
 
 
-def search(rows, times, seed, budget, constants, prior=None) -> int:
+def search(rows, times, seed, budget, options, prior=None) -> int:
     """Evaluations until the optimum (2 x budget when not reached)."""
     table = np.array(rows, dtype=object)
     codes, values = [], []
@@ -77,8 +75,8 @@ def search(rows, times, seed, budget, constants, prior=None) -> int:
                                return_inverse=True)[1].reshape(-1))
         values.append(column.astype(float) if numeric else np.full(len(column), np.nan))
     n = len(rows)
-    order = LearntOrder(np.stack(codes, axis=1), np.zeros(n), np.zeros(n, dtype=np.int64), seed,
-                        values=np.stack(values, axis=1), prior=prior, constants=constants)
+    order = GuidedSearch(np.stack(codes, axis=1), np.zeros(n), np.zeros(n, dtype=np.int64),
+                         np.stack(values, axis=1), prior, seed, options)
     optimum = times.min()
     for evaluation in range(1, budget + 1):
         i = order.next(math.inf)
@@ -101,7 +99,7 @@ def main(argv=None):
     parser.add_argument("--priors", action="store_true", help="with the other GPUs' files as priors")
     parser.add_argument("--grid", nargs="*", default=[], metavar="NAME=V1,V2",
                         help="constants to vary (the others keep their defaults)")
-    parser.add_argument("--log", default=os.path.join(REPO, "benchmarks", "search_constants.jsonl"))
+    parser.add_argument("--log", default=os.path.join(REPO, "benchmarks", "search", "search_constants.jsonl"))
     parser.add_argument("--envelope", action="store_true",
                         help="run nothing: per file, the smallest median of any setting logged with at "
                              "least --seeds seeds (earlier versions of the search included)")
@@ -112,21 +110,22 @@ def main(argv=None):
         return
     data = {os.path.basename(p): load(p) for p in sorted(glob.glob(os.path.join(REPO, "data", "replay", "*.json.gz")))}
     names = [g.split("=")[0] for g in args.grid]
-    choices = [[(int if n in INTEGERS else float)(v) for v in g.split("=")[1].split(",")]
-               for n, g in zip(names, args.grid)]
+    choices = [g.split("=")[1].split(",") for g in args.grid]  # typed by the option tables
     done = []
     if os.path.exists(args.log):
         with open(args.log) as f:
             done = [json.loads(line) for line in f if line.strip()]
     for combination in itertools.product(*choices):
-        setting = dict(zip(names, combination))
+        given = dict(zip(names, combination))
+        table = vars(options(args.priors, given))
+        setting = {name: table[name] for name in given}
         if any(d["prior"] == args.priors and d["constants"] == setting and d["seeds"] == args.seeds
                and d["budget"] == args.budget and "code" not in d for d in done):
             continue
         started, runs = time.perf_counter(), {}
         for name, (rows, times) in data.items():
             prior = prior_columns(name, rows, data) if args.priors else None
-            runs[name] = [search(rows, times, seed, args.budget, Constants(**setting), prior)
+            runs[name] = [search(rows, times, seed, args.budget, setting, prior)
                           for seed in range(args.seeds)]
         record = {"prior": args.priors, "constants": setting, "seeds": args.seeds,
                   "budget": args.budget, "runs": runs}

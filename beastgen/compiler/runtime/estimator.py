@@ -7,12 +7,18 @@ import time
 
 from ...errors import BeastError
 from .chunking import CENSUS_SAMPLES_PER_NODE, balanced_chunks
-from .counting import Counting
+from .counter import Counter
+from .executable import Executable
 from .results import Estimate
 
 
-class Estimation(Counting):
-    """``estimate`` and ``estimate_sums``."""
+class Estimator:
+    """``estimate`` and ``estimate_sums`` on one :class:`~.executable.Executable` (its
+    :class:`~.counter.Counter` for the exact count within a time budget)."""
+
+    def __init__(self, executable: Executable, counter: Counter):
+        self.executable = executable
+        self.counter = counter
 
     #: default ``samples`` per method: a Chen run expands whole depths, far more work than a descent
     ESTIMATE_SAMPLES = {"knuth": 100_000, "chen": 30_000}
@@ -31,14 +37,15 @@ class Estimation(Counting):
         With ``seconds`` (and no ``samples``), a time budget: the exact count (method ``"exact"``,
         an interval of one point) when the split census predicts it fits in half the budget and it
         does, else batches of runs until the budget is spent (at most :attr:`ESTIMATE_SAMPLES`)."""
+        run = self.executable
         self._check_estimate(1 if samples is None else int(samples), method)
         if seconds is not None and samples is None:
             return self._estimate_within(float(seconds), seed, method)
         samples = self.ESTIMATE_SAMPLES[method] if samples is None else int(samples)
-        if self.path is None:  # an empty space (its plan is not needed to know that)
+        if run.path is None:  # an empty space (its plan is not needed to know that)
             return Estimate(0.0, 0.0, 0.0, samples, 0.0, method)
         total, total_sq = self.estimate_sums(samples, seed, method)
-        return Estimate.of_sums(total, total_sq, samples, self.last_seconds, method)
+        return Estimate.of_sums(total, total_sq, samples, run.last_seconds, method)
 
     def _check_estimate(self, samples: int, method: str) -> None:
         if method not in self.ESTIMATE_SAMPLES:
@@ -49,8 +56,8 @@ class Estimation(Counting):
 
     def check_estimable(self) -> None:
         """Refuse (one line naming the iterator and its place) a space whose descents would scan a
-        level of more than :attr:`SCAN_LIMIT` values: an estimate would never end."""
-        huge = self.huge_scanned_level()
+        level of more than :attr:`.Counter.SCAN_LIMIT` values: an estimate would never end."""
+        huge = self.counter.huge_scanned_level()
         if huge is not None:
             item, size = huge
             raise BeastError(
@@ -61,20 +68,22 @@ class Estimation(Counting):
     def estimate_sums(self, samples: int, seed: int, method: str) -> tuple[float, float]:
         """(sum, sum of squares) of ``samples`` independent estimates drawn with ``seed``: what
         :meth:`estimate` summarises (the sums of several seeds merge into one estimate)."""
+        run = self.executable
         self._check_estimate(samples, method)
-        total, total_sq = self._run("probe" if method == "knuth" else "chen", int(samples), int(seed))
+        total, total_sq = run.run("probe" if method == "knuth" else "chen", int(samples), int(seed))
         return float(total), float(total_sq)
 
     def _estimate_within(self, budget: float, seed: int, method: str) -> Estimate:
-        if self.path is None:
+        run = self.executable
+        if run.path is None:
             return Estimate(0.0, 0.0, 0.0, 0, 0.0, "exact")
         import numpy as np
         function = "probe" if method == "knuth" else "chen"
         for name, args in ((function, (1, 0)), ("probe", (1, 0)),
                            ("census", (0, 0, np.zeros(0), np.zeros(0)))):
-            self._compiled(name, *args)  # all compiling before the clock starts
-        self._compile_chunking(jobs=1)
-        self.split_node_count()
+            run.compiled(name, *args)  # all compiling before the clock starts
+        self.counter.compile_chunking(jobs=1)
+        run.split_node_count()
         start = time.perf_counter()
         exact = self._count_if_cheap(budget / 2, start) if self._census_fits(budget / 4) else None
         if exact is not None:
@@ -86,7 +95,7 @@ class Estimation(Counting):
         while samples < self.ESTIMATE_MIN_SAMPLES or (samples < limit and
                                                       time.perf_counter() - start < budget):
             # each batch its own stream: independent of the others, reproducible from ``seed``
-            part, part_sq = self._run(function, batch, (int(seed) << 24) + samples)
+            part, part_sq = run.run(function, batch, (int(seed) << 24) + samples)
             total, total_sq, samples = total + part, total_sq + part_sq, samples + batch
             per_sample = (time.perf_counter() - sampling) / samples
             left = budget - (time.perf_counter() - start)
@@ -104,20 +113,28 @@ class Estimation(Counting):
         should end within ``budget`` seconds, predicted from timed whole descents (an overestimate:
         a census descent starts at the split level). A wide space has millions of split nodes, and
         its census would take minutes before the estimate even starts."""
+        run = self.executable
         start = time.perf_counter()
-        self._run("probe", self._TIMED_DESCENTS, 0)
+        run.run("probe", self._TIMED_DESCENTS, 0)
         per_descent = (time.perf_counter() - start) / self._TIMED_DESCENTS
-        return self.split_node_count() * CENSUS_SAMPLES_PER_NODE * per_descent <= budget
+        return run.split_node_count() * CENSUS_SAMPLES_PER_NODE * per_descent <= budget
 
     #: loop iterations per second assumed before the first chunk of an exact count has run
     _ASSUMED_RATE = 1e8
+
+    def estimate_needs_compiling(self, method: str) -> bool:
+        """Whether a time-budgeted estimate compiles first (Numba's cache lacks its functions)."""
+        run = self.executable
+        functions = ("probe" if method == "knuth" else "chen", "probe", "census")
+        return run.path is not None and not all(map(run.numba_cached, functions))
 
     def _count_if_cheap(self, budget: float, start: float) -> int | None:
         """The exact count, in chunks balanced by the census's estimated work (loop iterations), if
         it takes less than ``budget`` seconds: None as soon as the next chunk, at the rate measured
         so far, would end past the budget. (A census far below the real work can overrun it.)"""
         import numpy as np
-        census = self.split_census(samples_per_node=CENSUS_SAMPLES_PER_NODE)
+        run = self.executable
+        census = self.counter.split_census(samples_per_node=CENSUS_SAMPLES_PER_NODE)
         work = np.maximum(np.nan_to_num(census.iterations, nan=0.0, posinf=np.inf), 0.0)
         count = done_work = 0
         for lo, hi in balanced_chunks(work, 64):
@@ -126,6 +143,6 @@ class Estimation(Counting):
             chunk_work = float(work[lo:hi].sum())
             if spent + chunk_work / rate > budget:
                 return None
-            count += int(self._run("count", lo, hi))
+            count += int(run.run("count", lo, hi))
             done_work += chunk_work
-        return int(count) * self.counted_tail
+        return int(count) * run.counted_tail

@@ -7,13 +7,15 @@ every few measurements here, each source's Spearman rank correlation with the me
 (over the configurations both know) becomes its trust: ``exp((rho - best rho) / temperature)``,
 so a source that disagrees with what is measured here loses its say fast. The consensus of a
 configuration is the trust-weighted mean of the sources' values (a source lacking it counts it at
-its median, 0: no say). :class:`Transfer` proposes
-the open configurations in consensus order; :mod:`.learnt_order` mixes those proposals with its
-models'. Nothing here cuts or proves anything.
+its median, 0: no say). :class:`Transfer` is that consensus as a model; the guided search
+proposes the open configurations in its order (its lowest first) for a share of its proposals.
+Nothing here cuts or proves anything.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from .base import Model, Schedule
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
@@ -34,39 +36,36 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     return ranks - ranks.mean()
 
 
-class Transfer:
-    """The open configurations in the order of the sources' trust-weighted consensus.
+class Transfer(Model):
+    """The sources' trust-weighted consensus as a model: its score of a configuration is the
+    consensus (a ranking on the normal-score scale, not a time; spread 0).
 
-    ``prior``: n x sources (see the module docstring); ``temperature``: how fast trust falls
-    with a source's rank correlation below the best one's."""
+    ``sources``: n x sources (see the module docstring); ``temperature``: how fast trust falls
+    with a source's rank correlation below the best one's. Refitted after every new measurement."""
 
-    def __init__(self, prior: np.ndarray, temperature: float):
-        self.prior = prior
-        self.known = ~np.isnan(prior)
+    log_times = False
+
+    def __init__(self, sources: np.ndarray, temperature: float):
+        super().__init__(Schedule(0.0, 1))
+        self.sources = sources
+        self.known = ~np.isnan(sources)
         self.temperature = temperature
-        self.trust = np.full(prior.shape[1], 1.0 / prior.shape[1])
-        self.queue, self.position, self.fitted = self._order(), 0, 0
+        self.trust = np.full(sources.shape[1], 1.0 / sources.shape[1])
+        self.consensus = self._consensus()
 
-    def _order(self) -> np.ndarray:
-        """Configurations by consensus: a source lacking one counts it at its median (0)."""
-        return np.argsort(np.nan_to_num(self.prior) @ self.trust, kind="stable")
+    def _consensus(self) -> np.ndarray:
+        """A source lacking a configuration counts it at its median (0)."""
+        return np.nan_to_num(self.sources) @ self.trust
 
-    def refit(self, measured: list[int], log_times: list[float]) -> None:
+    def learn(self, history) -> None:
         """Re-weigh the sources by their rank correlation with this run's measurements."""
-        measured, y = np.asarray(measured, dtype=np.int64), np.asarray(log_times)
-        rho = np.array([rank_correlation(self.prior[measured[k], s], y[k])
-                        for s in range(self.prior.shape[1])
+        measured, y = np.asarray(history.measured, dtype=np.int64), np.asarray(history.log_times)
+        rho = np.array([rank_correlation(self.sources[measured[k], s], y[k])
+                        for s in range(self.sources.shape[1])
                         for k in [self.known[measured, s]]])
         trust = np.exp((rho - rho.max()) / self.temperature)
         self.trust = trust / trust.sum()
-        self.queue, self.position, self.fitted = self._order(), 0, len(measured)
+        self.consensus = self._consensus()
 
-    def next(self, available: np.ndarray) -> int | None:
-        """The first configuration in consensus order that ``available`` allows, or None."""
-        while self.position < len(self.queue):
-            i = int(self.queue[self.position])
-            if available[i]:
-                return i
-            self.position += 1
-        return None
-
+    def score(self, indices):
+        return self.consensus[indices], np.zeros(len(indices))

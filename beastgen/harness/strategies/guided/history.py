@@ -1,0 +1,119 @@
+"""What the guided search knows during a run, shared by every model and proposer: the candidates
+(each varying parameter's value index, the lower bound and the term that dominates it), which are
+still open (neither measured nor proposed), the valid bounds (0 where a measurement violated the
+term), the measurements in order, and the neighbour index (the candidates one parameter away).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class History:
+    """``codes[i, j]``: candidate i's value index of parameter j among that parameter's values in
+    increasing order; ``bounds[i]``: its lower bound in seconds (nan: none); ``terms[i]``: the
+    index of its dominating bound term."""
+
+    def __init__(self, codes: np.ndarray, bounds: np.ndarray, terms: np.ndarray):
+        n = len(bounds)
+        self.bounds = np.where(np.isnan(bounds), 0.0, np.asarray(bounds, dtype=float))
+        self.terms = np.asarray(terms, dtype=np.int64)
+        self.violated = np.zeros(int(self.terms.max(initial=0)) + 1, dtype=bool)
+        self.violations = 0  # terms violated so far
+        self.valid = self.bounds.copy()
+        self.open = np.ones(n, dtype=bool)
+        self.measured: list[int] = []  # candidates with a time, in measurement order
+        self.log_times: list[float] = []
+        codes = np.asarray(codes, dtype=np.int64).reshape(n, -1)
+        #: the parameters that take more than one value, their value indices and value counts
+        self.varying = [j for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
+        self.codes = codes[:, self.varying]
+        self.sizes = np.array([int(codes[:, j].max()) + 1 for j in self.varying], dtype=np.int64)
+        #: per varying parameter and value: configurations closed, and of those the ones the
+        #: backend answered (a time or a failure; a replay file lacks the others)
+        self.closed_with = [np.zeros(size, dtype=np.int64) for size in self.sizes]
+        self.answered_with = [np.zeros(size, dtype=np.int64) for size in self.sizes]
+        self._neighbour_index(codes)
+
+    # -- what is open --------------------------------------------------------------------------
+    def alive(self, best: float) -> np.ndarray:
+        """Open and not cut by ``best`` (a valid bound below it)."""
+        return self.open & (self.valid < best)
+
+    def lower_bound(self, best: float) -> float:
+        """The smallest valid bound among the open candidates not cut by ``best`` (inf: none): the
+        optimum among them is at least that."""
+        alive = self.alive(best)
+        return float(self.valid[alive].min()) if alive.any() else math.inf
+
+    def answerable(self, indices: np.ndarray) -> np.ndarray:
+        """How likely the backend is to answer each of ``indices``: per parameter value the share
+        of closed configurations it answered (one more of each counted: 1 before any), the
+        smallest over the configuration's values. On a device every configuration is answered (a
+        failure is an answer); a replay file answers only the configurations it holds."""
+        share = np.ones(len(indices))
+        for j in range(len(self.sizes)):
+            rate = (self.answered_with[j] + 1) / (self.closed_with[j] + 1)
+            share = np.minimum(share, rate[self.codes[indices, j]])
+        return share
+
+    def floor(self, indices: np.ndarray, log_times: np.ndarray) -> np.ndarray:
+        """Predicted ``log_times`` of ``indices``, never below their valid bound."""
+        with np.errstate(divide="ignore"):
+            return np.maximum(log_times, np.log(self.valid[indices]))
+
+    # -- what happened -------------------------------------------------------------------------
+    def observe(self, i: int, time: float | None) -> None:
+        """Candidate ``i`` was measured in ``time`` seconds (inf: failed; None: no time)."""
+        self.open[i] = False
+        for j, code in enumerate(self.codes[i]):
+            self.closed_with[j][code] += 1
+            self.answered_with[j][code] += time is not None
+        if time is not None and math.isfinite(time) and time > 0:
+            self.measured.append(i)
+            self.log_times.append(math.log(time))
+
+    def violate(self, term: int) -> None:
+        """A measurement proved term ``term`` wrong: it cuts nothing any more."""
+        if not self.violated[term]:
+            self.violated[term] = True
+            self.violations += 1
+            self.valid = np.where(self.violated[self.terms], 0.0, self.bounds)
+
+    # -- neighbours ----------------------------------------------------------------------------
+    def _neighbour_index(self, codes: np.ndarray) -> None:
+        """Per varying parameter j, the candidates sorted by a hash of all their codes but j's:
+        those sharing a hash with i differ from i in parameter j alone (a collision of the random
+        64-bit hash would only add a far candidate to the proposals, never change a result)."""
+        weights = np.random.default_rng(0).integers(1, 2**63, codes.shape[1], dtype=np.uint64) | np.uint64(1)
+        varying = codes.max(axis=0, initial=0) > 0
+        with np.errstate(over="ignore"):
+            full = (codes.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
+            self.hashes = [full - codes[:, j].astype(np.uint64) * weights[j] for j in np.flatnonzero(varying)]
+        self.by_hash = [np.argsort(h, kind="stable") for h in self.hashes]
+        self.sorted_hashes = [h[order] for h, order in zip(self.hashes, self.by_hash)]
+        self.full_weights = weights[varying]
+        self.full_order = np.argsort(full, kind="stable")
+        self.full_sorted = full[self.full_order]
+        self.near: dict[int, np.ndarray] = {}
+
+    def neighbours(self, i: int) -> np.ndarray:
+        """The candidates one parameter away from candidate ``i``."""
+        if i in self.near:
+            return self.near[i]
+        parts = []
+        for h, order, ordered in zip(self.hashes, self.by_hash, self.sorted_hashes):
+            low, high = np.searchsorted(ordered, h[i], "left"), np.searchsorted(ordered, h[i], "right")
+            parts.append(order[low:high])
+        near = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        self.near[i] = near[near != i]
+        return self.near[i]
+
+    def find(self, codes: np.ndarray) -> np.ndarray:
+        """The candidates whose varying parameters' value indices are rows of ``codes`` (rows that
+        are no candidate are left out), in the rows' order."""
+        with np.errstate(over="ignore"):
+            hashes = (codes.astype(np.uint64) * self.full_weights).sum(axis=1, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(self.full_sorted, hashes), len(self.full_sorted) - 1)
+        return self.full_order[at[self.full_sorted[at] == hashes]]

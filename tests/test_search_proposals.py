@@ -1,0 +1,46 @@
+"""The default search proposes what it proposed when ``tests/search_proposals.json`` was recorded
+(``benchmarks/search/same_proposals.py``: every replay file, with and without priors, three seeds,
+through the whole ``beastgen tune``): a change that was meant to keep the search's behaviour (a
+refactoring) must pass this; one that changes it re-records the file and says so."""
+import importlib.util
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import REPO
+
+SCRIPT = os.path.join(REPO, "benchmarks", "search", "same_proposals.py")
+
+
+@pytest.fixture(scope="module")
+def tool():
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    spec = importlib.util.spec_from_file_location("same_proposals", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    sys.path.remove(os.path.dirname(SCRIPT))
+
+
+@pytest.fixture(scope="module")
+def recorded(tool):
+    with open(tool.RECORD) as f:
+        return json.load(f)["runs"]
+
+
+@pytest.mark.parametrize("priors", [False, True], ids=["without-priors", "with-priors"])
+def test_the_first_evaluations_are_as_recorded(tool, recorded, tmp_path, priors):
+    """One file, seed 0, the first 40 evaluations (a run stopped by its budget is the start of a
+    longer one)."""
+    path = os.path.join(tool.REPLAY, "dedispersion_milo_a4000.json.gz")
+    got = tool.run(path, priors, 0, 40, str(tmp_path))
+    name = f"dedispersion_milo_a4000.json.gz {'with' if priors else 'without'} priors seed 0"
+    assert got["evaluated"] == recorded[name]["evaluated"][:40]
+
+
+@pytest.mark.slow
+def test_every_recorded_run_is_proposed_again(tool, recorded):
+    runs = tool.record_all(tool.files(), tool.SEEDS, tool.EVALUATIONS)
+    assert not tool.differences(recorded, runs)
