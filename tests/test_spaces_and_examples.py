@@ -54,7 +54,8 @@ REDUCED = {
     "examples/02_functions.py": ("h100", {}, 1_022),
 }
 
-EXAMPLE_SCRIPTS = ["examples/01_basics.py", "examples/02_functions.py", "examples/03_python_api.py"]
+EXAMPLE_SCRIPTS = ["examples/01_basics.py", "examples/02_functions.py", "examples/03_python_api.py",
+                   "examples/04_kernel_tuner.py"]
 
 
 @pytest.fixture(scope="module")

@@ -75,10 +75,23 @@ def read_regular_file(path: str, what: str, limit: int | None = None) -> bytes:
     return data
 
 
+def _json_of_cache(text: str):
+    """The JSON of a Kernel Tuner cache file, also of one Kernel Tuner left open (it appends each
+    result as measured and closes the file when the run ends: a failed or interrupted run leaves
+    ``...},`` last), read as Kernel Tuner's ``correct_open_cache`` reads it."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        try:
+            return json.loads(text.rstrip().rstrip(",") + "\n}\n}")
+        except json.JSONDecodeError:
+            raise error from None
+
+
 def load_replay(path: str) -> Replay:
     """Read a Kernel Tuner cache file (``.json`` or ``.json.gz``)."""
     try:
-        data = json.loads(read_regular_file(path, "replay file").decode("utf-8"))
+        data = _json_of_cache(read_regular_file(path, "replay file").decode("utf-8"))
     except (json.JSONDecodeError, EOFError, gzip.BadGzipFile, UnicodeDecodeError, zlib.error) as e:
         raise BeastError(f"replay file is not a Kernel Tuner cache file (JSON): {e}", path) from None
     except RecursionError:
