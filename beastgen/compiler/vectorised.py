@@ -225,7 +225,7 @@ def bounds_computable(plan: Plan) -> bool:
                 if item.name in wanted and item.kind in ("derived", "bound"):
                     if item.function is not None or item.expr is None:
                         raise Unsupported(item.name)
-                    _Supported()(item.expr)
+                    _Supported(spec.items)(item.expr)
     except Unsupported:
         return False
     return True
@@ -246,8 +246,8 @@ def _item_columns(plan: Plan, columns: dict, names) -> tuple[dict, dict]:
                 continue
             if item.function is not None or item.expr is None:
                 raise Unsupported(item.name)
-            _Supported()(item.expr)
-            evaluator = _Evaluator(plan.specialized.constants, rows, size)
+            _Supported(plan.specialized.items)(item.expr)
+            evaluator = _Evaluator(plan.specialized.constants, rows, size, plan.specialized.items)
             rows[item.name] = np.broadcast_to(np.asarray(_number(evaluator(item.expr))), (size,))
             raised[item.name] = evaluator.raised.copy()
             for dependency in item.deps:
