@@ -218,18 +218,14 @@ class NumbaNest(NestWalker):
         use(expr_source(expr))
 
     def _guarded_checked(self, item: Item, original: L.Expr, checked: L.Expr, use) -> None:
-        """``checked`` (``original`` with its checked integer operations): where anything in it may
-        raise, in a try that rejects on its own errors and stops the count on a checked one."""
+        """``checked`` (``original`` with its checked integer operations) in a try that rejects on
+        its own errors and stops the count on a checked one: its operands come from a space
+        function, whose kinds the semantics table cannot guard by (``g // y`` with a zero ``y``)."""
         expr = RaisingPowers(self.items, self.symbolic)(NumbaForm(self.items)(checked))
-        source = expr_source(expr)
-        if guards(expr, self.items, self.symbolic) or any(
-                isinstance(node, L.Call) and node.func == "float_power" for node in L.walk(expr)):
-            self.temps += 1
-            temp = f"{item.name}__t{self.temps}"
-            self._checked_try(f"{temp} = {source}", item, self.plan.checked[item.name], original)
-            use(temp)
-            return
-        use(source)
+        self.temps += 1
+        temp = f"{item.name}__t{self.temps}"
+        self._checked_try(f"{temp} = {expr_source(expr)}", item, self.plan.checked[item.name], original)
+        use(temp)
 
     def _checked_try(self, statement: str, item: Item, checked, original: L.Expr) -> None:
         """``statement`` in a try whose exception rejects ``item``'s configuration unless one of its
