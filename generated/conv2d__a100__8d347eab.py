@@ -71,12 +71,16 @@ BOUND_TERMS = ('compute_time', 'dram_time', 'fma_time', 'issue_time', 'lsu_time'
 
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count(_lo, _hi):
-    """Number of valid configurations below split nodes _lo <= node < _hi."""
+def count(_lo, _hi, _high):
+    """Number of valid configurations below split nodes _lo <= node < _hi: the result (as
+    unsigned) plus _high[0] * 2**62 (see exact_count)."""
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
     for blk_pix in blk_pix__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
         padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
         # filter wasted_pixels (spaces/conv2d.py:148): rejects when padded_npq > 2 * NPQ
@@ -84,12 +88,18 @@ def count(_lo, _hi):
             continue
         # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
         for blk_k in blk_k__VALUES:
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
             padded_k = (K + blk_k - 1) // blk_k * blk_k
             # derived tiles (spaces/conv2d.py:99): padded_npq // blk_pix * (padded_k // blk_k)
             tiles = padded_npq // blk_pix * (padded_k // blk_k)
             # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
             for split_grid in split_grid__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 # derived blocks (spaces/conv2d.py:100): tiles * split_grid
                 blocks = tiles * split_grid
                 # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
@@ -99,8 +109,14 @@ def count(_lo, _hi):
                 blocks_on_busiest_sm = (blocks + 108 - 1) // 108
                 # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
                 for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
                     for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
                         if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
                             continue
@@ -119,6 +135,9 @@ def count(_lo, _hi):
                             return _n
                         # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
                         for split_block in split_block__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
                             threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
                             # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
@@ -136,15 +155,21 @@ def count(_lo, _hi):
                             warps = threads // 32
                             # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
                             for blk_crs in blk_crs__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     continue
                                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
@@ -156,9 +181,9 @@ def count(_lo, _hi):
                                     if regs > max_regs_per_thread:
                                         continue
                                     # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                                    if threads == 0:  # would divide by zero
+                                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
-                                    if regs * threads == 0:  # would divide by zero
+                                    if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -166,6 +191,9 @@ def count(_lo, _hi):
                                         continue
                                     # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
                                     for vec_in in vec_in__VALUES:
+                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                            _n &= 4611686018427387903
                                         # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
                                         for vec_f in vec_f__VALUES:
                                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
@@ -222,7 +250,7 @@ def split_nodes():
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count_with_stats(_visits, _rejections, _lo, _hi):
+def count_with_stats(_visits, _rejections, _lo, _hi, _high):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
     or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
     SPLIT_LEVEL are walked whole whatever the chunk."""
@@ -230,6 +258,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
     for blk_pix in blk_pix__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         _visits[0] += 1
         # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
         padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
@@ -239,6 +270,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
             continue
         # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
         for blk_k in blk_k__VALUES:
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             _visits[1] += 1
             # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
             padded_k = (K + blk_k - 1) // blk_k * blk_k
@@ -246,6 +280,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
             tiles = padded_npq // blk_pix * (padded_k // blk_k)
             # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
             for split_grid in split_grid__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 _visits[2] += 1
                 # derived blocks (spaces/conv2d.py:100): tiles * split_grid
                 blocks = tiles * split_grid
@@ -257,9 +294,15 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                 blocks_on_busiest_sm = (blocks + 108 - 1) // 108
                 # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
                 for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     _visits[3] += 1
                     # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
                     for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         _visits[4] += 1
                         # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
                         if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
@@ -281,6 +324,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             continue
                         # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
                         for split_block in split_block__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             _visits[5] += 1
                             # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
                             threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
@@ -302,18 +348,24 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                             warps = threads // 32
                             # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
                             for blk_crs in blk_crs__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 _visits[6] += 1
                                 # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     _rejections[28] += 1
                                     continue
                                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     _rejections[29] += 1
                                     continue
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     _visits[7] += 1
                                     # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
@@ -328,10 +380,10 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                         _rejections[34] += 1
                                         continue
                                     # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                                    if threads == 0:  # would divide by zero
+                                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                         _rejections[35] += 1
                                         continue
-                                    if regs * threads == 0:  # would divide by zero
+                                    if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                         _rejections[35] += 1
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
@@ -341,6 +393,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                         continue
                                     # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
                                     for vec_in in vec_in__VALUES:
+                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                            _n &= 4611686018427387903
                                         _visits[8] += 1
                                         # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
                                         for vec_f in vec_f__VALUES:
@@ -427,7 +482,7 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     continue
                                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
@@ -443,9 +498,9 @@ def fill(_col_blk_pix, _col_blk_k, _col_split_grid, _col_thr_pix, _col_thr_k, _c
                                     if regs > max_regs_per_thread:
                                         continue
                                     # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                                    if threads == 0:  # would divide by zero
+                                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
-                                    if regs * threads == 0:  # would divide by zero
+                                    if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -574,7 +629,7 @@ def census(_samples, _seed, _configurations, _iterations):
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     continue
                                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 blk_crs__passed += 1
@@ -588,7 +643,7 @@ def census(_samples, _seed, _configurations, _iterations):
                             if CRS < 2 * blk_crs * split_block * split_grid:
                                 continue
                             # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                            if threads == 0:  # would divide by zero
+                            if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                 continue
                             prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                             stages__passed = 0
@@ -606,9 +661,9 @@ def census(_samples, _seed, _configurations, _iterations):
                                 if regs > max_regs_per_thread:
                                     continue
                                 # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
-                                if regs * threads == 0:  # would divide by zero
+                                if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
                                 blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                 # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -632,9 +687,9 @@ def census(_samples, _seed, _configurations, _iterations):
                             if regs > max_regs_per_thread:
                                 continue
                             # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                            if threads == 0:  # would divide by zero
+                            if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                 continue
-                            if regs * threads == 0:  # would divide by zero
+                            if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                 continue
                             blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                             # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -680,15 +735,18 @@ def census(_samples, _seed, _configurations, _iterations):
     return _node
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count_pruned(_threshold):
+def count_pruned(_threshold, _high):
     """Valid configurations whose bound is at most _threshold; each bound term cuts
     its whole subtree at the level where it is first computable."""
     _n = 0
     _limit = _threshold
-    if max(dram_time, launch_time, 0.0) > _limit:  # constant bound terms
+    if max(dram_time, launch_time) > _limit:  # constant bound terms
         return 0
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
     for blk_pix in blk_pix__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         # derived padded_npq (spaces/conv2d.py:97): (NPQ + blk_pix - 1) // blk_pix * blk_pix
         padded_npq = (NPQ + blk_pix - 1) // blk_pix * blk_pix
         # filter wasted_pixels (spaces/conv2d.py:148): rejects when padded_npq > 2 * NPQ
@@ -696,6 +754,9 @@ def count_pruned(_threshold):
             continue
         # loop 1: iterator blk_k (spaces/conv2d.py:75): blk_k()
         for blk_k in blk_k__VALUES:
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             # derived padded_k (spaces/conv2d.py:98): (K + blk_k - 1) // blk_k * blk_k
             padded_k = (K + blk_k - 1) // blk_k * blk_k
             # bound compute_time (spaces/conv2d.py:172): 2 * padded_npq * padded_k * CRS / peak_fma_flops
@@ -706,6 +767,9 @@ def count_pruned(_threshold):
             tiles = padded_npq // blk_pix * (padded_k // blk_k)
             # loop 2: iterator split_grid (spaces/conv2d.py:90): values(1, 2, 4, 8)
             for split_grid in split_grid__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 # derived blocks (spaces/conv2d.py:100): tiles * split_grid
                 blocks = tiles * split_grid
                 # filter too_few_blocks (spaces/conv2d.py:144): rejects when blocks < sm_count
@@ -719,8 +783,14 @@ def count_pruned(_threshold):
                     continue
                 # loop 3: iterator thr_pix (spaces/conv2d.py:86): range(1, min(blk_pix, max_thread_tile) + 1, 1)
                 for thr_pix in range(1, min(blk_pix, max_thread_tile) + 1):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     # loop 4: iterator thr_k (spaces/conv2d.py:87): range(1, min(blk_k, max_thread_tile) + 1, 1)
                     for thr_k in range(1, min(blk_k, max_thread_tile) + 1):
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         # filter not_divisible (spaces/conv2d.py:123): rejects when blk_pix % thr_pix != 0 or blk_k % thr_k != 0
                         if blk_pix % thr_pix != 0 or blk_k % thr_k != 0:
                             continue
@@ -733,6 +803,9 @@ def count_pruned(_threshold):
                         wavefronts_per_step = 1 * ((thr_pix * elem_bytes + 16 - 1) // 16) + 1 * ((thr_k * elem_bytes + 16 - 1) // 16)
                         # loop 5: iterator split_block (spaces/conv2d.py:89): values(1, 2, 4)
                         for split_block in split_block__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
                             threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
                             # filter too_many_threads (spaces/conv2d.py:124): rejects when threads > max_threads_per_block
@@ -758,15 +831,21 @@ def count_pruned(_threshold):
                                 continue
                             # loop 6: iterator blk_crs (spaces/conv2d.py:88): values(4, 8, 16, 32)
                             for blk_crs in blk_crs__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # filter short_reduction (spaces/conv2d.py:146): rejects when CRS < 2 * blk_crs * split_block * split_grid
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     continue
                                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
                                 for stages in stages__VALUES:
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     # derived smem (spaces/conv2d.py:102): smem(): max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     smem = max(stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes, (split_block - 1) * blk_pix * blk_k * acc_bytes) + 4 * blk_crs if split_block > 1 else stages * split_block * (blk_pix + blk_k) * blk_crs * elem_bytes + 4 * blk_crs
                                     # filter over_shared_memory (spaces/conv2d.py:141): rejects when smem > max_shared_mem_per_block
@@ -778,9 +857,9 @@ def count_pruned(_threshold):
                                     if regs > max_regs_per_thread:
                                         continue
                                     # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                                    if threads == 0:  # would divide by zero
+                                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
-                                    if regs * threads == 0:  # would divide by zero
+                                    if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -788,6 +867,9 @@ def count_pruned(_threshold):
                                         continue
                                     # loop 8: iterator vec_in (spaces/conv2d.py:91): values(1, 2, 4)
                                     for vec_in in vec_in__VALUES:
+                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                            _n &= 4611686018427387903
                                         # loop 9: iterator vec_f (spaces/conv2d.py:92): values(1, 2, 4)
                                         for vec_f in vec_f__VALUES:
                                             # filter vector_too_wide (spaces/conv2d.py:127): rejects when vec_in * elem_bytes > 16 or vec_f * elem_bytes > 16
@@ -807,7 +889,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
     valid configurations have every bound term at most _threshold, tested only
     once the configuration is complete (no hoisting)."""
     _n = 0
-    _cut_0 = 0 if max(dram_time, launch_time, 0.0) > _threshold else -1  # level of the first cut
+    _cut_0 = 0 if max(dram_time, launch_time) > _threshold else -1  # level of the first cut
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
     for blk_pix in blk_pix__VALUES:
         _visits[0] += 1
@@ -915,7 +997,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     continue
                                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
@@ -935,9 +1017,9 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     if regs > max_regs_per_thread:
                                         continue
                                     # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                                    if threads == 0:  # would divide by zero
+                                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
-                                    if regs * threads == 0:  # would divide by zero
+                                    if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -974,7 +1056,7 @@ def rank(_threshold, _bounds, _terms, _rows):
     largest bound kept. Returns how many were kept."""
     _size = 0
     _limit = _threshold
-    if max(dram_time, launch_time, 0.0) > _limit:  # constant bound terms
+    if max(dram_time, launch_time) > _limit:  # constant bound terms
         return 0
     _row = np.empty(10)
     # loop 0: iterator blk_pix (spaces/conv2d.py:67): blk_pix()
@@ -1052,7 +1134,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 if CRS < 2 * blk_crs * split_block * split_grid:
                                     continue
                                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                                if threads == 0:  # would divide by zero
+                                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                     continue
                                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
                                 # loop 7: iterator stages (spaces/conv2d.py:93): values(1, 2)
@@ -1068,9 +1150,9 @@ def rank(_threshold, _bounds, _terms, _rows):
                                     if regs > max_regs_per_thread:
                                         continue
                                     # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                                    if threads == 0:  # would divide by zero
+                                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
-                                    if regs * threads == 0:  # would divide by zero
+                                    if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
                                     # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -1281,7 +1363,7 @@ def probe(_samples, _seed):
             if CRS < 2 * blk_crs * split_block * split_grid:
                 continue
             # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-            if threads == 0:  # would divide by zero
+            if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                 continue
             prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
             blk_crs__passed += 1
@@ -1295,7 +1377,7 @@ def probe(_samples, _seed):
         if CRS < 2 * blk_crs * split_block * split_grid:
             continue
         # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-        if threads == 0:  # would divide by zero
+        if ((threads) == 0):  # ZeroDivisionError in Python: rejected
             continue
         prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
         stages__passed = 0
@@ -1312,9 +1394,9 @@ def probe(_samples, _seed):
             if regs > max_regs_per_thread:
                 continue
             # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-            if threads == 0:  # would divide by zero
+            if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                 continue
-            if regs * threads == 0:  # would divide by zero
+            if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                 continue
             blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
             # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -1338,9 +1420,9 @@ def probe(_samples, _seed):
         if regs > max_regs_per_thread:
             continue
         # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-        if threads == 0:  # would divide by zero
+        if ((threads) == 0):  # ZeroDivisionError in Python: rejected
             continue
-        if regs * threads == 0:  # would divide by zero
+        if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
             continue
         blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
         # filter low_occupancy (spaces/conv2d.py:143): rejects when blocks_per_sm * threads * 4 < max_threads_per_sm
@@ -1697,7 +1779,7 @@ def chen(_runs, _seed):
                         if _live:
                             continue
                     # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                    if threads == 0:  # would divide by zero
+                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                         if _live:
                             continue
                     prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
@@ -1748,7 +1830,7 @@ def chen(_runs, _seed):
                     if _live:
                         continue
                 # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-                if threads == 0:  # would divide by zero
+                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                     if _live:
                         continue
                 prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
@@ -1768,10 +1850,10 @@ def chen(_runs, _seed):
                         if _live:
                             continue
                     # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                    if threads == 0:  # would divide by zero
+                    if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                         if _live:
                             continue
-                    if regs * threads == 0:  # would divide by zero
+                    if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                         if _live:
                             continue
                     blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
@@ -1822,7 +1904,7 @@ def chen(_runs, _seed):
             # derived threads (spaces/conv2d.py:96): blk_pix // thr_pix * (blk_k // thr_k) * split_block
             threads = blk_pix // thr_pix * (blk_k // thr_k) * split_block
             # derived prefetch (spaces/conv2d.py:116): ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
-            if threads == 0:  # would divide by zero
+            if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                 if _live:
                     continue
             prefetch = ((blk_pix + blk_k) * blk_crs * split_block + threads - 1) // threads
@@ -1841,10 +1923,10 @@ def chen(_runs, _seed):
                     if _live:
                         continue
                 # derived blocks_per_sm (spaces/conv2d.py:119): min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)
-                if threads == 0:  # would divide by zero
+                if ((threads) == 0):  # ZeroDivisionError in Python: rejected
                     if _live:
                         continue
-                if regs * threads == 0:  # would divide by zero
+                if ((regs * threads) == 0):  # ZeroDivisionError in Python: rejected
                     if _live:
                         continue
                 blocks_per_sm = min(max_blocks_per_sm, max_threads_per_sm // threads, regs_per_sm // (regs * threads), shared_mem_per_sm // smem)

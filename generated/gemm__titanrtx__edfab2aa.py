@@ -61,8 +61,9 @@ BOUND_TERMS = ('compute_time', 'fma_time', 'issue_time', 'lsu_time', 'wave_time'
 
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count(_lo, _hi):
-    """Number of valid configurations below split nodes _lo <= node < _hi."""
+def count(_lo, _hi, _high):
+    """Number of valid configurations below split nodes _lo <= node < _hi: the result (as
+    unsigned) plus _high[0] * 2**62 (see exact_count)."""
     blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__top_ndiv = 0
     blk_m_b__top_of = 0
@@ -79,10 +80,16 @@ def count(_lo, _hi):
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
     for dim_m in range(1, max_threads_dim_x + 1):
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         # derived a_lanes (spaces/gemm.py:142): 1 if dim_m == 1 else min(32, dim_m)
         a_lanes = 1 if dim_m == 1 else min(32, dim_m)
         # loop 1: iterator dim_n (spaces/gemm.py:37): range(1, max_threads_dim_y + 1, 1)
         for dim_n in range(1, max_threads_dim_y + 1):
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             # derived threads (spaces/gemm.py:65): dim_m * dim_n
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
@@ -103,10 +110,16 @@ def count(_lo, _hi):
                 return _n
             # loop 2: iterator blk_m (spaces/gemm.py:38): range(dim_m, max_blk + 1, dim_m)
             for blk_m in range(dim_m, max_blk + 1, dim_m):
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 # derived thr_m (spaces/gemm.py:66): blk_m // dim_m
                 thr_m = blk_m // dim_m
                 # loop 3: iterator blk_n (spaces/gemm.py:39): range(dim_n, max_blk + 1, dim_n)
                 for blk_n in range(dim_n, max_blk + 1, dim_n):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     # derived thr_n (spaces/gemm.py:67): blk_n // dim_n
                     thr_n = blk_n // dim_n
                     # filter low_fma_ratio (spaces/gemm.py:95): rejects when 5 * thr_m * thr_n < 6 * (thr_m + thr_n)
@@ -120,6 +133,9 @@ def count(_lo, _hi):
                     b_runs = 1 if dim_n == 1 else thr_n
                     # loop 4: iterator blk_k (spaces/gemm.py:40): range(1, max_blk_k + 1, 1)
                     for blk_k in range(1, max_blk_k + 1):
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         # derived smem (spaces/gemm.py:68): (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
@@ -155,6 +171,9 @@ def count(_lo, _hi):
                         wavefronts_per_tile = a_runs * max((((a_lanes - 1) * a_run + a_run + 4 - 1) // 4 + 32 - 1) // 32 if a_run >= a_run else max((a_lanes * (64 if a_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if a_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if a_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if a_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if a_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if a_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (a_lanes * (a_run // 4) + 32 - 1) // 32) if a_run % 4 == 0 and a_run % 4 == 0 else (a_lanes * a_run + (32 * 4) - 1) // (32 * 4), 1 * ((a_run + 16 - 1) // 16) * ((((a_lanes - 1) * a_run + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= a_run else max((a_lanes * (64 if a_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if a_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if a_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if a_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if a_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if a_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (a_lanes * (4 // 4) + 32 - 1) // 32) if a_run % 4 == 0 and ((4 % 4) == 0) else (a_lanes * 4 + (32 * 4) - 1) // (32 * 4))) + b_runs * max((((b_lanes - 1) * b_run + b_run + 4 - 1) // 4 + 32 - 1) // 32 if b_run >= b_run else max((b_lanes * (64 if b_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if b_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if b_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if b_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if b_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if b_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (b_lanes * (b_run // 4) + 32 - 1) // 32) if b_run % 4 == 0 and b_run % 4 == 0 else (b_lanes * b_run + (32 * 4) - 1) // (32 * 4), 1 * ((b_run + 16 - 1) // 16) * ((((b_lanes - 1) * b_run + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= b_run else max((b_lanes * (64 if b_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if b_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if b_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if b_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if b_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if b_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (b_lanes * (4 // 4) + 32 - 1) // 32) if b_run % 4 == 0 and ((4 % 4) == 0) else (b_lanes * 4 + (32 * 4) - 1) // (32 * 4))) + (max((32 * copy_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_a + 16 - 1) // 16)) + max((32 * copy_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_b + 16 - 1) // 16))) * 2
                         # loop 5: iterator vector (spaces/gemm.py:41): values(0, 1)
                         for vector in vector__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_k // type_len + 1, 1)
@@ -204,6 +223,9 @@ def count(_lo, _hi):
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_m + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
@@ -211,6 +233,9 @@ def count(_lo, _hi):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                                     continue
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
                                 if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     continue
@@ -261,6 +286,9 @@ def count(_lo, _hi):
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
@@ -301,7 +329,7 @@ def split_nodes():
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count_with_stats(_visits, _rejections, _lo, _hi):
+def count_with_stats(_visits, _rejections, _lo, _hi, _high):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
     or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
     SPLIT_LEVEL are walked whole whatever the chunk."""
@@ -321,11 +349,17 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
     for dim_m in range(1, max_threads_dim_x + 1):
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         _visits[0] += 1
         # derived a_lanes (spaces/gemm.py:142): 1 if dim_m == 1 else min(32, dim_m)
         a_lanes = 1 if dim_m == 1 else min(32, dim_m)
         # loop 1: iterator dim_n (spaces/gemm.py:37): range(1, max_threads_dim_y + 1, 1)
         for dim_n in range(1, max_threads_dim_y + 1):
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             _visits[1] += 1
             # derived threads (spaces/gemm.py:65): dim_m * dim_n
             threads = dim_m * dim_n
@@ -349,11 +383,17 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                 continue
             # loop 2: iterator blk_m (spaces/gemm.py:38): range(dim_m, max_blk + 1, dim_m)
             for blk_m in range(dim_m, max_blk + 1, dim_m):
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 _visits[2] += 1
                 # derived thr_m (spaces/gemm.py:66): blk_m // dim_m
                 thr_m = blk_m // dim_m
                 # loop 3: iterator blk_n (spaces/gemm.py:39): range(dim_n, max_blk + 1, dim_n)
                 for blk_n in range(dim_n, max_blk + 1, dim_n):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     _visits[3] += 1
                     # derived thr_n (spaces/gemm.py:67): blk_n // dim_n
                     thr_n = blk_n // dim_n
@@ -369,6 +409,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                     b_runs = 1 if dim_n == 1 else thr_n
                     # loop 4: iterator blk_k (spaces/gemm.py:40): range(1, max_blk_k + 1, 1)
                     for blk_k in range(1, max_blk_k + 1):
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         _visits[4] += 1
                         # derived smem (spaces/gemm.py:68): (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
@@ -408,6 +451,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                         wavefronts_per_tile = a_runs * max((((a_lanes - 1) * a_run + a_run + 4 - 1) // 4 + 32 - 1) // 32 if a_run >= a_run else max((a_lanes * (64 if a_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if a_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if a_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if a_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if a_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if a_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (a_lanes * (a_run // 4) + 32 - 1) // 32) if a_run % 4 == 0 and a_run % 4 == 0 else (a_lanes * a_run + (32 * 4) - 1) // (32 * 4), 1 * ((a_run + 16 - 1) // 16) * ((((a_lanes - 1) * a_run + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= a_run else max((a_lanes * (64 if a_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if a_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if a_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if a_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if a_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if a_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (a_lanes * (4 // 4) + 32 - 1) // 32) if a_run % 4 == 0 and ((4 % 4) == 0) else (a_lanes * 4 + (32 * 4) - 1) // (32 * 4))) + b_runs * max((((b_lanes - 1) * b_run + b_run + 4 - 1) // 4 + 32 - 1) // 32 if b_run >= b_run else max((b_lanes * (64 if b_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if b_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if b_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if b_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if b_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if b_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (b_lanes * (b_run // 4) + 32 - 1) // 32) if b_run % 4 == 0 and b_run % 4 == 0 else (b_lanes * b_run + (32 * 4) - 1) // (32 * 4), 1 * ((b_run + 16 - 1) // 16) * ((((b_lanes - 1) * b_run + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= b_run else max((b_lanes * (64 if b_run // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if b_run // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if b_run // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if b_run // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if b_run // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if b_run // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (b_lanes * (4 // 4) + 32 - 1) // 32) if b_run % 4 == 0 and ((4 % 4) == 0) else (b_lanes * 4 + (32 * 4) - 1) // (32 * 4))) + (max((32 * copy_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_a + 16 - 1) // 16)) + max((32 * copy_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_b + 16 - 1) // 16))) * 2
                         # loop 5: iterator vector (spaces/gemm.py:41): values(0, 1)
                         for vector in vector__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             _visits[5] += 1
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
@@ -461,6 +507,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 _visits[6] += 1
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_m + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
@@ -471,6 +520,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                                     _rejections[40] += 1
                                     continue
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 _visits[7] += 1
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
                                 if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
@@ -526,6 +578,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     _visits[8] += 1
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
@@ -536,6 +591,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     if not (1 <= blk_n_b < blk_n + 1):  # outside the domain of blk_n_b
                                         _rejections[44] += 1
                                         continue
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     _visits[9] += 1
                                     # filter b_incongruent (spaces/gemm.py:86): rejects when b_incongruent(): blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0
                                     if blk_k % (blk_m_b * type_len) != 0 or blk_n % blk_n_b != 0:
@@ -543,6 +601,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                         continue
                                     # loop 10: iterator tex_a (spaces/gemm.py:61): values(0, 1)
                                     for tex_a in tex_a__VALUES:
+                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                            _n &= 4611686018427387903
                                         _visits[10] += 1
                                         # loop 11: iterator tex_b (spaces/gemm.py:62): values(0, 1)
                                         for tex_b in tex_b__VALUES:
@@ -1044,7 +1105,7 @@ def census(_samples, _seed, _configurations, _iterations):
     return _node
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count_pruned(_threshold):
+def count_pruned(_threshold, _high):
     """Valid configurations whose bound is at most _threshold; each bound term cuts
     its whole subtree at the level where it is first computable."""
     blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
@@ -1061,14 +1122,20 @@ def count_pruned(_threshold):
     blk_m_a__of = 0
     _n = 0
     _limit = _threshold
-    if max(compute_time, dram_time, launch_time, 0.0) > _limit:  # constant bound terms
+    if max(compute_time, dram_time, launch_time) > _limit:  # constant bound terms
         return 0
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
     for dim_m in range(1, max_threads_dim_x + 1):
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         # derived a_lanes (spaces/gemm.py:142): 1 if dim_m == 1 else min(32, dim_m)
         a_lanes = 1 if dim_m == 1 else min(32, dim_m)
         # loop 1: iterator dim_n (spaces/gemm.py:37): range(1, max_threads_dim_y + 1, 1)
         for dim_n in range(1, max_threads_dim_y + 1):
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             # derived threads (spaces/gemm.py:65): dim_m * dim_n
             threads = dim_m * dim_n
             # filter over_max_threads (spaces/gemm.py:75): rejects when threads > max_threads_per_block
@@ -1083,10 +1150,16 @@ def count_pruned(_threshold):
             b_lanes = 1 if dim_n == 1 else (32 + dim_m - 1) // dim_m
             # loop 2: iterator blk_m (spaces/gemm.py:38): range(dim_m, max_blk + 1, dim_m)
             for blk_m in range(dim_m, max_blk + 1, dim_m):
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 # derived thr_m (spaces/gemm.py:66): blk_m // dim_m
                 thr_m = blk_m // dim_m
                 # loop 3: iterator blk_n (spaces/gemm.py:39): range(dim_n, max_blk + 1, dim_n)
                 for blk_n in range(dim_n, max_blk + 1, dim_n):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     # derived thr_n (spaces/gemm.py:67): blk_n // dim_n
                     thr_n = blk_n // dim_n
                     # filter low_fma_ratio (spaces/gemm.py:95): rejects when 5 * thr_m * thr_n < 6 * (thr_m + thr_n)
@@ -1104,6 +1177,9 @@ def count_pruned(_threshold):
                     b_runs = 1 if dim_n == 1 else thr_n
                     # loop 4: iterator blk_k (spaces/gemm.py:40): range(1, max_blk_k + 1, 1)
                     for blk_k in range(1, max_blk_k + 1):
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         # derived smem (spaces/gemm.py:68): (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         smem = (blk_m * blk_k + blk_k * blk_n) * elem_bytes
                         # filter over_max_shmem (spaces/gemm.py:92): rejects when smem > max_shared_mem_per_block
@@ -1140,10 +1216,7 @@ def count_pruned(_threshold):
                         if issue_time > _limit:  # cut: every completion is slower than the limit
                             continue
                         # bound wave_time (spaces/gemm.py:168): ((blocks + beast.device.sm_count - 1) // beast.device.sm_count + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (beast.device.warp_issue_per_clock * (beast.device.max_clock_mhz * 1000000.0))
-                        try:
-                            wave_time = ((blocks + 72 - 1) // 72 + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
-                        except Exception:  # a bound term that raises bounds nothing
-                            wave_time = 0.0
+                        wave_time = 0.0 if ((resident_blocks) == 0) else ((blocks + 72 - 1) // 72 + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
                         if wave_time > _limit:  # cut: every completion is slower than the limit
                             continue
                         # derived wavefronts_per_tile (spaces/gemm.py:151): a_runs * max((((a_lanes - 1) * a_run + a_run + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if a_run >= a_run else max((a_lanes * (64 if a_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if a_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if a_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if a_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if a_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if a_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (a_lanes * (a_run // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if a_run % beast.device.smem_bank_bytes == 0 and a_run % beast.device.smem_bank_bytes == 0 else (a_lanes * a_run + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((a_run + 16 - 1) // 16) * ((((a_lanes - 1) * a_run + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= a_run else max((a_lanes * (64 if a_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if a_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if a_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if a_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if a_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if a_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (a_lanes * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if a_run % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (a_lanes * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) + b_runs * max((((b_lanes - 1) * b_run + b_run + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if b_run >= b_run else max((b_lanes * (64 if b_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if b_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if b_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if b_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if b_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if b_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (b_lanes * (b_run // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if b_run % beast.device.smem_bank_bytes == 0 and b_run % beast.device.smem_bank_bytes == 0 else (b_lanes * b_run + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((b_run + 16 - 1) // 16) * ((((b_lanes - 1) * b_run + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= b_run else max((b_lanes * (64 if b_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if b_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if b_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if b_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if b_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if b_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (b_lanes * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if b_run % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (b_lanes * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) + (max((32 * copy_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_a + 16 - 1) // 16)) + max((32 * copy_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_b + 16 - 1) // 16))) * (2 if l1_is_shared_memory else 1)
@@ -1154,6 +1227,9 @@ def count_pruned(_threshold):
                             continue
                         # loop 5: iterator vector (spaces/gemm.py:41): values(0, 1)
                         for vector in vector__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             # derived type_len (spaces/gemm.py:43): dim_vec if vector else 1
                             type_len = dim_vec if vector else 1
                             # loop 6: iterator blk_m_a (spaces/gemm.py:45): blk_m_a(): range(1, blk_k // type_len + 1, 1)
@@ -1203,6 +1279,9 @@ def count_pruned(_threshold):
                                     continue
                                 if blk_m_a >= blk_m_a__last:  # past the range: so are the larger divisors
                                     break
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # loop 7: iterator blk_n_a (spaces/gemm.py:49): blk_n_a(): range(1, blk_m + 1, 1)
                                 # filter a_shape (spaces/gemm.py:77): rejects when blk_m_a * blk_n_a != threads; solved for blk_n_a instead of looping
                                 if threads % blk_m_a != 0:  # no integer solution
@@ -1210,6 +1289,9 @@ def count_pruned(_threshold):
                                 blk_n_a = threads // blk_m_a
                                 if not (1 <= blk_n_a < blk_m + 1):  # outside the domain of blk_n_a
                                     continue
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # filter a_incongruent (spaces/gemm.py:80): rejects when a_incongruent(): blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0
                                 if blk_k % (blk_m_a * type_len) != 0 or blk_m % blk_n_a != 0:
                                     continue
@@ -1260,6 +1342,9 @@ def count_pruned(_threshold):
                                         continue
                                     if blk_m_b >= blk_m_b__last:  # past the range: so are the larger divisors
                                         break
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     # loop 9: iterator blk_n_b (spaces/gemm.py:57): blk_n_b(): range(1, blk_n + 1, 1)
                                     # filter b_shape (spaces/gemm.py:78): rejects when blk_m_b * blk_n_b != threads; solved for blk_n_b instead of looping
                                     if threads % blk_m_b != 0:  # no integer solution
@@ -1281,7 +1366,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
     valid configurations have every bound term at most _threshold, tested only
     once the configuration is complete (no hoisting)."""
     _n = 0
-    _cut_0 = 0 if max(compute_time, dram_time, launch_time, 0.0) > _threshold else -1  # level of the first cut
+    _cut_0 = 0 if max(compute_time, dram_time, launch_time) > _threshold else -1  # level of the first cut
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
     for dim_m in range(1, max_threads_dim_x + 1):
         _visits[0] += 1
@@ -1381,10 +1466,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                             _cut_5 = 4
                             _cuts[4] += 1
                         # bound wave_time (spaces/gemm.py:168): ((blocks + beast.device.sm_count - 1) // beast.device.sm_count + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (beast.device.warp_issue_per_clock * (beast.device.max_clock_mhz * 1000000.0))
-                        try:
-                            wave_time = ((blocks + 72 - 1) // 72 + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
-                        except Exception:  # a bound term that raises bounds nothing
-                            wave_time = 0.0
+                        wave_time = 0.0 if ((resident_blocks) == 0) else ((blocks + 72 - 1) // 72 + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
                         if _cut_5 < 0 and wave_time > _threshold:
                             _cut_5 = 4
                             _cuts[4] += 1
@@ -1480,7 +1562,7 @@ def rank(_threshold, _bounds, _terms, _rows):
     blk_m_a__of = 0
     _size = 0
     _limit = _threshold
-    if max(compute_time, dram_time, launch_time, 0.0) > _limit:  # constant bound terms
+    if max(compute_time, dram_time, launch_time) > _limit:  # constant bound terms
         return 0
     _row = np.empty(12)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
@@ -1560,10 +1642,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                         if issue_time > _limit:  # cut: every completion is slower than the limit
                             continue
                         # bound wave_time (spaces/gemm.py:168): ((blocks + beast.device.sm_count - 1) // beast.device.sm_count + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (beast.device.warp_issue_per_clock * (beast.device.max_clock_mhz * 1000000.0))
-                        try:
-                            wave_time = ((blocks + 72 - 1) // 72 + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
-                        except Exception:  # a bound term that raises bounds nothing
-                            wave_time = 0.0
+                        wave_time = 0.0 if ((resident_blocks) == 0) else ((blocks + 72 - 1) // 72 + resident_blocks - 1) // resident_blocks * (1.0 * k_tiles * instructions_per_tile) / (1 * (2100.0 * 1000000.0))
                         if wave_time > _limit:  # cut: every completion is slower than the limit
                             continue
                         # derived wavefronts_per_tile (spaces/gemm.py:151): a_runs * max((((a_lanes - 1) * a_run + a_run + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if a_run >= a_run else max((a_lanes * (64 if a_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if a_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if a_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if a_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if a_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if a_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (a_lanes * (a_run // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if a_run % beast.device.smem_bank_bytes == 0 and a_run % beast.device.smem_bank_bytes == 0 else (a_lanes * a_run + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((a_run + 16 - 1) // 16) * ((((a_lanes - 1) * a_run + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= a_run else max((a_lanes * (64 if a_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if a_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if a_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if a_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if a_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if a_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (a_lanes * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if a_run % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (a_lanes * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) + b_runs * max((((b_lanes - 1) * b_run + b_run + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if b_run >= b_run else max((b_lanes * (64 if b_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if b_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if b_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if b_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if b_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if b_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (b_lanes * (b_run // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if b_run % beast.device.smem_bank_bytes == 0 and b_run % beast.device.smem_bank_bytes == 0 else (b_lanes * b_run + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((b_run + 16 - 1) // 16) * ((((b_lanes - 1) * b_run + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= b_run else max((b_lanes * (64 if b_run // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if b_run // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if b_run // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if b_run // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if b_run // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if b_run // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (b_lanes * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if b_run % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (b_lanes * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) + (max((32 * copy_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_a + 16 - 1) // 16)) + max((32 * copy_b + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((copy_b + 16 - 1) // 16))) * (2 if l1_is_shared_memory else 1)

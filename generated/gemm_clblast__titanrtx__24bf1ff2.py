@@ -53,29 +53,45 @@ BOUND_TERMS = ('fma_time', 'issue_time', 'lsu_time', 'wave_time', 'dram_time', '
 
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count(_lo, _hi):
-    """Number of valid configurations below split nodes _lo <= node < _hi."""
+def count(_lo, _hi, _high):
+    """Number of valid configurations below split nodes _lo <= node < _hi: the result (as
+    unsigned) plus _high[0] * 2**62 (see exact_count)."""
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
     for KWG in KWG__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         # derived k_tiles (spaces/gemm_clblast.py:110): (K + KWG - 1) // KWG
         k_tiles = (K + KWG - 1) // KWG
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
             if not KWG % KWI == 0:
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
                 for NWG in NWG__VALUES:
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     # derived work_groups (spaces/gemm_clblast.py:108): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
                     work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
                     # derived blocks_on_busiest_sm (spaces/gemm_clblast.py:109): (work_groups + beast.device.sm_count - 1) // beast.device.sm_count
                     blocks_on_busiest_sm = (work_groups + 72 - 1) // 72
                     # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
                     for MDIMC in MDIMC__VALUES:
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         # derived MWI (spaces/gemm_clblast.py:111): MWG // MDIMC
                         MWI = MWG // MDIMC
                         # derived lanes_a (spaces/gemm_clblast.py:122): min(32, MDIMC)
@@ -84,18 +100,27 @@ def count(_lo, _hi):
                         lanes_b = max(1, 32 // MDIMC)
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
                             if not MWG % (MDIMC * VWM) == 0:
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
                                 if not MWG % (MDIMA * VWM) == 0:
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
@@ -110,6 +135,9 @@ def count(_lo, _hi):
                                     NWI = NWG // NDIMC
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
+                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                            _n &= 4611686018427387903
                                         # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
                                         if not NWG % (NDIMC * VWN) == 0:
                                             continue
@@ -121,16 +149,22 @@ def count(_lo, _hi):
                                             return _n
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
+                                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                _n &= 4611686018427387903
                                             # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                 continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
                                             for STRM in STRM__VALUES:
+                                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                    _n &= 4611686018427387903
                                                 # derived run_a (spaces/gemm_clblast.py:118): (MWI if STRM == 0 else VWM) * 4
                                                 run_a = (MWI if STRM == 0 else VWM) * 4
                                                 # derived runs_a (spaces/gemm_clblast.py:119): 1 if STRM == 0 else MWI // VWM
@@ -143,6 +177,9 @@ def count(_lo, _hi):
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
                                                 # loop 11: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
                                                 for STRN in STRN__VALUES:
+                                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                        _n &= 4611686018427387903
                                                     # derived run_b (spaces/gemm_clblast.py:120): (NWI if STRN == 0 else VWN) * 4
                                                     run_b = (NWI if STRN == 0 else VWN) * 4
                                                     # derived runs_b (spaces/gemm_clblast.py:121): 1 if STRN == 0 else NWI // VWN
@@ -155,6 +192,9 @@ def count(_lo, _hi):
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
                                                     # loop 12: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                                     for SA in SA__VALUES:
+                                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                            _n &= 4611686018427387903
                                                         # derived wavefronts_a (spaces/gemm_clblast.py:145): KWG * runs_a * (max((((lanes_a - 1) * run_a + run_a + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if run_a >= run_a else max((lanes_a * (64 if run_a // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_a // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_a // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_a // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_a // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_a // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_a * (run_a // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_a % beast.device.smem_bank_bytes == 0 and run_a % beast.device.smem_bank_bytes == 0 else (lanes_a * run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_a + 16 - 1) // 16) * ((((lanes_a - 1) * run_a + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= run_a else max((lanes_a * (64 if run_a // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_a // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_a // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_a // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_a // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_a // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_a * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_a % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (lanes_a * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) if SA == 1 else max((lanes_a * run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_a + 16 - 1) // 16)) if l1_is_shared_memory else 0)
                                                         wavefronts_a = KWG * runs_a * (max((((lanes_a - 1) * run_a + run_a + 4 - 1) // 4 + 32 - 1) // 32 if run_a >= run_a else max((lanes_a * (64 if run_a // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_a // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_a // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_a // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_a // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_a // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_a * (run_a // 4) + 32 - 1) // 32) if run_a % 4 == 0 and run_a % 4 == 0 else (lanes_a * run_a + (32 * 4) - 1) // (32 * 4), 1 * ((run_a + 16 - 1) // 16) * ((((lanes_a - 1) * run_a + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= run_a else max((lanes_a * (64 if run_a // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_a // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_a // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_a // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_a // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_a // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_a * (4 // 4) + 32 - 1) // 32) if run_a % 4 == 0 and ((4 % 4) == 0) else (lanes_a * 4 + (32 * 4) - 1) // (32 * 4))) if SA == 1 else max((lanes_a * run_a + (32 * 4) - 1) // (32 * 4), 1 * ((run_a + 16 - 1) // 16)))
                                                         # loop 13: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
@@ -215,7 +255,7 @@ def split_nodes():
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
@@ -237,7 +277,7 @@ def split_nodes():
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count_with_stats(_visits, _rejections, _lo, _hi):
+def count_with_stats(_visits, _rejections, _lo, _hi, _high):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
     or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
     SPLIT_LEVEL are walked whole whatever the chunk."""
@@ -245,11 +285,17 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
     for KWG in KWG__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         _visits[0] += 1
         # derived k_tiles (spaces/gemm_clblast.py:110): (K + KWG - 1) // KWG
         k_tiles = (K + KWG - 1) // KWG
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             _visits[1] += 1
             # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
             if not KWG % KWI == 0:
@@ -257,9 +303,15 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 _visits[2] += 1
                 # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
                 for NWG in NWG__VALUES:
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     _visits[3] += 1
                     # derived work_groups (spaces/gemm_clblast.py:108): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
                     work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
@@ -267,6 +319,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                     blocks_on_busiest_sm = (work_groups + 72 - 1) // 72
                     # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
                     for MDIMC in MDIMC__VALUES:
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         _visits[4] += 1
                         # derived MWI (spaces/gemm_clblast.py:111): MWG // MDIMC
                         MWI = MWG // MDIMC
@@ -276,6 +331,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                         lanes_b = max(1, 32 // MDIMC)
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             _visits[5] += 1
                             # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
                             if not MWG % (MDIMC * VWM) == 0:
@@ -283,6 +341,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 _visits[6] += 1
                                 # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
                                 if not MWG % (MDIMA * VWM) == 0:
@@ -290,9 +351,12 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     _visits[7] += 1
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         _rejections[18] += 1
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
@@ -310,6 +374,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     NWI = NWG // NDIMC
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
+                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                            _n &= 4611686018427387903
                                         _visits[8] += 1
                                         # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
                                         if not NWG % (NDIMC * VWN) == 0:
@@ -323,13 +390,16 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
+                                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                _n &= 4611686018427387903
                                             _visits[9] += 1
                                             # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 _rejections[26] += 1
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                 _rejections[27] += 1
                                                 continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
@@ -337,6 +407,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                                 continue
                                             # loop 10: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
                                             for STRM in STRM__VALUES:
+                                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                    _n &= 4611686018427387903
                                                 _visits[10] += 1
                                                 # derived run_a (spaces/gemm_clblast.py:118): (MWI if STRM == 0 else VWM) * 4
                                                 run_a = (MWI if STRM == 0 else VWM) * 4
@@ -350,6 +423,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
                                                 # loop 11: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
                                                 for STRN in STRN__VALUES:
+                                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                        _n &= 4611686018427387903
                                                     _visits[11] += 1
                                                     # derived run_b (spaces/gemm_clblast.py:120): (NWI if STRN == 0 else VWN) * 4
                                                     run_b = (NWI if STRN == 0 else VWN) * 4
@@ -363,11 +439,17 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
                                                     # loop 12: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                                     for SA in SA__VALUES:
+                                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                            _n &= 4611686018427387903
                                                         _visits[12] += 1
                                                         # derived wavefronts_a (spaces/gemm_clblast.py:145): KWG * runs_a * (max((((lanes_a - 1) * run_a + run_a + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if run_a >= run_a else max((lanes_a * (64 if run_a // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_a // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_a // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_a // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_a // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_a // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_a * (run_a // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_a % beast.device.smem_bank_bytes == 0 and run_a % beast.device.smem_bank_bytes == 0 else (lanes_a * run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_a + 16 - 1) // 16) * ((((lanes_a - 1) * run_a + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= run_a else max((lanes_a * (64 if run_a // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_a // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_a // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_a // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_a // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_a // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_a * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_a % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (lanes_a * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) if SA == 1 else max((lanes_a * run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_a + 16 - 1) // 16)) if l1_is_shared_memory else 0)
                                                         wavefronts_a = KWG * runs_a * (max((((lanes_a - 1) * run_a + run_a + 4 - 1) // 4 + 32 - 1) // 32 if run_a >= run_a else max((lanes_a * (64 if run_a // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_a // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_a // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_a // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_a // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_a // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_a * (run_a // 4) + 32 - 1) // 32) if run_a % 4 == 0 and run_a % 4 == 0 else (lanes_a * run_a + (32 * 4) - 1) // (32 * 4), 1 * ((run_a + 16 - 1) // 16) * ((((lanes_a - 1) * run_a + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= run_a else max((lanes_a * (64 if run_a // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_a // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_a // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_a // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_a // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_a // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_a * (4 // 4) + 32 - 1) // 32) if run_a % 4 == 0 and ((4 % 4) == 0) else (lanes_a * 4 + (32 * 4) - 1) // (32 * 4))) if SA == 1 else max((lanes_a * run_a + (32 * 4) - 1) // (32 * 4), 1 * ((run_a + 16 - 1) // 16)))
                                                         # loop 13: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
                                                         for SB in SB__VALUES:
+                                                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                                _n &= 4611686018427387903
                                                             _visits[13] += 1
                                                             # derived local_mem (spaces/gemm_clblast.py:113): (SA * MWG + SB * NWG) * KWG * 4
                                                             local_mem = (SA * MWG + SB * NWG) * KWG * 4
@@ -381,9 +463,15 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                                             wavefronts_per_tile = wavefronts_a + wavefronts_b + SA * copy_wavefronts_a + SB * copy_wavefronts_b
                                                             # loop 14: iterator GEMMK (spaces/gemm_clblast.py:24): values(0)
                                                             for GEMMK in GEMMK__VALUES:
+                                                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                                    _n &= 4611686018427387903
                                                                 _visits[14] += 1
                                                                 # loop 15: iterator KREG (spaces/gemm_clblast.py:39): values(1)
                                                                 for KREG in KREG__VALUES:
+                                                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                                        _n &= 4611686018427387903
                                                                     _visits[15] += 1
                                                                     # loop 16: iterator PRECISION (spaces/gemm_clblast.py:40): values(32)
                                                                     for PRECISION in PRECISION__VALUES:
@@ -435,7 +523,7 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
@@ -465,7 +553,7 @@ def fill(_col_KWG, _col_KWI, _col_MWG, _col_NWG, _col_MDIMC, _col_VWM, _col_MDIM
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                 continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
@@ -581,7 +669,7 @@ def census(_samples, _seed, _configurations, _iterations):
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
@@ -614,7 +702,7 @@ def census(_samples, _seed, _configurations, _iterations):
                                                 if not NWG % (NDIMB * VWN) == 0:
                                                     continue
                                                 # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                                if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                                if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                     continue
                                                 if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                     continue
@@ -629,7 +717,7 @@ def census(_samples, _seed, _configurations, _iterations):
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                 continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
@@ -780,26 +868,38 @@ def census(_samples, _seed, _configurations, _iterations):
     return _node
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count_pruned(_threshold):
+def count_pruned(_threshold, _high):
     """Valid configurations whose bound is at most _threshold; each bound term cuts
     its whole subtree at the level where it is first computable."""
     _n = 0
     _limit = _threshold
-    if max(dram_time, launch_time, 0.0) > _limit:  # constant bound terms
+    if max(dram_time, launch_time) > _limit:  # constant bound terms
         return 0
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
     for KWG in KWG__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         # derived k_tiles (spaces/gemm_clblast.py:110): (K + KWG - 1) // KWG
         k_tiles = (K + KWG - 1) // KWG
         # loop 1: iterator KWI (spaces/gemm_clblast.py:32): values(2)
         for KWI in KWI__VALUES:
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             # filter kwg_not_multiple_of_kwi (spaces/gemm_clblast.py:43): rejects when kwg_not_multiple_of_kwi(): not KWG % KWI == 0
             if not KWG % KWI == 0:
                 continue
             # loop 2: iterator MWG (spaces/gemm_clblast.py:25): values(16, 32, 64, 128)
             for MWG in MWG__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 # loop 3: iterator NWG (spaces/gemm_clblast.py:26): values(16, 32, 64, 128)
                 for NWG in NWG__VALUES:
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     # derived work_groups (spaces/gemm_clblast.py:108): (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
                     work_groups = (M + MWG - 1) // MWG * ((N + NWG - 1) // NWG)
                     # derived blocks_on_busiest_sm (spaces/gemm_clblast.py:109): (work_groups + beast.device.sm_count - 1) // beast.device.sm_count
@@ -810,6 +910,9 @@ def count_pruned(_threshold):
                         continue
                     # loop 4: iterator MDIMC (spaces/gemm_clblast.py:28): values(8, 16, 32)
                     for MDIMC in MDIMC__VALUES:
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         # derived MWI (spaces/gemm_clblast.py:111): MWG // MDIMC
                         MWI = MWG // MDIMC
                         # derived lanes_a (spaces/gemm_clblast.py:122): min(32, MDIMC)
@@ -818,18 +921,27 @@ def count_pruned(_threshold):
                         lanes_b = max(1, 32 // MDIMC)
                         # loop 5: iterator VWM (spaces/gemm_clblast.py:33): values(1, 2, 4, 8)
                         for VWM in VWM__VALUES:
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             # filter mwg_not_multiple_of_compute_m (spaces/gemm_clblast.py:48): rejects when mwg_not_multiple_of_compute_m(): not MWG % (MDIMC * VWM) == 0
                             if not MWG % (MDIMC * VWM) == 0:
                                 continue
                             # loop 6: iterator MDIMA (spaces/gemm_clblast.py:30): values(8, 16, 32)
                             for MDIMA in MDIMA__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # filter mwg_not_multiple_of_load_a (spaces/gemm_clblast.py:58): rejects when mwg_not_multiple_of_load_a(): not MWG % (MDIMA * VWM) == 0
                                 if not MWG % (MDIMA * VWM) == 0:
                                     continue
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
@@ -844,21 +956,30 @@ def count_pruned(_threshold):
                                     NWI = NWG // NDIMC
                                     # loop 8: iterator VWN (spaces/gemm_clblast.py:34): values(1, 2, 4, 8)
                                     for VWN in VWN__VALUES:
+                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                            _n &= 4611686018427387903
                                         # filter nwg_not_multiple_of_compute_n (spaces/gemm_clblast.py:53): rejects when nwg_not_multiple_of_compute_n(): not NWG % (NDIMC * VWN) == 0
                                         if not NWG % (NDIMC * VWN) == 0:
                                             continue
                                         # loop 9: iterator NDIMB (spaces/gemm_clblast.py:31): values(8, 16, 32)
                                         for NDIMB in NDIMB__VALUES:
+                                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                _n &= 4611686018427387903
                                             # filter nwg_not_multiple_of_load_b (spaces/gemm_clblast.py:63): rejects when nwg_not_multiple_of_load_b(): not NWG % (NDIMB * VWN) == 0
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                 continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
                                             # loop 10: iterator STRM (spaces/gemm_clblast.py:35): values(0, 1)
                                             for STRM in STRM__VALUES:
+                                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                    _n &= 4611686018427387903
                                                 # derived run_a (spaces/gemm_clblast.py:118): (MWI if STRM == 0 else VWM) * 4
                                                 run_a = (MWI if STRM == 0 else VWM) * 4
                                                 # derived runs_a (spaces/gemm_clblast.py:119): 1 if STRM == 0 else MWI // VWM
@@ -871,6 +992,9 @@ def count_pruned(_threshold):
                                                 copy_wavefronts_a = copy_runs_a * max((32 * copy_run_a + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_a + 16 - 1) // 16)) * 2
                                                 # loop 11: iterator STRN (spaces/gemm_clblast.py:36): values(0, 1)
                                                 for STRN in STRN__VALUES:
+                                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                        _n &= 4611686018427387903
                                                     # derived run_b (spaces/gemm_clblast.py:120): (NWI if STRN == 0 else VWN) * 4
                                                     run_b = (NWI if STRN == 0 else VWN) * 4
                                                     # derived runs_b (spaces/gemm_clblast.py:121): 1 if STRN == 0 else NWI // VWN
@@ -883,6 +1007,9 @@ def count_pruned(_threshold):
                                                     copy_wavefronts_b = copy_runs_b * max((32 * copy_run_b + (32 * 4) - 1) // (32 * 4), 1 * ((copy_run_b + 16 - 1) // 16)) * 2
                                                     # loop 12: iterator SA (spaces/gemm_clblast.py:37): values(0, 1)
                                                     for SA in SA__VALUES:
+                                                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                                            _n &= 4611686018427387903
                                                         # derived wavefronts_a (spaces/gemm_clblast.py:145): KWG * runs_a * (max((((lanes_a - 1) * run_a + run_a + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if run_a >= run_a else max((lanes_a * (64 if run_a // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_a // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_a // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_a // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_a // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_a // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_a * (run_a // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_a % beast.device.smem_bank_bytes == 0 and run_a % beast.device.smem_bank_bytes == 0 else (lanes_a * run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_a + 16 - 1) // 16) * ((((lanes_a - 1) * run_a + beast.device.smem_bank_bytes + beast.device.smem_bank_bytes - 1) // beast.device.smem_bank_bytes + beast.device.smem_banks - 1) // beast.device.smem_banks if beast.device.smem_bank_bytes >= run_a else max((lanes_a * (64 if run_a // beast.device.smem_bank_bytes % 64 == 0 and beast.device.smem_banks % 64 == 0 else 32 if run_a // beast.device.smem_bank_bytes % 32 == 0 and beast.device.smem_banks % 32 == 0 else 16 if run_a // beast.device.smem_bank_bytes % 16 == 0 and beast.device.smem_banks % 16 == 0 else 8 if run_a // beast.device.smem_bank_bytes % 8 == 0 and beast.device.smem_banks % 8 == 0 else 4 if run_a // beast.device.smem_bank_bytes % 4 == 0 and beast.device.smem_banks % 4 == 0 else 2 if run_a // beast.device.smem_bank_bytes % 2 == 0 and beast.device.smem_banks % 2 == 0 else 1) + beast.device.smem_banks - 1) // beast.device.smem_banks, (lanes_a * (beast.device.smem_bank_bytes // beast.device.smem_bank_bytes) + beast.device.smem_banks - 1) // beast.device.smem_banks) if run_a % beast.device.smem_bank_bytes == 0 and beast.device.smem_bank_bytes % beast.device.smem_bank_bytes == 0 else (lanes_a * beast.device.smem_bank_bytes + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes))) if SA == 1 else max((lanes_a * run_a + beast.device.smem_banks * beast.device.smem_bank_bytes - 1) // (beast.device.smem_banks * beast.device.smem_bank_bytes), 1 * ((run_a + 16 - 1) // 16)) if l1_is_shared_memory else 0)
                                                         wavefronts_a = KWG * runs_a * (max((((lanes_a - 1) * run_a + run_a + 4 - 1) // 4 + 32 - 1) // 32 if run_a >= run_a else max((lanes_a * (64 if run_a // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_a // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_a // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_a // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_a // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_a // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_a * (run_a // 4) + 32 - 1) // 32) if run_a % 4 == 0 and run_a % 4 == 0 else (lanes_a * run_a + (32 * 4) - 1) // (32 * 4), 1 * ((run_a + 16 - 1) // 16) * ((((lanes_a - 1) * run_a + 4 + 4 - 1) // 4 + 32 - 1) // 32 if 4 >= run_a else max((lanes_a * (64 if run_a // 4 % 64 == 0 and ((32 % 64) == 0) else 32 if run_a // 4 % 32 == 0 and ((32 % 32) == 0) else 16 if run_a // 4 % 16 == 0 and ((32 % 16) == 0) else 8 if run_a // 4 % 8 == 0 and ((32 % 8) == 0) else 4 if run_a // 4 % 4 == 0 and ((32 % 4) == 0) else 2 if run_a // 4 % 2 == 0 and ((32 % 2) == 0) else 1) + 32 - 1) // 32, (lanes_a * (4 // 4) + 32 - 1) // 32) if run_a % 4 == 0 and ((4 % 4) == 0) else (lanes_a * 4 + (32 * 4) - 1) // (32 * 4))) if SA == 1 else max((lanes_a * run_a + (32 * 4) - 1) // (32 * 4), 1 * ((run_a + 16 - 1) // 16)))
                                                         # loop 13: iterator SB (spaces/gemm_clblast.py:38): values(0, 1)
@@ -920,7 +1047,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
     valid configurations have every bound term at most _threshold, tested only
     once the configuration is complete (no hoisting)."""
     _n = 0
-    _cut_0 = 0 if max(dram_time, launch_time, 0.0) > _threshold else -1  # level of the first cut
+    _cut_0 = 0 if max(dram_time, launch_time) > _threshold else -1  # level of the first cut
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
     for KWG in KWG__VALUES:
         _visits[0] += 1
@@ -996,7 +1123,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                     if _cut_8 >= 0:
                                         _skipped[7] += 1
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
@@ -1028,7 +1155,7 @@ def cut_analysis(_threshold, _visits, _skipped, _cuts, _removed):
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                 continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
@@ -1134,7 +1261,7 @@ def rank(_threshold, _bounds, _terms, _rows):
     largest bound kept. Returns how many were kept."""
     _size = 0
     _limit = _threshold
-    if max(dram_time, launch_time, 0.0) > _limit:  # constant bound terms
+    if max(dram_time, launch_time) > _limit:  # constant bound terms
         return 0
     _row = np.empty(17)
     # loop 0: iterator KWG (spaces/gemm_clblast.py:27): values(16, 32)
@@ -1179,7 +1306,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                                 for NDIMC in NDIMC__VALUES:
                                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                                         continue
                                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                                         continue
@@ -1203,7 +1330,7 @@ def rank(_threshold, _bounds, _terms, _rows):
                                             if not NWG % (NDIMB * VWN) == 0:
                                                 continue
                                             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                                            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                                            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                                                 continue
                                             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                                                 continue
@@ -1434,7 +1561,7 @@ def probe(_samples, _seed):
         # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
         for NDIMC in NDIMC__VALUES:
             # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-            if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+            if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                 continue
             if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
                 continue
@@ -1455,7 +1582,7 @@ def probe(_samples, _seed):
         _w *= NDIMC__passed
         NDIMC = NDIMC__chosen
         # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-        if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+        if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
             continue
         if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
             continue
@@ -1491,7 +1618,7 @@ def probe(_samples, _seed):
             if not NWG % (NDIMB * VWN) == 0:
                 continue
             # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-            if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+            if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                 continue
             if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
                 continue
@@ -1506,7 +1633,7 @@ def probe(_samples, _seed):
         if not NWG % (NDIMB * VWN) == 0:
             continue
         # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-        if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+        if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
             continue
         if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
             continue
@@ -1962,7 +2089,7 @@ def chen(_runs, _seed):
                 # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
                 for NDIMC in NDIMC__VALUES:
                     # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                    if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                    if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                         if _live:
                             continue
                     if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
@@ -2027,7 +2154,7 @@ def chen(_runs, _seed):
             # loop 7: iterator NDIMC (spaces/gemm_clblast.py:29): values(8, 16, 32)
             for NDIMC in NDIMC__VALUES:
                 # filter kwg_not_multiple_of_load_a_rows (spaces/gemm_clblast.py:68): rejects when kwg_not_multiple_of_load_a_rows(): not KWG % (MDIMC * NDIMC / MDIMA) == 0
-                if MDIMC * NDIMC / MDIMA == 0:  # would divide by zero
+                if ((MDIMC * NDIMC / MDIMA) == 0):  # ZeroDivisionError in Python: rejected
                     if _live:
                         continue
                 if not KWG % (MDIMC * NDIMC / MDIMA) == 0:
@@ -2116,7 +2243,7 @@ def chen(_runs, _seed):
                         if _live:
                             continue
                     # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                    if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                    if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                         if _live:
                             continue
                     if not KWG % (MDIMC * NDIMC / NDIMB) == 0:
@@ -2183,7 +2310,7 @@ def chen(_runs, _seed):
                     if _live:
                         continue
                 # filter kwg_not_multiple_of_load_b_rows (spaces/gemm_clblast.py:73): rejects when kwg_not_multiple_of_load_b_rows(): not KWG % (MDIMC * NDIMC / NDIMB) == 0
-                if MDIMC * NDIMC / NDIMB == 0:  # would divide by zero
+                if ((MDIMC * NDIMC / NDIMB) == 0):  # ZeroDivisionError in Python: rejected
                     if _live:
                         continue
                 if not KWG % (MDIMC * NDIMC / NDIMB) == 0:

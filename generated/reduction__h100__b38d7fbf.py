@@ -57,38 +57,57 @@ SPLIT_LEVEL = 6  # chunks of the work split the nest below this many outer level
 
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count(_lo, _hi):
-    """Number of valid configurations below split nodes _lo <= node < _hi."""
+def count(_lo, _hi, _high):
+    """Number of valid configurations below split nodes _lo <= node < _hi: the result (as
+    unsigned) plus _high[0] * 2**62 (see exact_count)."""
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
     for vec in vec__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
         if vec * elem_bytes > 16:
             continue
         # loop 1: iterator final_stage (spaces/reduction.py:82): values('shared_tree', 'warp_shuffle')
         for final_stage__index in range(2):
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             final_stage = final_stage__VALUES[final_stage__index]
             # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
             if final_stage == 'warp_shuffle' and (cc < 3.0):
                 continue
             # loop 2: iterator unroll_last_warp (spaces/reduction.py:83): values(0, 1)
             for unroll_last_warp in unroll_last_warp__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
                 if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
                     continue
                 # loop 3: iterator combine (spaces/reduction.py:84): values('atomic', 'two_pass', 'last_block')
                 for combine__index in range(3):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     combine = combine__VALUES[combine__index]
                     # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
                     if (combine == 'atomic' and (acc_bytes == 8)) and (cc < 6.0):
                         continue
                     # loop 4: iterator threads (spaces/reduction.py:70): threads()
                     for threads in threads__VALUES:
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
                         smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
                         # loop 5: iterator blocks_per_sm (spaces/reduction.py:81): range(1, max_blocks_per_sm + 1, 1)
                         for blocks_per_sm in range(1, max_blocks_per_sm + 1):
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
                             if blocks_per_sm * threads > max_threads_per_sm:
                                 break  # every later blocks_per_sm is rejected too: the test only turns true as it grows
@@ -108,6 +127,9 @@ def count(_lo, _hi):
                                 return _n
                             # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
                             for unroll in unroll__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
                                 elems_per_pass = grid * threads * vec * unroll
                                 # filter too_little_work (spaces/reduction.py:105): rejects when N < elems_per_pass * min_passes
@@ -184,7 +206,7 @@ def split_nodes():
     return _n
 
 @numba.njit(cache=True, error_model='python', nogil=True)
-def count_with_stats(_visits, _rejections, _lo, _hi):
+def count_with_stats(_visits, _rejections, _lo, _hi, _high):
     """count(), also adding loop iterations per level to _visits and rejections (filters)
     or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above
     SPLIT_LEVEL are walked whole whatever the chunk."""
@@ -192,6 +214,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator vec (spaces/reduction.py:78): values(1, 2, 4, 8)
     for vec in vec__VALUES:
+        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+            _n &= 4611686018427387903
         _visits[0] += 1
         # filter vector_too_wide (spaces/reduction.py:96): rejects when vec * elem_bytes > 16
         if vec * elem_bytes > 16:
@@ -199,6 +224,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
             continue
         # loop 1: iterator final_stage (spaces/reduction.py:82): values('shared_tree', 'warp_shuffle')
         for final_stage__index in range(2):
+            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                _n &= 4611686018427387903
             _visits[1] += 1
             final_stage = final_stage__VALUES[final_stage__index]
             # filter no_warp_shuffle (spaces/reduction.py:113): rejects when final_stage == 'warp_shuffle' and cc < 3.0
@@ -207,6 +235,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                 continue
             # loop 2: iterator unroll_last_warp (spaces/reduction.py:83): values(0, 1)
             for unroll_last_warp in unroll_last_warp__VALUES:
+                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                    _n &= 4611686018427387903
                 _visits[2] += 1
                 # filter redundant_last_warp (spaces/reduction.py:109): rejects when final_stage == 'warp_shuffle' and unroll_last_warp == 1
                 if final_stage == 'warp_shuffle' and unroll_last_warp == 1:
@@ -214,6 +245,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                     continue
                 # loop 3: iterator combine (spaces/reduction.py:84): values('atomic', 'two_pass', 'last_block')
                 for combine__index in range(3):
+                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                        _n &= 4611686018427387903
                     _visits[3] += 1
                     combine = combine__VALUES[combine__index]
                     # filter no_double_atomics (spaces/reduction.py:114): rejects when (combine == 'atomic' and acc_bytes == 8) and cc < 6.0
@@ -222,11 +256,17 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                         continue
                     # loop 4: iterator threads (spaces/reduction.py:70): threads()
                     for threads in threads__VALUES:
+                        if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                            _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                            _n &= 4611686018427387903
                         _visits[4] += 1
                         # derived smem (spaces/reduction.py:92): (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
                         smem = (threads if final_stage == 'shared_tree' else threads // warp_size) * acc_bytes
                         # loop 5: iterator blocks_per_sm (spaces/reduction.py:81): range(1, max_blocks_per_sm + 1, 1)
                         for blocks_per_sm in range(1, max_blocks_per_sm + 1):
+                            if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                _n &= 4611686018427387903
                             _visits[5] += 1
                             # filter over_threads_per_sm (spaces/reduction.py:98): rejects when blocks_per_sm * threads > max_threads_per_sm
                             if blocks_per_sm * threads > max_threads_per_sm:
@@ -250,6 +290,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                 continue
                             # loop 6: iterator unroll (spaces/reduction.py:79): values(1, 2, 4, 8)
                             for unroll in unroll__VALUES:
+                                if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                    _n &= 4611686018427387903
                                 _visits[6] += 1
                                 # derived elems_per_pass (spaces/reduction.py:89): grid * threads * vec * unroll
                                 elems_per_pass = grid * threads * vec * unroll
@@ -267,6 +310,9 @@ def count_with_stats(_visits, _rejections, _lo, _hi):
                                     continue
                                 # loop 7: iterator accumulators (spaces/reduction.py:80): range(1, unroll + 1, 1)
                                 for accumulators in range(1, unroll + 1):
+                                    if _n >= 4611686018427387904 or _n < 0:  # the count's carry into its high word (units of 2**62)
+                                        _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63
+                                        _n &= 4611686018427387903
                                     _visits[7] += 1
                                     # filter uneven_accumulators (spaces/reduction.py:107): rejects when unroll % accumulators != 0
                                     if unroll % accumulators != 0:
