@@ -168,8 +168,8 @@ def _table(args, space, model, profile, bench, fixed, output) -> int:
                                                               {**fixed, **values})
         except SettingError as e:  # a value of the table: its line is the place
             raise BeastError(e.message + (f" (declared at {e.where})" if e.where else ""), here) from None
-        except BeastError as e:  # the table's line is the place (a space error keeps its own)
-            raise BeastError(e.message, e.where or here) from None
+        except BeastError as e:  # this line's values caused it: its place, and the space's beside
+            raise BeastError(e.message + (f" (at {e.where})" if e.where else ""), here) from None
         except OverflowError:  # (a value past what the compiled enumerator holds)
             raise BeastError(f"a value of {', '.join(f'{k}={v}' for k, v in values.items())} is "
                              "too large for the compiled enumerator", here) from None
