@@ -286,7 +286,12 @@ class _GuardWalk(Mapper):
         for child in expr.children():
             yield from self(child, path)
         rule = operation_rule(expr, self.items)
-        for check in rule.raises if rule is not None else ():
+        checks = rule.raises if rule is not None else ()
+        if rule is None and isinstance(expr, L.BinOp) and expr.op in ("/", "//", "%"):
+            # an operand of a kind the table has no rule for (a space function's value): whatever
+            # the kinds, Python raises for a zero divisor
+            checks = (semantics.ZERO_DIVISOR,)
+        for check in checks:
             if not proven_absent(check, expr, self.symbolic):
                 children = dict(zip("ab", expr.children()))
                 operands = tuple((name, part) for name, part in (*children.items(), ("r", expr))
