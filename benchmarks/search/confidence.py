@@ -31,25 +31,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tune_search_constants import load, prior_columns  # noqa: E402
+from tune_search_constants import arrays, load, prior_columns  # noqa: E402
 
 from beastgen.harness.strategies.guided import GuidedSearch  # noqa: E402
 
 SPREADS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 TOLERANCE = 0.01
-
-
-def arrays(rows):
-    """(codes, values) of the configurations ``rows`` (as ``tune_search_constants.search``)."""
-    table = np.array(rows, dtype=object)
-    codes, values = [], []
-    for j in range(table.shape[1]):
-        column = table[:, j]
-        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in column)
-        codes.append(np.unique(column.astype(float) if numeric else column.astype(str),
-                               return_inverse=True)[1].reshape(-1))
-        values.append(column.astype(float) if numeric else np.full(len(column), np.nan))
-    return np.stack(codes, axis=1), np.stack(values, axis=1)
 
 
 def trajectory(rows, times, seed, budget, prior=None, options=None) -> dict:

@@ -64,8 +64,9 @@ def prior_columns(target: str, rows, data) -> np.ndarray:
     return np.array(columns, dtype=float).T
 
 
-def search(rows, times, seed, budget, options, prior=None) -> int:
-    """Evaluations until the optimum (2 x budget when not reached)."""
+def arrays(rows):
+    """(codes, values) of the configurations ``rows``: each column's codes, and its numbers (NaN
+    for a column of texts)."""
     table = np.array(rows, dtype=object)
     codes, values = [], []
     for j in range(table.shape[1]):
@@ -74,9 +75,14 @@ def search(rows, times, seed, budget, options, prior=None) -> int:
         codes.append(np.unique(column.astype(float) if numeric else column.astype(str),
                                return_inverse=True)[1].reshape(-1))
         values.append(column.astype(float) if numeric else np.full(len(column), np.nan))
+    return np.stack(codes, axis=1), np.stack(values, axis=1)
+
+
+def search(rows, times, seed, budget, options, prior=None) -> int:
+    """Evaluations until the optimum (2 x budget when not reached)."""
+    codes, values = arrays(rows)
     n = len(rows)
-    order = GuidedSearch(np.stack(codes, axis=1), np.zeros(n), np.zeros(n, dtype=np.int64),
-                         np.stack(values, axis=1), prior, seed, options)
+    order = GuidedSearch(codes, np.zeros(n), np.zeros(n, dtype=np.int64), values, prior, seed, options)
     optimum = times.min()
     for evaluation in range(1, budget + 1):
         i = order.next(math.inf)
