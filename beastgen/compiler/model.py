@@ -200,11 +200,17 @@ def _line_of(origin: str | None) -> int:
 
 def check_expressions(variables: dict[str, Variable]) -> None:
     """Every expression must only refer to named or inline space objects, and ranges be well formed."""
+    checked: set[int] = set()  # ids of nodes checked with all below them (the variables hold them)
     for var in variables.values():
-        expr = var.expr
-        if expr is None:
+        if var.expr is None:
             continue
-        for node in walk_expr(expr, stop_at_named=False):
+        stack = [var.expr]
+        while stack:  # walk_expr(var.expr, stop_at_named=False) without walking again what a
+            node = stack.pop()  # named value read by many expressions holds
+            if id(node) in checked:
+                continue
+            checked.add(id(node))
+            stack.extend(node.children())
             if isinstance(node, L.RangeIterator) and node is not var.obj and node.name is None:
                 raise SpaceError("an iterator must be bound to a name of its own", node.origin)
             if isinstance(node, L.RangeIterator) and isinstance(node.step, L.Const):

@@ -18,7 +18,7 @@ from ..language.mapper import Mapper
 from ..language.printer import expr_source
 from ...errors import SpaceError
 from ..specialize.ir import Specialized
-from ..specialize.value_types import TypeInference, infer_type
+from ..specialize.value_types import NodeTypes
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _HUGE = 2 ** 80  # stands for "far past 64 bits" where the exact value is not worth computing
@@ -86,20 +86,6 @@ def unproven_integer_operations(spec: Specialized, known: dict, item, expr) -> l
     analysis = _Unproven(spec, known, item)
     analysis.interval(expr)
     return analysis.unproven
-
-
-class NodeTypes(TypeInference):
-    """:func:`infer_type` that types each node once: asked of every node of a long chain, the walk
-    from each was quadratic (a 900-term condition took seconds)."""
-
-    def __init__(self, items: dict):
-        super().__init__(items)
-        self.known: dict = {}  # id -> (node, type): the node held so that its id stays its own
-
-    def __call__(self, node, *args):
-        if id(node) not in self.known:
-            self.known[id(node)] = node, super().__call__(node)
-        return self.known[id(node)][1]
 
 
 class _Analysis(Mapper):
@@ -244,7 +230,7 @@ class _Analysis(Mapper):
             what, other = "divides {} by an integer", "int"
         else:
             return
-        kinds = [infer_type(child, self.spec.items) for child, _ in parts]
+        kinds = [self.type_of(child) for child, _ in parts]
         if ("float" in kinds) != (other == "float"):
             return
         for (child, value), kind in zip(parts, kinds):

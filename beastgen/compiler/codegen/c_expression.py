@@ -11,13 +11,12 @@ import math
 from importlib import resources
 
 from ...quoting import comment_text
-from ..analysis.intervals import NodeTypes
+from ..specialize.value_types import NodeTypes
 from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
 from ..language import semantics
 from ..language.mapper import Mapper
 from ..plan import Plan
-from ..specialize import infer_type
 from .nest import constant_values, guard_test, guards, operation_rule
 
 
@@ -112,7 +111,7 @@ class CExpression(Mapper):
         return c_name(expr.target)
 
     def map_BinOp(self, expr: L.BinOp) -> str:
-        rule = operation_rule(expr, self.items)
+        rule = operation_rule(expr, self.items, self.types)
         if rule is None:
             raise Unsupported(f"operator {expr.op} on these values")
         left, right = self.source(expr.left), self.source(expr.right)
@@ -131,7 +130,7 @@ class CExpression(Mapper):
         return f"(!{self.source(expr.operand)})"
 
     def map_Compare(self, expr: L.Compare) -> str:
-        if "str" in (infer_type(expr.left, self.items), infer_type(expr.right, self.items)):
+        if "str" in (self.types(expr.left), self.types(expr.right)):
             return self._string_compare(expr)
         return f"({self.source(expr.left)} {expr.op} {self.source(expr.right)})"
 
@@ -153,7 +152,7 @@ class CExpression(Mapper):
 
     def map_BoolOp(self, expr: L.BoolOp) -> str:
         operands = [self.source(o) for o in expr.operands]
-        if all(infer_type(o, self.items) == "bool" for o in expr.operands):
+        if all(self.types(o) == "bool" for o in expr.operands):
             return "(" + f" {'&&' if expr.op == 'and' else '||'} ".join(operands) + ")"
         # Python's value: the deciding operand (operands are pure: evaluating one twice is harmless)
         result = operands[-1]
@@ -166,7 +165,7 @@ class CExpression(Mapper):
         return f"({self.source(expr.test)} ? {self.source(expr.body)} : {self.source(expr.orelse)})"
 
     def map_Call(self, expr: L.Call) -> str:
-        rule = operation_rule(expr, self.items)
+        rule = operation_rule(expr, self.items, self.types)
         if rule is None:
             raise Unsupported(f"function {expr.func}")
         args = [self.source(a) for a in expr.args]

@@ -15,6 +15,7 @@ from ..language import semantics
 from ..language.mapper import Mapper
 from ..plan import Plan, domain_size
 from ..specialize import Item, infer_type
+from ..specialize.value_types import NodeTypes
 from .monotone import loop_ending_filters
 
 
@@ -232,11 +233,14 @@ def stat_slots(plan: Plan) -> list[Item]:
 # --------------------------------------------------------------------------------------------------
 # Where Python raises: the semantics table's rules at each node, the guards every target prints
 # --------------------------------------------------------------------------------------------------
-def operation_rule(node: L.Expr, items: dict) -> semantics.Rule | None:
+def operation_rule(node: L.Expr, items: dict, type_of=None) -> semantics.Rule | None:
     """The rule (:mod:`..language.semantics`) of an operation node on numbers; None for a node that
-    never raises (a name, a constant, a comparison, and/or/not, if-else) or one on other kinds."""
+    never raises (a name, a constant, a comparison, and/or/not, if-else) or one on other kinds.
+    ``type_of``: a :class:`~..specialize.value_types.NodeTypes` of ``items`` that a walk asking of
+    every node shares (typing each child afresh made the walk quadratic in the depth)."""
     if isinstance(node, (L.BinOp, L.UnaryOp, L.Call)):
-        kinds = [infer_type(child, items) for child in node.children()]
+        type_of = type_of or NodeTypes(items)
+        kinds = [type_of(child) for child in node.children()]
         if not kinds or not set(kinds) <= set(semantics.KINDS):
             return None
         if isinstance(node, L.BinOp):
@@ -281,11 +285,12 @@ class _GuardWalk(Mapper):
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
         self.items, self.symbolic = items, symbolic
+        self.types = NodeTypes(items)
 
     def map_Expr(self, expr: L.Expr, path: tuple):
         for child in expr.children():
             yield from self(child, path)
-        rule = operation_rule(expr, self.items)
+        rule = operation_rule(expr, self.items, self.types)
         checks = rule.raises if rule is not None else ()
         if rule is None and isinstance(expr, L.BinOp) and expr.op in ("/", "//", "%"):
             # an operand of a kind the table has no rule for (a space function's value): whatever

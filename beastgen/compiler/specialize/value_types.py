@@ -73,3 +73,18 @@ class TypeInference(Mapper):
 
     def map_BoolOp(self, expr):
         return common_type([self(o) for o in expr.operands])
+
+
+class NodeTypes(TypeInference):
+    """:func:`infer_type` that types each node once: asked of every node of a long chain, the walk
+    from each was quadratic (a 900-term condition took seconds). For walks of expressions whose
+    items' types no longer change (the analyses and the code writers)."""
+
+    def __init__(self, items: dict):
+        super().__init__(items)
+        self.known: dict = {}  # id -> (node, type): the node held so that its id stays its own
+
+    def __call__(self, node, *args):
+        if id(node) not in self.known:
+            self.known[id(node)] = node, super().__call__(node)
+        return self.known[id(node)][1]
