@@ -1,4 +1,5 @@
 """Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
+import contextlib
 import functools
 import os
 import platform
@@ -46,6 +47,26 @@ def write_space(tmp_path):
         path.write_text(textwrap.dedent(text))
         return str(path)
     return write
+
+
+@pytest.fixture
+def store_held_elsewhere():
+    """``with store_held_elsewhere(path) as pid:``: another process (``pid``) holds the results store
+    at ``path`` open, its lock taken, while the body runs; killed after it."""
+    @contextlib.contextmanager
+    def held(path: str):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        holder = subprocess.Popen([sys.executable, "-c", "import time\n"
+                                   "from beastgen.harness.store import Store\n"
+                                   f"s = Store({path!r}); print('open', flush=True); time.sleep(300)"],
+                                  env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "open"
+            yield holder.pid
+        finally:
+            holder.kill()
+            holder.wait()
+    return held
 
 
 @pytest.fixture(autouse=True, scope="session")
