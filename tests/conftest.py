@@ -1,4 +1,5 @@
 """Shared fixtures: compiled plans are shared across tests (Numba compilation adds up)."""
+import contextlib
 import functools
 import os
 import platform
@@ -22,8 +23,10 @@ PATIENCE_SECONDS = 1800
 
 
 @pytest.fixture(scope="session")
-def generated_dir(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("generated"))
+def generated_dir(_generated_code_outside_the_repository):
+    """The session's generated directory, the one commands and plans default to in the tests
+    ($BEASTGEN_GENERATED_DIR): a plan compiled by one test serves the others, whichever way they ask."""
+    return _generated_code_outside_the_repository
 
 
 @pytest.fixture(scope="session")
@@ -46,10 +49,31 @@ def write_space(tmp_path):
     return write
 
 
+@pytest.fixture
+def store_held_elsewhere():
+    """``with store_held_elsewhere(path) as pid:``: another process (``pid``) holds the results store
+    at ``path`` open, its lock taken, while the body runs; killed after it."""
+    @contextlib.contextmanager
+    def held(path: str):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        holder = subprocess.Popen([sys.executable, "-c", "import time\n"
+                                   "from beastgen.harness.store import Store\n"
+                                   f"s = Store({path!r}); print('open', flush=True); time.sleep(300)"],
+                                  env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "open"
+            yield holder.pid
+        finally:
+            holder.kill()
+            holder.wait()
+    return held
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _generated_code_outside_the_repository(tmp_path_factory):
     """Tests never write into the repository's own generated/ (checked by test_generated.py)."""
     os.environ["BEASTGEN_GENERATED_DIR"] = str(tmp_path_factory.mktemp("generated-default"))
+    return os.environ["BEASTGEN_GENERATED_DIR"]
 
 
 @pytest.fixture(scope="module")

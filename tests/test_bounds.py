@@ -32,19 +32,25 @@ def fbound():
 """
 
 
+def bounded_space(a: str, b: str, c_values: list, odd: str, terms: list, function_term: str | None) -> str:
+    """A space file of iterators ``a``, ``b`` (their domains) and ``c`` (``c_values``), the filter
+    ``odd``, the bound ``terms`` (t0, t1...) and a bound function when ``function_term`` is given."""
+    text = ["import beastgen as beast", f"a = {a}", f"b = {b}",
+            f"c = beast.values({', '.join(map(str, c_values))})", f"odd = beast.filter({odd})"]
+    text += [f"t{i} = {term}" for i, term in enumerate(terms)]
+    if function_term:
+        text.append(function_term)
+    return "\n".join(text) + "\n"
+
+
 @st.composite
 def bounded_spaces(draw):
     n = draw(st.integers(3, 7))
     terms = draw(st.lists(st.sampled_from(TERMS), min_size=1, max_size=3, unique=True))
-    text = ["import beastgen as beast",
-            f"a = beast.range(1, {n})",
-            "b = beast.range(a, 3 * a + 2, a)",
-            f"c = beast.values({', '.join(map(str, draw(st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True))))})",
-            f"odd = beast.filter((a + b + c) % {draw(st.integers(2, 5))} == 0)"]
-    text += [f"t{i} = {term}" for i, term in enumerate(terms)]
-    if draw(st.booleans()):
-        text.append(FUNCTION_TERM)
-    return "\n".join(text) + "\n"
+    c_values = draw(st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True))
+    modulus = draw(st.integers(2, 5))
+    return bounded_space(f"beast.range(1, {n})", "beast.range(a, 3 * a + 2, a)", c_values,
+                         f"(a + b + c) % {modulus} == 0", terms, FUNCTION_TERM if draw(st.booleans()) else None)
 
 
 @settings(max_examples=12, deadline=None, derandomize=True,
@@ -97,15 +103,12 @@ def fsigned():
 
 @st.composite
 def signed_bounded_spaces(draw):
-    text = ["import beastgen as beast", f"a = beast.range(0, {draw(st.integers(3, 7))})",
-            "b = beast.range(0, a + 3)",
-            f"c = beast.values({', '.join(map(str, draw(st.lists(st.integers(-2, 4), min_size=1, max_size=3, unique=True))))})",
-            f"odd = beast.filter((a + b + c) % {draw(st.integers(2, 4))} != 1)"]
+    n = draw(st.integers(3, 7))
+    c_values = draw(st.lists(st.integers(-2, 4), min_size=1, max_size=3, unique=True))
+    modulus = draw(st.integers(2, 4))
     terms = draw(st.lists(st.sampled_from(SIGNED_TERMS), min_size=1, max_size=3, unique=True))
-    text += [f"t{i} = {term}" for i, term in enumerate(terms)]
-    if draw(st.booleans()):
-        text.append(SIGNED_FUNCTION_TERM)
-    return "\n".join(text) + "\n"
+    return bounded_space(f"beast.range(0, {n})", "beast.range(0, a + 3)", c_values, f"(a + b + c) % {modulus} != 1",
+                         terms, SIGNED_FUNCTION_TERM if draw(st.booleans()) else None)
 
 
 @settings(max_examples=6, deadline=None, derandomize=True,

@@ -5,12 +5,9 @@ through one helper with the name quoted into the URI; a run leaves no row before
 accepted; a database that is not a beastgen store (a view, a trigger) is refused from its schema,
 any query stops within a budget of steps or at Ctrl-C; a prior or replay that is a FIFO or
 /dev/zero is one line (the round-4 probes F2, F8, F11, F13, P12, P14)."""
-import contextlib
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 
 import pytest
@@ -61,25 +58,9 @@ def _store_with_a_run(path, rows=3, run="r"):
     store.close()
 
 
-@contextlib.contextmanager
-def _held_elsewhere(path: str):
-    """Another process holding the store at ``path`` (its lock taken) while the body runs."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    holder = subprocess.Popen([sys.executable, "-c", "import time\n"
-                               "from beastgen.harness.store import Store\n"
-                               f"s = Store({path!r}); print('open', flush=True); time.sleep(300)"],
-                              env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "open"
-        yield holder.pid
-    finally:
-        holder.kill()
-        holder.wait()
-
-
 # -- F2, F8: one lock per file, whatever the name ---------------------------------------------------
 @pytest.mark.parametrize("name", ["run.db", "run#3.db", "q?x=1.db", "p%41.db"])
-def test_one_lock_per_store_file_whatever_the_name(tmp_path, monkeypatch, name):
+def test_one_lock_per_store_file_whatever_the_name(tmp_path, monkeypatch, name, store_held_elsewhere):
     """Held through one name, the store is refused through every other spelling of it, each
     message naming the holder; no lock file is left beside it."""
     monkeypatch.chdir(tmp_path)
@@ -87,7 +68,7 @@ def test_one_lock_per_store_file_whatever_the_name(tmp_path, monkeypatch, name):
     os.symlink(name, tmp_path / "link.db")
     os.symlink(tmp_path, tmp_path / "dirlink")
     _store_with_a_run(tmp_path / name)
-    with _held_elsewhere(str(tmp_path / name)) as pid:
+    with store_held_elsewhere(str(tmp_path / name)) as pid:
         for spelling in [name, f"./{name}", f"sub/../{name}", str(tmp_path / name), "link.db",
                          f"dirlink/{name}", f"{tmp_path}/dirlink/./sub/../link.db"]:
             with pytest.raises(BeastError, match=rf"in use by another beastgen tune \(pid {pid}\)"):
@@ -112,10 +93,10 @@ def test_a_store_with_hard_links_is_refused_and_keeps_every_result(tiny, capsys)
     assert (tiny / "hla.db").read_bytes() == before and len(read_run(str(tiny / "hla.db"))[1]) == 5
 
 
-def test_two_tunes_at_once_through_two_names_one_is_refused(tiny, capsys):
+def test_two_tunes_at_once_through_two_names_one_is_refused(tiny, capsys, store_held_elsewhere):
     """The same store through a symbolic link while a tune holds it: refused, its results kept."""
     os.symlink("held.db", tiny / "other.db")
-    with _held_elsewhere(str(tiny / "held.db")):
+    with store_held_elsewhere(str(tiny / "held.db")):
         assert _tune("other.db") == 2
     assert "other.db: the results store is in use by another beastgen tune" in capsys.readouterr().err
     assert _tune("other.db") == 0  # free again

@@ -1,6 +1,5 @@
 """Issue 12: no user text runs as code; hostile input gets a clear error (see README "Security")."""
 import ast
-import contextlib
 import json
 import os
 import shutil
@@ -517,31 +516,13 @@ def test_a_foreign_database_is_refused_unchanged(tmp_path, schema):
     assert not [name for name in after if name.startswith("other.db-")]  # no WAL, no journal
 
 
-@contextlib.contextmanager
-def _store_held_elsewhere(path: str):
-    """Another process holding the results store at ``path`` open (its lock taken) while the body runs."""
-    import sys
-
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    holder = subprocess.Popen([sys.executable, "-c", "import time\n"
-                               "from beastgen.harness.store import Store\n"
-                               f"s = Store({path!r}); print('open', flush=True); time.sleep(30)"],
-                              env=env, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "open"
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
-
-
-def test_a_symbolic_link_to_a_store_is_the_store(tmp_path):
+def test_a_symbolic_link_to_a_store_is_the_store(tmp_path, store_held_elsewhere):
     from beastgen.errors import BeastError
     from beastgen.harness.store import Store
 
     path = str(tmp_path / "run.db")
     os.symlink(path, tmp_path / "link.db")
-    with _store_held_elsewhere(path):
+    with store_held_elsewhere(path):
         with pytest.raises(BeastError, match=r"link.db: the results store is in use"):
             Store(str(tmp_path / "link.db"))
 
@@ -718,12 +699,12 @@ def test_tune_worker_dies_with_its_parent(tmp_path):
     assert alive == []
 
 
-def test_second_process_on_one_results_store_is_refused(tmp_path):
+def test_second_process_on_one_results_store_is_refused(tmp_path, store_held_elsewhere):
     from beastgen.errors import BeastError
     from beastgen.harness.store import Store
 
     path = str(tmp_path / "run.db")
-    with _store_held_elsewhere(path):
+    with store_held_elsewhere(path):
         with pytest.raises(BeastError, match=r"in use by another beastgen tune \(pid \d+\)"):
             Store(path)
     Store(path).close()  # free again once the first is gone (kill -9 included)

@@ -19,7 +19,7 @@ import pytest
 from beastgen.compiler.analysis.symbolic import SymbolicContext
 from beastgen.compiler.codegen.c_expression import c_expression, c_source
 from beastgen.compiler.codegen.nest import guard_test, guards
-from beastgen.compiler.codegen.numba_nest import NumbaForm, python_truth
+from beastgen.compiler.codegen.numba_nest import NUMBA_SPELLING, NumbaForm, python_truth
 from beastgen.compiler.language import nodes as L
 from beastgen.compiler.language import semantics
 from beastgen.compiler.language.printer import expr_source
@@ -238,14 +238,14 @@ def test_numba_computes_the_table(tmp_path):
             continue  # + - * and float(): plain arithmetic, checked through the differential test
         original, expr = expr, NumbaForm(items)(expr)
         symbolic = SymbolicContext(items)
-        tests = [guard_test(g, lambda e: f"({expr_source(e)})", semantics.PYTHON, python_truth)
+        tests = [guard_test(g, lambda e: f"({expr_source(e)})", NUMBA_SPELLING, python_truth)
                  for g in guards(expr, items, symbolic)]
         params = [n for n in ("a", "b") if n in items]
         text = "\n".join([f"def f({', '.join(params)}):", *(f"    if {t}:\n        return True, 0.0, 0" for t in tests),
                           f"    r = {expr_source(expr)}",
                           "    return False, float(r), int(r)"
                           if not items_result_float(expr, items) else "    return False, float(r), 0"])
-        scope = {"math": math}
+        scope = {"math": math, "np": np}
         exec(compile(text, name, "exec"), scope)  # noqa: S102 - the test's own text
         function = numba.njit(error_model="python")(scope["f"])
         for a, b in operand_pairs(left, right):
@@ -258,6 +258,26 @@ def test_numba_computes_the_table(tmp_path):
             if not agrees(outcome, raised, value):
                 failures.append(f"{name} a={a!r} b={b!r}: Python {outcome}, Numba {raised} {value!r}")
     assert not failures, "\n".join(failures[:20])
+
+
+def test_numba_spells_each_condition_call_as_the_table():
+    """Each call a condition may make, as Numba's spelling prints it, gives the table's value on
+    every float of the grid. Numba's ``math.floor`` of a float is an int64, undefined past 2**63:
+    LLVM may fold it right in a small function and not in a nest (a fractional-exponent test that
+    rejected ``(-2.0) ** 3.0`` once ``1e300`` had been an exponent), so the value is checked, not
+    only the guards' outcome (``test_numba_computes_the_table``)."""
+    numba = pytest.importorskip("numba")
+    failures = []
+    for call in semantics.CONDITION_CALLS:
+        source = semantics.print_condition(f"{call}(a)", {"a": "(a)"}, NUMBA_SPELLING)
+        scope = {"math": math, "np": np}
+        exec(compile(f"def f(a):\n    return {source}\n", call, "exec"), scope)  # noqa: S102 - the test's own text
+        function = numba.njit(error_model="python")(scope["f"])
+        for a in FLOATS:
+            value, expected = function(a), PYTHON_OPERATIONS[call](a)
+            if not (value == expected or value != value and expected != expected):  # NaN: NaN
+                failures.append(f"{call}({a!r}): the table {expected!r}, Numba {value!r}")
+    assert not failures, "\n".join(failures)
 
 
 def test_numpy_computes_the_table():

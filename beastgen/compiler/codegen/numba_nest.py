@@ -33,6 +33,14 @@ def _compiles(lines: list[str]) -> bool:
     return True
 
 
+#: how Numba writes a condition of the semantics table: ``floor`` as ``np.floor``, a float as the
+#: table's (C's) is; Numba's ``math.floor`` of a float is an int64, undefined past 2**63 (LLVM then
+#: gives any answer: ``(-2.0) ** 1e300``'s fractional-exponent test rejected other rows)
+NUMBA_SPELLING = semantics.Spelling("({x} and {y})", "({x} or {y})", "(not {x})",
+                                    {"isfinite": "math.isfinite({x})", "isinf": "math.isinf({x})",
+                                     "isnan": "math.isnan({x})", "floor": "np.floor({x})"})
+
+
 def python_truth(source: str, expected: bool) -> str:
     """A value's truth in Python (and Numba: NaN is true), or its falsehood."""
     return f"({source})" if expected else f"(not ({source}))"
@@ -213,7 +221,7 @@ class NumbaNest(NestWalker):
             return
         expr = NumbaForm(self.items)(expr)
         for guard in guards(expr, self.items, self.symbolic):
-            self.reject_if(guard_test(guard, _operand, semantics.PYTHON, python_truth), item,
+            self.reject_if(guard_test(guard, _operand, NUMBA_SPELLING, python_truth), item,
                            f"{guard.check.error} in Python: rejected")
         use(expr_source(expr))
 
@@ -540,7 +548,7 @@ class NumbaNest(NestWalker):
             self.emit(f"    {item.name} = 0.0")
         else:
             expr = NumbaForm(self.items)(item.expr)
-            tests = [guard_test(guard, _operand, semantics.PYTHON, python_truth)
+            tests = [guard_test(guard, _operand, NUMBA_SPELLING, python_truth)
                      for guard in guards(expr, self.items, self.symbolic)]
             if tests:  # a bound term that raises bounds nothing
                 self.emit(f"{item.name} = 0.0 if {' or '.join(tests)} else {wrap(expr, 1)}")

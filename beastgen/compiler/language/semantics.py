@@ -180,11 +180,6 @@ class Spelling:
     calls: dict
 
 
-PYTHON = Spelling("({x} and {y})", "({x} or {y})", "(not {x})",
-                  {"isfinite": "math.isfinite({x})", "isinf": "math.isinf({x})",
-                   "isnan": "math.isnan({x})", "floor": "math.floor({x})"})
-
-
 @functools.lru_cache(maxsize=None)
 def condition_names(condition: str) -> frozenset[str]:
     """The names ``condition`` reads (of ``a``, ``b``, ``r`` and its functions)."""
