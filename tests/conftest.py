@@ -23,8 +23,10 @@ PATIENCE_SECONDS = 1800
 
 
 @pytest.fixture(scope="session")
-def generated_dir(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("generated"))
+def generated_dir(_generated_code_outside_the_repository):
+    """The session's generated directory, the one commands and plans default to in the tests
+    ($BEASTGEN_GENERATED_DIR): a plan compiled by one test serves the others, whichever way they ask."""
+    return _generated_code_outside_the_repository
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +73,7 @@ def store_held_elsewhere():
 def _generated_code_outside_the_repository(tmp_path_factory):
     """Tests never write into the repository's own generated/ (checked by test_generated.py)."""
     os.environ["BEASTGEN_GENERATED_DIR"] = str(tmp_path_factory.mktemp("generated-default"))
+    return os.environ["BEASTGEN_GENERATED_DIR"]
 
 
 @pytest.fixture(scope="module")

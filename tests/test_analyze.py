@@ -185,8 +185,16 @@ def _open_in_browser(report: str, figures: int) -> None:
     assert errors == [] and "beastgen analyze" in title
 
 
+#: the default run's replay files: each kernel on one GPU, and the GPU with no built-in profile; the
+#: others are the test's full size (marked ``full``: ``python -m pytest -m full``)
+FIRST_REPLAYS = {"convolution_milo_a100.json.gz", "dedispersion_milo_a100.json.gz",
+                 "gemm_clblast_rtx_titan.json.gz", "gemm_clblast_rtx_3060_laptop.json.gz"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("replay", REPLAYS, ids=os.path.basename)
+@pytest.mark.parametrize("replay", [
+    path if os.path.basename(path) in FIRST_REPLAYS else pytest.param(path, marks=pytest.mark.full)
+    for path in REPLAYS], ids=os.path.basename)
 def test_every_replay_file(tmp_path, replay):
     """Each replay file on its own, then with its space (bound terms where the space has them)."""
     alone = analyze(replay)

@@ -270,7 +270,8 @@ def test_the_acceptance_scripts_kernel_tuner_step_says_what_is_missing():
     def probe(hidden: str):
         hide = f"import sys; sys.modules[{hidden!r}] = None\n" if hidden else ""  # import raises then
         return subprocess.run([sys.executable, "-c", hide + acceptance.KERNEL_TUNER_PROBE],
-                              capture_output=True, text=True, cwd=REPO, timeout=120)
+                              capture_output=True, text=True, cwd=REPO,
+                              timeout=PATIENCE_SECONDS)
 
     absent = probe("kernel_tuner")
     assert absent.returncode == 3 and absent.stdout.strip() == (

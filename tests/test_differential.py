@@ -13,7 +13,7 @@ count, a hang or a process killed by a signal fails. The paths run in a worker p
 (``differential_worker.py``), so a signal is a finding, not the end of the run.
 
 A small fixed budget runs in every test run, and a deeper one (other spaces) in the tests marked
-``slow``; ``--fuzz-budget N`` (or ``BEASTGEN_FUZZ_BUDGET=N``) runs N spaces of each form, for a
+``full`` (``python -m pytest -m full``); ``--fuzz-budget N`` (or ``BEASTGEN_FUZZ_BUDGET=N``) runs N spaces of each form, for a
 release. Numba compiles for a second or more a space, so with
 the small budget it runs on every fourth space; with a larger one, on every space.
 """
@@ -198,6 +198,9 @@ def differential(t1: bool, examples: int | None = None, seed: int | None = None)
 
 test_space_files_count_alike_on_every_path = differential(t1=False)
 test_t1_files_count_alike_on_every_path = differential(t1=True)
-#: deeper, on other spaces (another seed) and Numba on each: the quick set (-m 'not slow') leaves them out
-test_more_space_files_count_alike_on_every_path = pytest.mark.slow(differential(False, DEEPER_BUDGET, seed=37))
-test_more_t1_files_count_alike_on_every_path = pytest.mark.slow(differential(True, DEEPER_BUDGET, seed=37))
+#: deeper, on other spaces (another seed) and Numba on each: the full size of the two tests above
+#: (marked ``full``: ``python -m pytest -m full`` runs them, the README's command leaves them out)
+test_more_space_files_count_alike_on_every_path = pytest.mark.slow(pytest.mark.full(
+    differential(False, DEEPER_BUDGET, seed=37)))
+test_more_t1_files_count_alike_on_every_path = pytest.mark.slow(pytest.mark.full(
+    differential(True, DEEPER_BUDGET, seed=37)))

@@ -301,7 +301,7 @@ def _rows(path):
         return sorted(db.execute("SELECT config_key, status, time, bound, bottleneck FROM results"))
 
 
-def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_path):
+def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_path, generated_dir):
     """Batches on 2 workers, the best shared: the same runs, results and store as one process."""
     from beastgen.distributed import tune_on_cluster
     from beastgen.harness import tune
@@ -309,7 +309,7 @@ def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_p
     # the deterministic bound order: the learnt order adapts to when results come back, which
     # differs between one process and a cluster running candidates side by side
     options = dict(backend="replay", replay=REPLAY, device="titanrtx", budget=30, strategy="bound_order",
-                   generated_dir=str(tmp_path / "generated"), progress=False, log=lambda m: None)
+                   generated_dir=generated_dir, progress=False, log=lambda m: None)  # the session's plan
     local = tune(GEMM_CLBLAST, results=str(tmp_path / "local.db"), **options)
     remote = tune_on_cluster(GEMM_CLBLAST, cluster.scheduler.address, results=str(tmp_path / "remote.db"),
                              **options)

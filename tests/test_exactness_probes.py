@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from conftest import PATIENCE_SECONDS
 from test_differential import Worker, check_paths
 
 NUMBA = ["api-numba", "cli-numba"]
@@ -137,7 +138,8 @@ def test_t1_values_beyond_the_caps_are_one_line_in_bounded_memory(values, why, t
     probe = ("import re, sys\nfrom beastgen.cli import main\nstatus = main(['count', sys.argv[1]])\n"
              "peak = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
              "print(peak, status, file=sys.stderr)\n")
-    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
+                          timeout=PATIENCE_SECONDS)
     *lines, usage = done.stderr.strip().splitlines()
     peak_kib, status = map(int, usage.split())
     assert status == 2 and len(lines) == 1 and why in lines[0] and "values.json:TuningParameters[0]" in lines[0]

@@ -34,8 +34,10 @@ def files() -> list[str]:
     return sorted(os.path.join(REPLAY, f) for f in os.listdir(REPLAY) if f.endswith(".json.gz"))
 
 
-def run(path: str, priors: bool, seed: int, evaluations: int, workdir: str) -> dict:
-    """{"evaluated": [position in the file of each evaluation, in order], "unmeasured": count}."""
+def run(path: str, priors: bool, seed: int, evaluations: int, workdir: str,
+        generated_dir: str | None = None) -> dict:
+    """{"evaluated": [position in the file of each evaluation, in order], "unmeasured": count}; the
+    compiled plan goes to ``generated_dir`` (default: ``workdir``'s), where other runs find it."""
     from beastgen.harness import tune
     from beastgen.harness.recorded import load_replay
     from beastgen.harness.store import read_run
@@ -44,7 +46,7 @@ def run(path: str, priors: bool, seed: int, evaluations: int, workdir: str) -> d
     store = os.path.join(workdir, f"{os.path.basename(path)}-{priors}-{seed}.db")
     result = tune(space, backend="replay", replay=path, device=DEVICES.get(os.path.basename(path)),
                   seed=seed, budget=evaluations, results=store, priors=others,
-                  generated_dir=os.path.join(workdir, "generated"), progress=False,
+                  generated_dir=generated_dir or os.path.join(workdir, "generated"), progress=False,
                   log=lambda message: None)
     replay = load_replay(path)
     position = {key: i for i, key in enumerate(sorted(list(replay.times) + list(replay.failed),

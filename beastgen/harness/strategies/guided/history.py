@@ -30,10 +30,9 @@ class History:
         self.varying = [j for j in range(codes.shape[1]) if codes[:, j].max(initial=0) > 0]
         self.codes = codes[:, self.varying]
         self.sizes = np.array([int(codes[:, j].max()) + 1 for j in self.varying], dtype=np.int64)
-        #: per varying parameter and value: configurations closed, and of those the ones the
-        #: backend answered (a time or a failure; a replay file lacks the others)
-        self.closed_with = [np.zeros(size, dtype=np.int64) for size in self.sizes]
-        self.answered_with = [np.zeros(size, dtype=np.int64) for size in self.sizes]
+        #: closed without an answer from the backend (a replay file lacks them): never measured,
+        #: so still possibly faster than the best
+        self.unanswered = np.zeros(n, dtype=bool)
         self._neighbour_index(codes)
 
     # -- what is open --------------------------------------------------------------------------
@@ -47,16 +46,10 @@ class History:
         alive = self.alive(best)
         return float(self.valid[alive].min()) if alive.any() else math.inf
 
-    def answerable(self, indices: np.ndarray) -> np.ndarray:
-        """How likely the backend is to answer each of ``indices``: per parameter value the share
-        of closed configurations it answered (one more of each counted: 1 before any), the
-        smallest over the configuration's values. On a device every configuration is answered (a
-        failure is an answer); a replay file answers only the configurations it holds."""
-        share = np.ones(len(indices))
-        for j in range(len(self.sizes)):
-            rate = (self.answered_with[j] + 1) / (self.closed_with[j] + 1)
-            share = np.minimum(share, rate[self.codes[indices, j]])
-        return share
+    def unknown(self, best: float) -> np.ndarray:
+        """Never measured (open, or closed without an answer) and not cut by ``best``: where the
+        space's optimum may still be faster than ``best``."""
+        return (self.open | self.unanswered) & (self.valid < best)
 
     def floor(self, indices: np.ndarray, log_times: np.ndarray) -> np.ndarray:
         """Predicted ``log_times`` of ``indices``, never below their valid bound."""
@@ -67,9 +60,7 @@ class History:
     def observe(self, i: int, time: float | None) -> None:
         """Candidate ``i`` was measured in ``time`` seconds (inf: failed; None: no time)."""
         self.open[i] = False
-        for j, code in enumerate(self.codes[i]):
-            self.closed_with[j][code] += 1
-            self.answered_with[j][code] += time is not None
+        self.unanswered[i] = time is None
         if time is not None and math.isfinite(time) and time > 0:
             self.measured.append(i)
             self.log_times.append(math.log(time))

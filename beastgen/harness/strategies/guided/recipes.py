@@ -71,11 +71,22 @@ CERTIFICATE = {
                                 "scan of every open configuration)", 16, 1),
     "tolerance": Option("the confidence is that no configuration left is more than this fraction "
                         "faster than the best measured", 0.01, POSITIVE),
-    "confidence_spread": Option("the Gaussian process's spread is scaled by this in the "
-                                "confidence (not calibrated yet: docs/search.md)", 1.0, POSITIVE),
     "model_threads": Option("BLAS threads of the models (0: one, or what the environment's "
                             "OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, ... say when set)", 0),
 }
+
+
+def confidence_options(spread: float, after: int, quiet: int) -> dict[str, Option]:
+    """The confidence's rule (:mod:`.confidence`), each recipe's defaults chosen on the replay
+    files by ``benchmarks/search/confidence.py calibrate`` (not calibrated yet: docs/search.md)."""
+    return {
+        "confidence_spread": Option("the Gaussian process's spread is scaled by this in the "
+                                    "confidence", spread, POSITIVE),
+        "confidence_after": Option("the confidence is 0 before this many measurements", after, 0),
+        "confidence_quiet": Option("... and until this many measurements in a row have not "
+                                   "improved the best by more than the tolerance", quiet, 0),
+    }
+
 
 WITHOUT_PRIORS = {
     "initial": Option("configurations measured before the models are used: the first the "
@@ -100,6 +111,7 @@ WITHOUT_PRIORS = {
     **FOREST,
     **REGRESSION,
     **CERTIFICATE,
+    **confidence_options(1.5, 0, 0),
 }
 
 WITH_PRIORS = {
@@ -126,6 +138,7 @@ WITH_PRIORS = {
     "prior_ridge": Option("prior precision of the regression's weights of the sources' scores "
                           "around their equal share", 0.1, POSITIVE),
     **CERTIFICATE,
+    **confidence_options(0.7, 0, 80),
 }
 
 
@@ -145,15 +158,23 @@ def options(priors: bool, given: dict):
 @dataclass
 class Recipe:
     mixer: Mixer  # the proposals
-    confidence: Confidence  # how sure the search is of its best
+    process: Process  # the Gaussian process that the confidence reads
+    confidence: Confidence | None = None  # how sure the search is of its best
 
 
-def build(history, values: np.ndarray, sources: np.ndarray | None, chosen, rng) -> Recipe:
+def build(history, values: np.ndarray, sources: np.ndarray | None, chosen, rng,
+          confidence_rng) -> Recipe:
     """The recipe's proposers over ``history`` (``values``: n x the varying parameters' numeric
-    values; ``sources``: the priors' scores or None; ``chosen``: :func:`options`)."""
+    values; ``sources``: the priors' scores or None; ``chosen``: :func:`options`), drawing from
+    ``rng``, and its confidence, drawing from ``confidence_rng`` alone."""
     if sources is None:
-        return without_priors(history, values, chosen, rng)
-    return with_priors(history, values, sources, chosen, rng)
+        recipe = without_priors(history, values, chosen, rng)
+    else:
+        recipe = with_priors(history, values, sources, chosen, rng)
+    recipe.confidence = Confidence(history, recipe.process, chosen.gp_candidates, chosen.tolerance,
+                                   chosen.confidence_spread, chosen.confidence_after,
+                                   chosen.confidence_quiet, confidence_rng)
+    return recipe
 
 
 def without_priors(history, values, o, rng) -> Recipe:
@@ -163,16 +184,16 @@ def without_priors(history, values, o, rng) -> Recipe:
     regression = _regression(features, *_regression_prior(features, o), o, rng)
     forest = Forest(stacked(forest_inputs(history) + derived_inputs(values), len(values)),
                     o.forest_trees, Schedule(o.forest_refit, o.forest_refit_min), rng, no_baseline)
-    process = ModelMinimum(history, Process(process_inputs(history), o.gp_training, o.gp_refit,
-                                            o.gp_refit_min, o.gp_steps, rng),
-                           o.gp_kappa, o.gp_candidates, rng)
+    process = Process(process_inputs(history), o.gp_training, o.gp_refit, o.gp_refit_min,
+                      o.gp_steps, rng)
     return Recipe(Mixer(history, SmallestBoundThenRandom(history, rng), o.initial, [regression], [
         Stage([(Local(history, regression, o.local_top), o.local_share)]),
-        Stage([(process, o.gp_share)], until=o.gp_until),
+        Stage([(ModelMinimum(history, process, o.gp_kappa, o.gp_candidates, rng), o.gp_share)],
+              until=o.gp_until),
         Stage([(Crossover(history, regression, o.cross_top, o.cross_children, rng), o.cross_share),
                (ModelMinimum(history, forest, o.forest_kappa, o.forest_candidates, rng), o.forest_share),
                (ModelMinimum(history, regression, 0.0, None, rng), 1.0)]),
-    ]), _confidence(history, process, o))
+    ]), process)
 
 
 def with_priors(history, values, sources, o, rng) -> Recipe:
@@ -189,22 +210,17 @@ def with_priors(history, values, sources, o, rng) -> Recipe:
     forest = Forest(stacked(forest_inputs(history) + source_inputs(sources), len(values)),
                     o.forest_trees, Schedule(o.forest_refit, o.forest_refit_min), rng,
                     SourcesBaseline(sources, o.residual_ridge))
-    process = ModelMinimum(history, Process(source_process_inputs(process_inputs(history), sources),
-                                            o.gp_training, o.gp_refit, o.gp_refit_min, o.gp_steps,
-                                            rng),
-                           o.gp_kappa, o.gp_candidates, rng)
+    process = Process(source_process_inputs(process_inputs(history), sources), o.gp_training,
+                      o.gp_refit, o.gp_refit_min, o.gp_steps, rng)
     transfer = Transfer(sources, o.transfer_temperature)
     return Recipe(Mixer(history, SourcesFirst(history, sources), o.initial, [regression], [
         Stage([(Local(history, regression, o.local_top), o.local_share)]),
         Stage([(ModelMinimum(history, transfer, 0.0, None, rng), o.transfer_share)]),
-        Stage([(process, o.gp_share)], after=o.gp_after, until=o.gp_until),
+        Stage([(ModelMinimum(history, process, o.gp_kappa, o.gp_candidates, rng), o.gp_share)],
+              after=o.gp_after, until=o.gp_until),
         Stage([(ModelMinimum(history, forest, o.forest_kappa, o.forest_candidates, rng), o.forest_share),
                (ModelMinimum(history, regression, 0.0, None, rng), 1.0)]),
-    ]), _confidence(history, process, o))
-
-
-def _confidence(history, process, o) -> Confidence:
-    return Confidence(history, process, o.tolerance, o.confidence_spread)
+    ]), process)
 
 
 def _regression_prior(features, o) -> tuple[np.ndarray, np.ndarray]:

@@ -58,8 +58,10 @@ class GuidedSearch:
             varying = self.history.varying
             values = (np.full((n, len(varying)), np.nan) if values is None else
                       np.asarray(values, dtype=float).reshape(n, -1)[:, varying])
+            seeds = np.random.SeedSequence(seed)  # the proposals' generator, and the estimate's
             self.recipe = recipes.build(self.history, values, sources, self.options,
-                                        np.random.default_rng(seed))
+                                        np.random.default_rng(seeds),
+                                        np.random.default_rng(seeds.spawn(1)[0]))
         self.model_seconds = time.process_time() - started
 
     def next(self, best: float) -> int | None:
@@ -150,9 +152,12 @@ class Guided(Strategy):
             state.proposals += 1
             i = search.next(state.best_time)
             state.model_seconds = search.model_seconds
-            if i is None:
-                state.proven = True  # every configuration was measured or cut by a valid bound
-                state.confidence = 1.0
+            if i is None:  # every configuration was closed or cut by a valid bound
+                state.proven = True
+                # 1 unless a replay file lacked some that the bounds did not cut (the model's
+                # estimate for those: they are in the space)
+                state.confidence = search.confidence(state.best_time)
+                state.model_seconds = search.model_seconds
                 return
             candidate = candidate_of(rows[i], columns, bool(terms))
             yield candidate

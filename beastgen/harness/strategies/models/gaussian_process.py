@@ -8,9 +8,10 @@ on its analytic gradient, from the previous fit and from a default start; a fit 
 factorisation with jitter.
 
 Its cost is bounded: a training row is added to the factorisation in O(n^2) (``extend``), and the
-posterior of a set of rows that it watches (``watch``: the search's candidates) is kept current
-through each addition in O(n) per row, so scoring them is a matrix-vector product; only a fit
-(new hyperparameters, a new training set) refactors and rewatches, in O(n^3 + n^2 m).
+posterior of the sets of rows that it watches (``watch``: the proposer's candidates, the
+confidence's own) is kept current through each addition in O(n) per row, so scoring them is a
+matrix-vector product; only a fit (new hyperparameters, a new training set) refactors and
+rewatches, in O(n^3 + n^2 m).
 """
 from __future__ import annotations
 
@@ -35,12 +36,13 @@ SMALLEST_VARIANCE = 1e-12
 
 class GaussianProcess:
     """``fit(x, y, steps)``, then ``predict(rows)`` -> (mean, standard deviation); ``extend(rows,
-    y)`` adds training rows; ``watch(rows)`` and ``predict_watched()`` keep the posterior of a set
-    of rows current at O(n) per row and training row."""
+    y)`` adds training rows; ``watch(rows, key)`` and ``predict_watched(key)`` keep the posterior of
+    a set of rows (one per ``key``, independent of the others) current at O(n) per row and training
+    row."""
 
     def __init__(self):
         self.theta: np.ndarray | None = None  # log length scales..., log signal, log noise
-        self.watched = None
+        self.watched: dict = {}  # key: [rows, L^-1 k(train, rows), explained variance per row]
 
     def fit(self, x: np.ndarray, y: np.ndarray, steps: int = 0) -> "GaussianProcess":
         """Condition on (``x``, ``y``); with ``steps`` > 0 first refit the hyperparameters."""
@@ -57,7 +59,7 @@ class GaussianProcess:
         self.x = x
         self.chol = np.linalg.cholesky(_kernel(x / self.length, self.signal, self.noise)[0])
         self._condition()
-        self.watched = None
+        self.watched = {}
         return self
 
     def extend(self, rows: np.ndarray, y: np.ndarray) -> None:
@@ -72,10 +74,11 @@ class GaussianProcess:
             chol = np.zeros((n + 1, n + 1))
             chol[:n, :n], chol[n, :n], chol[n, n] = self.chol, part, diagonal
             self.chol, self.x = chol, np.concatenate([self.x, row[None, :]])
-            if self.watched is not None:
-                new = (self._cross(row[None, :], self.watched)[0] - part @ self.half) / diagonal
-                self.half = np.concatenate([self.half, new[None, :]])
-                self.explained += new * new
+            for watched in self.watched.values():
+                rows_watched, half, explained = watched
+                new = (self._cross(row[None, :], rows_watched)[0] - part @ half) / diagonal
+                watched[1] = np.concatenate([half, new[None, :]])
+                explained += new * new
         self._standardise(np.asarray(y, dtype=float))
         self._condition()
 
@@ -86,16 +89,18 @@ class GaussianProcess:
                                 lower=True)  # L^-1 k*, (train, rows)
         return self._posterior(half, (half * half).sum(axis=0))
 
-    def watch(self, rows: np.ndarray) -> None:
-        """Keep the posterior of ``rows`` current from now on (:meth:`predict_watched`)."""
+    def watch(self, rows: np.ndarray, key=None) -> None:
+        """Keep the posterior of ``rows`` current from now on (:meth:`predict_watched` with the
+        same ``key``), in place of the rows watched under that key before."""
         from scipy.linalg import solve_triangular
-        self.watched = np.asarray(rows, dtype=float)
-        self.half = solve_triangular(self.chol, self._cross(self.watched, self.x).T, lower=True)
-        self.explained = (self.half * self.half).sum(axis=0)
+        rows = np.asarray(rows, dtype=float)
+        half = solve_triangular(self.chol, self._cross(rows, self.x).T, lower=True)
+        self.watched[key] = [rows, half, (half * half).sum(axis=0)]
 
-    def predict_watched(self) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`predict` of the watched rows, in O(n) per row."""
-        return self._posterior(self.half, self.explained)
+    def predict_watched(self, key=None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`predict` of the rows watched under ``key``, in O(n) per row."""
+        _, half, explained = self.watched[key]
+        return self._posterior(half, explained)
 
     def _posterior(self, half, explained):
         variance = np.maximum(self.signal - explained, SMALLEST_VARIANCE * self.signal)
@@ -182,7 +187,8 @@ class Process(Model):
     random rest, ``rng``); between those fits every new measurement joins the training set
     (:meth:`GaussianProcess.extend`), which is chosen anew (the hyperparameters kept) once it
     holds twice ``training``. The rows it scores are kept current through the additions
-    (``generation`` counts the fits from scratch, after which they are chosen again). Failures are never
+    (``generation`` counts the fits from scratch, after which they are chosen again); each reader
+    (``score``'s ``reader``: the proposer, the confidence) has its own. Failures are never
     measurements, so never trained on."""
 
     def __init__(self, inputs: np.ndarray, training: int, refit: float, least: int, steps: int,
@@ -193,7 +199,7 @@ class Process(Model):
         self.process = GaussianProcess()
         self.refits = 0
         self.trained: list[int] = []  # positions in the history's measurements
-        self.scored = None
+        self.scored: dict = {}  # reader: the indices it scores
 
     @property
     def generation(self) -> int:
@@ -222,16 +228,17 @@ class Process(Model):
             if due:
                 self.tuning.done(history)
             self.refits += 1
-            self.scored = None
+            self.scored = {}
         else:
             new = list(range(self.seen, len(measured)))
             self.trained += new
             self.process.extend(self.inputs[measured[new]], y[self.trained])
         self.seen = len(measured)
 
-    def score(self, indices):
-        if self.scored is None or len(indices) != len(self.scored) or \
-                not np.array_equal(indices, self.scored):
-            self.scored = np.array(indices)
-            self.process.watch(self.inputs[indices])
-        return self.process.predict_watched()
+    def score(self, indices, reader=None):
+        """(mean, spread) of ``indices``, kept current for ``reader`` until it asks for others."""
+        scored = self.scored.get(reader)
+        if scored is None or len(indices) != len(scored) or not np.array_equal(indices, scored):
+            self.scored[reader] = np.array(indices)
+            self.process.watch(self.inputs[indices], reader)
+        return self.process.predict_watched(reader)
