@@ -55,6 +55,25 @@ class CNest(NestWalker):
         for test, why in tests:
             self.reject_if(test, None, why)
 
+    # -- statements ------------------------------------------------------------------------------
+    def var(self, name: str) -> str:
+        return c_name(name)
+
+    def quote(self, text: str | None) -> str:
+        return c_comment(text or "")
+
+    def comment(self, text: str) -> None:
+        self.emit(f"// {text}")
+
+    def declare(self, names: list[str]) -> None:
+        self.emit(f"int64_t {', '.join(names)};")
+
+    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
+        self.assign(target, expr)
+
+    def define_flag(self, target: str, test: str) -> None:
+        self.emit(f"int {target} = {test};")
+
     # -- rejection -------------------------------------------------------------------------------
     def reject_statement(self) -> str:
         return "continue;" if self.loops else "return _n;"
@@ -111,10 +130,6 @@ class CNest(NestWalker):
         if level.iterator.function is not None:
             raise Unsupported(f"iterator {level.iterator.name!r} is a space function")
         super().open_level(level, index)
-
-    def loop_comment(self, it: Item, index: int) -> None:
-        self.emit(f"// loop {index}: iterator {c_comment(it.name)} ({c_comment(it.origin or '')}): "
-                  f"{c_comment(it.source_text)}")
 
     def range_parts(self, it: Item) -> list[str]:
         names = [f"{c_name(it.name)}__{part}" for part in ("lo", "hi", "step")]
@@ -225,50 +240,28 @@ class CNest(NestWalker):
         self.emit(f"if ({var} < {first}) continue;")
         self.emit(f"if ({var} >= {last}) break;")
 
-    def partner_bounds(self, level, index: int, partner: tuple) -> None:
-        """The solved iterator's range, computed once for the divisor loop (it cannot raise)."""
-        solved = self.plan.levels[index + 1]
-        var, name = c_name(level.iterator.name), c_name(solved.iterator.name)
-        self.emit(f"// filter {c_comment(solved.solved.filter.name)} also rejects a solution outside "
-                  f"{c_comment(solved.iterator.name)}'s range [__plo, __phi) (__plo >= 1 proven): "
-                  f"only num // __phi < {c_comment(level.iterator.name)} <= num // __plo pass")
-        self.emit(f"int64_t {name}__plo, {name}__phi;")
-        self.assign(f"{name}__plo", partner[0])
-        self.assign(f"{name}__phi", partner[1])
-        self.emit(f"int {var}__positive = {var}__num > 0;")
+    INT_DIVIDE = "/"
 
-    def divisibility(self, level, index: int, narrowing) -> None:
-        """``__top`` and ``__mul``: the values that pass the filter's divisibility tests are the
-        multiples of ``__mul`` dividing the numerator, ``__mul * d`` for the divisors d of ``__top``
-        (0: none)."""
-        var = c_name(level.iterator.name)
-        num, top, whole, none = (f"{var}__{name}" for name in ("num", "top", "whole", "none"))
-        name, solved = c_comment(level.iterator.name), c_comment(self.plan.levels[index + 1].iterator.name)
-        self.emit(f"// filter {c_comment(narrowing.filter.name)} rejects unless {name} divides gcd(n, X / c) "
-                  f"for each X % ({name} * c) != 0 it tests, and n / {name} (= {solved}) divides "
-                  f"gcd(n, Y / c) for each Y % ({solved} * c) != 0")
-        self.emit(f"int64_t {top} = {num}, {whole} = {num};")
-        self.emit(f"int {none} = 0;  // a c that does not divide its X or Y: no value passes")
-        pairs = [(top, pair) for pair in narrowing.divides] + [(whole, pair) for pair in narrowing.divided_by]
-        for position, (target, (dividend, factor)) in enumerate(pairs):
-            part = f"{var}__x{position}"
-            self.emit(f"int64_t {part};")
-            self.assign(part, dividend)
-            if factor is not None:
-                self.emit(f"int64_t {part}__c;")
-                self.assign(f"{part}__c", factor)
-                self.emit(f"if (bg_mod_nz({part}, {part}__c) != 0) {none} = 1;")
-                self.emit(f"else {part} /= {part}__c;  // c >= 1 proven: no overflow")
-            self.emit(f"{target} = bg_gcd({target}, {part});")
-        self.emit(f"{var}__mul = {num} / {whole};  // the solution divides __whole: {name} is a multiple of this")
-        self.emit(f"{top} = !{none} && {top} % {var}__mul == 0 ? {top} / {var}__mul : 0;")
+    def divisibility_start(self, var: str) -> None:
+        self.emit(f"int64_t {var}__top = {var}__num, {var}__whole = {var}__num;")
+        self.emit(f"int {var}__none = 0;  // a c that does not divide its X or Y: no value passes")
+
+    def divide_exactly(self, part: str, factor: str, none: str) -> None:
+        self.emit(f"if (bg_mod_nz({part}, {factor}) != 0) {none} = 1;")
+        self.emit(f"else {part} /= {factor};  // c >= 1 proven: no overflow")
+
+    def gcd_into(self, target: str, part: str) -> None:
+        self.emit(f"{target} = bg_gcd({target}, {part});")
+
+    def divisibility_end(self, var: str, name: str) -> None:
+        self.emit(f"{var}__mul = {var}__num / {var}__whole;  // the solution divides __whole: {name} is a multiple of this")
+        self.emit(f"{var}__top = !{var}__none && {var}__top % {var}__mul == 0 ? {var}__top / {var}__mul : 0;")
 
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
         it, solution = level.iterator, level.solved
         item = solution.filter
         var = c_name(it.name)
-        self.emit(f"// filter {c_comment(item.name)} ({c_comment(item.origin or '')}): rejects when "
-                  f"{c_comment(item.source_text)}; solved for {c_comment(it.name)} instead of looping")
+        self.solved_comment(level)
         for part in (solution.numerator, solution.denominator):
             if infer_type(part, self.items) not in ("int", "bool"):
                 raise Unsupported(f"the solution for {it.name!r} is not an integer")
@@ -297,8 +290,7 @@ class CNest(NestWalker):
             raise Unsupported(f"{item.kind} {item.name!r} is a space function")
         if item.kind == "derived" and item.name not in self.needed:
             return  # read by bound terms alone, and it cannot raise
-        self.emit(f"// {item.kind} {c_comment(item.name)} ({c_comment(item.origin or '')}): "
-                  f"{'rejects when ' if item.kind == 'filter' else ''}{c_comment(item.source_text)}")
+        self.comment(self.describe(item))
         super().place(item)
 
     def place_derived(self, item: Item) -> None:

@@ -371,11 +371,13 @@ def guard_test(guard: Guard, source, spelling: semantics.Spelling, truth) -> str
 # The walk
 # --------------------------------------------------------------------------------------------------
 class NestWalker:
-    """One walk of the plan's nest, printed through a target's hooks. A target (a subclass) gives
-    the syntax: :meth:`loop_comment`, :meth:`function_loop`, :meth:`values_loop`,
-    :meth:`range_parts`, :meth:`range_loop`, :meth:`counted_range`, :meth:`divisor_loop`,
-    :meth:`solved_level`, :meth:`if_header`, :meth:`end_block`, :meth:`reject` and
-    ``place_<kind>`` for the items; a
+    """One walk of the plan's nest, printed through a target's hooks. A target (a subclass) prints
+    statements (:meth:`var`, :meth:`quote`, :meth:`comment`, :meth:`declare`, :meth:`compute`,
+    :meth:`define_flag`), with which the walker writes what is the same algorithm in every target
+    (:meth:`loop_comment`, :meth:`describe`, :meth:`partner_bounds`); it still gives the syntax of
+    :meth:`function_loop`, :meth:`values_loop`, :meth:`range_parts`, :meth:`range_loop`,
+    :meth:`counted_range`, :meth:`divisor_loop`, :meth:`solved_level`, :meth:`if_header`,
+    :meth:`end_block`, :meth:`reject` and ``place_<kind>`` for the items; a
     generated function (a subclass of the target) gives what it does at a level it enters
     (:meth:`enter`), at the split node (:meth:`at_split`) and what it opens and closes around the
     walk. Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
@@ -473,6 +475,104 @@ class NestWalker:
     def ends_loop(self, item: Item) -> str | None:
         """The iterator whose loop ``item``, a filter, leaves when it rejects; None: it goes on."""
         return self.ending.get(item.name)
+
+    # -- statements a target prints (the algorithms below are written once, with these) ---------
+    def var(self, name: str) -> str:
+        """The target's variable for a space name (or a name built on one: ``x__num``)."""
+        raise NotImplementedError
+
+    def quote(self, text: str) -> str:
+        """User text (a name, a source) as it may stand in one of the target's comments."""
+        raise NotImplementedError
+
+    def comment(self, text: str) -> None:
+        """A comment line (``text`` already quoted)."""
+        raise NotImplementedError
+
+    def declare(self, names: list[str]) -> None:
+        """Declare 64-bit integer variables ``names`` (set later)."""
+        raise NotImplementedError
+
+    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
+        """``target = expr`` after the guards that reject (as ``item``'s) where Python raises."""
+        raise NotImplementedError
+
+    def define_flag(self, target: str, test: str) -> None:
+        """A new truth value ``target``, set to ``test`` (source common to every target)."""
+        raise NotImplementedError
+
+    def loop_comment(self, it: Item, index: int) -> None:
+        self.comment(f"loop {index}: iterator {self.quote(it.name)} ({self.quote(it.origin)}): "
+                     f"{self.quote(it.source_text)}")
+
+    def describe(self, item: Item) -> str:
+        """An item's comment: its kind, name, place and source (a filter's: when it rejects)."""
+        return (f"{item.kind} {self.quote(item.name)} ({self.quote(item.origin)}): "
+                f"{'rejects when ' if item.kind == 'filter' else ''}{self.quote(item.source_text)}")
+
+    def solved_comment(self, level) -> None:
+        """The comment opening a solved level: its filter, solved for the level's iterator."""
+        self.comment(f"{self.describe(level.solved.filter)}; solved for {self.quote(level.iterator.name)} "
+                     "instead of looping")
+
+    # -- divisor loops ---------------------------------------------------------------------------
+    def partner_bounds(self, level, index: int, partner: tuple) -> None:
+        """The solved iterator's range, computed once for the divisor loop (it cannot raise):
+        ``<solved>__plo`` and ``__phi``, and whether the numerator is positive (``<it>__positive``)."""
+        solved = self.plan.levels[index + 1]
+        name, var = self.var(solved.iterator.name), self.var(level.iterator.name)
+        self.comment(f"filter {self.quote(solved.solved.filter.name)} also rejects a solution outside "
+                     f"{self.quote(solved.iterator.name)}'s range [__plo, __phi) (__plo >= 1 proven): "
+                     f"only num // __phi < {self.quote(level.iterator.name)} <= num // __plo pass")
+        self.declare([f"{name}__plo", f"{name}__phi"])
+        for part, expr in zip(("plo", "phi"), partner):
+            self.compute(f"{name}__{part}", expr, solved.iterator)
+        self.define_flag(f"{var}__positive", f"{var}__num > 0")
+
+    #: integer division as the target writes it (in the divisibility comment)
+    INT_DIVIDE = "//"
+
+    def divisibility(self, level, index: int, narrowing: Narrowing) -> None:
+        """``__top`` and ``__mul``: the values that pass the filter's divisibility tests are the
+        multiples of ``__mul`` dividing the numerator, ``__mul * d`` for the divisors d of ``__top``
+        (0: none): ``d`` divides ``gcd(n, X / c, ...)`` (into ``__top``) and the solution divides
+        ``gcd(n, Y / c, ...)`` (into ``__whole``); a ``c`` that does not divide its X or Y sets
+        ``__none``."""
+        var = self.var(level.iterator.name)
+        name, solved = self.quote(level.iterator.name), self.quote(self.plan.levels[index + 1].iterator.name)
+        divide = self.INT_DIVIDE
+        self.comment(f"filter {self.quote(narrowing.filter.name)} rejects unless {name} divides gcd(n, X {divide} c) "
+                     f"for each X % ({name} * c) != 0 it tests, and n {divide} {name} (= {solved}) divides "
+                     f"gcd(n, Y {divide} c) for each Y % ({solved} * c) != 0")
+        self.divisibility_start(var)
+        pairs = [("top", pair) for pair in narrowing.divides] + [("whole", pair) for pair in narrowing.divided_by]
+        for position, (target, (dividend, factor)) in enumerate(pairs):
+            part = f"{var}__x{position}"
+            self.declare([part])
+            self.compute(part, dividend, narrowing.filter)
+            if factor is not None:
+                self.declare([f"{part}__c"])
+                self.compute(f"{part}__c", factor, narrowing.filter)
+                self.divide_exactly(part, f"{part}__c", f"{var}__none")
+            self.gcd_into(f"{var}__{target}", part)
+        self.divisibility_end(var, name)
+
+    def divisibility_start(self, var: str) -> None:
+        """``<var>__top`` and ``__whole`` set to the numerator, ``__none`` false."""
+        raise NotImplementedError
+
+    def divide_exactly(self, part: str, factor: str, none: str) -> None:
+        """``part`` divided by ``factor`` (proven >= 1), or ``none`` set where it does not divide."""
+        raise NotImplementedError
+
+    def gcd_into(self, target: str, part: str) -> None:
+        """``target = gcd(target, part)``."""
+        raise NotImplementedError
+
+    def divisibility_end(self, var: str, name: str) -> None:
+        """``__mul``, the numerator over ``__whole``, and ``__top`` over it (0 where it is none);
+        ``name``: the iterator's, quoted for a comment."""
+        raise NotImplementedError
 
     def reject_if(self, test: str, item: Item | None, why: str) -> None:
         self.emit(self.if_header(test, why))

@@ -199,6 +199,25 @@ class NumbaNest(NestWalker):
         self.depth = 1
         self.emit(f"return {result}")
 
+    # -- statements ------------------------------------------------------------------------------
+    def var(self, name: str) -> str:
+        return name
+
+    def quote(self, text: str) -> str:
+        return comment_text(text)
+
+    def comment(self, text: str) -> None:
+        self.emit(f"# {text}")
+
+    def declare(self, names: list[str]) -> None:
+        pass  # Python declares by assigning
+
+    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
+        self.guarded(item, expr, lambda source: self.emit(f"{target} = {source}"))
+
+    def define_flag(self, target: str, test: str) -> None:
+        self.emit(f"{target} = {test}")
+
     # -- rejection -------------------------------------------------------------------------------
     def reject(self, item: Item) -> None:
         # before the outermost loop, a rejection rejects everything
@@ -288,10 +307,6 @@ class NumbaNest(NestWalker):
             self.emit(f"    {helper.raising(f'{item.name}__left')}")
 
     # -- a loop ----------------------------------------------------------------------------------
-    def loop_comment(self, it: Item, index: int) -> None:
-        self.emit(f"# loop {index}: iterator {it.name} ({comment_text(it.origin)}): "
-                  f"{comment_text(it.source_text)}")
-
     def function_loop(self, it: Item, index: int) -> None:
         fn = it.function
         if fn.form == "generator" and not self.may_raise(it):
@@ -426,42 +441,27 @@ class NumbaNest(NestWalker):
         self.emit("    break")
         self.enter(index)
 
-    def partner_bounds(self, level, index: int, partner: tuple) -> None:
-        """The solved iterator's range, computed once for the divisor loop (it cannot raise)."""
-        solved = self.plan.levels[index + 1]
-        name = solved.iterator.name
-        self.emit(f"# filter {solved.solved.filter.name} also rejects a solution outside {name}'s range "
-                  f"[__plo, __phi) (__plo >= 1 proven): only num // __phi < {level.iterator.name} <= num // __plo pass")
-        for part, expr in zip(("plo", "phi"), partner):
-            self.guarded(solved.iterator, expr, lambda source, part=part: self.emit(f"{name}__{part} = {source}"))
-        self.emit(f"{level.iterator.name}__positive = {level.iterator.name}__num > 0")
+    def divisibility_start(self, var: str) -> None:
+        self.emit(f"{var}__top, {var}__whole, {var}__none = {var}__num, {var}__num, False")
 
-    def divisibility(self, level, index: int, narrowing) -> None:
-        """``__top_div[:__size]`` times ``__mul``: the values that pass the filter's divisibility tests,
-        the multiples of ``__mul`` dividing the numerator and ``__top * __mul`` (none: ``__size`` 0)."""
-        v = level.iterator.name
-        solved = self.plan.levels[index + 1].iterator.name
-        self.emit(f"# filter {narrowing.filter.name} rejects unless {v} divides gcd(n, X // c) for each "
-                  f"X % ({v} * c) != 0 it tests, and n // {v} (= {solved}) divides gcd(n, Y // c) for each "
-                  f"Y % ({solved} * c) != 0")
-        self.emit(f"{v}__top, {v}__whole, {v}__none = {v}__num, {v}__num, False")
-        pairs = [("top", pair) for pair in narrowing.divides] + [("whole", pair) for pair in narrowing.divided_by]
-        for position, (target, (dividend, factor)) in enumerate(pairs):
-            part = f"{v}__x{position}"
-            self.guarded(narrowing.filter, dividend, lambda source: self.emit(f"{part} = {source}"))
-            if factor is not None:
-                self.guarded(narrowing.filter, factor, lambda source: self.emit(f"{part}__c = {source}"))
-                self.emit(f"if {part} % {part}__c != 0:")
-                self.emit(f"    {v}__none = True")
-                self.emit("else:")
-                self.emit(f"    {part} //= {part}__c  # c >= 1 proven: no overflow")
-            self.emit(f"{v}__{target} = gcd({v}__{target}, {part})")
-        self.emit(f"{v}__mul = {v}__num // {v}__whole  # the solution divides __whole: {v} is a multiple of this")
-        self.emit(f"{v}__top = {v}__top // {v}__mul if not {v}__none and {v}__top % {v}__mul == 0 else 0")
-        self.emit(f"if {v}__top != {v}__top_of:")
-        self.emit(f"    {v}__top_ndiv = divisors({v}__top, {v}__top_div)")
-        self.emit(f"    {v}__top_of = {v}__top")
-        self.emit(f"{v}__size = {v}__top_ndiv")
+    def divide_exactly(self, part: str, factor: str, none: str) -> None:
+        self.emit(f"if {part} % {factor} != 0:")
+        self.emit(f"    {none} = True")
+        self.emit("else:")
+        self.emit(f"    {part} //= {factor}  # c >= 1 proven: no overflow")
+
+    def gcd_into(self, target: str, part: str) -> None:
+        self.emit(f"{target} = gcd({target}, {part})")
+
+    def divisibility_end(self, var: str, name: str) -> None:
+        """... then ``__top_div[:__size]``: the divisors of ``__top`` (times ``__mul``, the values
+        visited), in a cache of their own (``__div`` keeps the numerator's, for the statistics)."""
+        self.emit(f"{var}__mul = {var}__num // {var}__whole  # the solution divides __whole: {name} is a multiple of this")
+        self.emit(f"{var}__top = {var}__top // {var}__mul if not {var}__none and {var}__top % {var}__mul == 0 else 0")
+        self.emit(f"if {var}__top != {var}__top_of:")
+        self.emit(f"    {var}__top_ndiv = divisors({var}__top, {var}__top_div)")
+        self.emit(f"    {var}__top_of = {var}__top")
+        self.emit(f"{var}__size = {var}__top_ndiv")
 
     def leaving(self, item: Item, iterator: str) -> None:
         """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
@@ -480,9 +480,7 @@ class NumbaNest(NestWalker):
         item = solution.filter
         numerator = wrap(solution.numerator, PRECEDENCE["*"])
         denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
-        self.emit(f"# filter {item.name} ({comment_text(item.origin)}): rejects when "
-                  f"{comment_text(item.source_text)}; solved for "
-                  f"{it.name} instead of looping")
+        self.solved_comment(level)
         self.guarded(item, solution.numerator, lambda _: None)
         self.guarded(item, solution.denominator, lambda _: None)
         if denominator != "1":
@@ -505,16 +503,14 @@ class NumbaNest(NestWalker):
 
     # -- a derived value, filter or bound --------------------------------------------------------
     def place_derived(self, item: Item) -> None:
-        self.emit(f"# derived {item.name} ({comment_text(item.origin)}): "
-                  f"{comment_text(item.source_text)}")
+        self.comment(self.describe(item))
         if item.function is not None:
             self.call(item, item.name)
         else:
             self.guarded(item, item.expr, lambda s: self.emit(f"{item.name} = {s}"))
 
     def place_filter(self, item: Item) -> None:
-        self.emit(f"# filter {item.name} ({comment_text(item.origin)}): rejects when "
-                  f"{comment_text(item.source_text)}")
+        self.comment(self.describe(item))
         if item.function is not None:
             self.call(item, f"{item.name}__rejects")
             test = f"{item.name}__rejects"
@@ -536,7 +532,7 @@ class NumbaNest(NestWalker):
         """A bound term: computed only by the functions that test bounds (:meth:`test_bound`)."""
         if not self.BOUNDS:
             return
-        self.emit(f"# bound {item.name} ({comment_text(item.origin)}): {comment_text(item.source_text)}")
+        self.comment(self.describe(item))
         if item.function is not None:
             self.call(item, item.name, fallback="0.0")  # a bound term that raises bounds nothing
         elif self.plan.item_expression(item, item.expr) is not item.expr:  # checked integers: a try
