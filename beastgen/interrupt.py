@@ -100,3 +100,24 @@ def sigterm_as_interrupt():
     finally:
         for signum in taken:
             signal.signal(signum, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def ctrl_c_noted():
+    """Within the block, every Ctrl-C is noted in the list it yields, then handled as before. Ctrl-C
+    while Numba compiles may land in one of llvmlite's ctypes callbacks, which swallows the
+    KeyboardInterrupt and leaves Numba failing with an unrelated error; the note tells them apart."""
+    noted: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield noted
+        return
+
+    def note(signum, frame):
+        noted.append(signum)
+        previous(signum, frame)
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)

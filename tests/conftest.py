@@ -87,12 +87,15 @@ def compiled_nests_only():
 
 @pytest.fixture(autouse=True, scope="session")
 def _ctrl_c_delivered():
-    """Ctrl-C raises KeyboardInterrupt in the tests and in the commands and workers they start, even
-    where the suite was started with SIGINT ignored (in the background of a shell: ``nohup ... &``;
+    """Ctrl-C raises KeyboardInterrupt in the tests and in the commands and workers they start, and
+    SIGHUP has its default action there (the SIGHUP tests), even where the suite was started with
+    them ignored (in the background of a shell: ``nohup ... &``;
     an ignored signal stays ignored across exec, a handled one is reset to the default)."""
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_DFL)  # nohup ignores it; beastgen then keeps it ignored
     yield
     signal.signal(signal.SIGINT, previous)
+    signal.signal(signal.SIGHUP, hangup)
 
 
 def pytest_addoption(parser):

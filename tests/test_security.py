@@ -244,6 +244,21 @@ def test_ctrl_c_stops_a_long_count_within_a_second_after_warning(big_space):
     assert output.rstrip().endswith("beastgen: interrupted (Ctrl-C)")
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # ctypes prints it
+def test_a_ctrl_c_a_callback_swallows_is_noted():
+    """Ctrl-C inside a ctypes callback (as llvmlite's, while Numba compiles) is printed and dropped
+    by ctypes; ctrl_c_noted still sees it, so the compile reports an interruption, not an error."""
+    import ctypes
+    import signal
+    from beastgen.interrupt import ctrl_c_noted
+
+    callback = ctypes.CFUNCTYPE(None)(lambda: os.kill(os.getpid(), signal.SIGINT))
+    with ctrl_c_noted() as ctrl_c:
+        callback()  # the KeyboardInterrupt is raised inside the callback, and swallowed there
+    assert ctrl_c == [signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler put back
+
+
 @pytest.mark.parametrize("method", ["chen", "knuth"])
 def test_ctrl_c_stops_an_estimate(big_space, method):
     status, seconds, output = _interrupt(

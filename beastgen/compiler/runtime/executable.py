@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...deep import deeply
 from ...errors import BeastError
-from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly, wait_interruptibly
+from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly, ctrl_c_noted, wait_interruptibly
 from ...trust import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
 from .. import native
 from ..native import NativeNest
@@ -292,12 +292,15 @@ class Executable:
         if function_name in TWO_WORDS:
             import numpy as np
             args = (*args, np.zeros(1, np.int64))
-        try:
-            function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
-        except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
-            if _interrupted(e):  # Ctrl-C while Numba compiled: an interruption, not an error
-                raise KeyboardInterrupt from None
-            raise self._compile_error(e) from None
+        with ctrl_c_noted() as ctrl_c:
+            try:
+                function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
+            except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
+                if ctrl_c or _interrupted(e):  # Ctrl-C while Numba compiled: not an error
+                    raise KeyboardInterrupt from None
+                raise self._compile_error(e) from None
+        if ctrl_c:  # swallowed by a callback of llvmlite's, the compile finishing anyway
+            raise KeyboardInterrupt
         return function
 
     def run(self, function_name: str, *args):
