@@ -292,9 +292,12 @@ class Executable:
         if function_name in TWO_WORDS:
             import numpy as np
             args = (*args, np.zeros(1, np.int64))
+        types = tuple(_numba_typeof(a) for a in args)
+        if types in function.overloads:  # compiled: no signal handler to swap on a warm run
+            return function
         with ctrl_c_noted() as ctrl_c:
             try:
-                function.compile(tuple(_numba_typeof(a) for a in args)) if args else function.compile(())
+                function.compile(types)
             except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
                 if ctrl_c or _interrupted(e):  # Ctrl-C while Numba compiled: not an error
                     raise KeyboardInterrupt from None
