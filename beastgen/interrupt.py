@@ -102,22 +102,43 @@ def sigterm_as_interrupt():
             signal.signal(signum, signal.SIG_DFL)
 
 
+#: signals whose Python handlers raise an interruption: Ctrl-C's and :data:`TERMINATING`
+INTERRUPTING = (signal.SIGINT, *TERMINATING)
+
+
 @contextlib.contextmanager
-def ctrl_c_noted():
-    """Within the block, every Ctrl-C is noted in the list it yields, then handled as before. Ctrl-C
-    while Numba compiles may land in one of llvmlite's ctypes callbacks, which swallows the
-    KeyboardInterrupt and leaves Numba failing with an unrelated error; the note tells them apart."""
-    noted: list[int] = []
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+def interruptions_noted():
+    """Within the block, every interruption a signal handler raises (Ctrl-C's KeyboardInterrupt,
+    :class:`Terminated`) is noted in the list it yields, then raised as before. A signal while Numba
+    compiles may land in one of llvmlite's ctypes callbacks, which swallows the exception and leaves
+    Numba failing with an unrelated error; the note tells them apart, and keeps which signal it was.
+    The traceback ctypes would print for a swallowed interruption is not printed."""
+    import sys
+
+    noted: list[BaseException] = []
+    if threading.current_thread() is not threading.main_thread():
         yield noted
         return
+    previous = {s: signal.getsignal(s) for s in INTERRUPTING}
+    previous = {s: handler for s, handler in previous.items() if callable(handler)}
 
     def note(signum, frame):
-        noted.append(signum)
-        previous(signum, frame)
-    signal.signal(signal.SIGINT, note)
+        try:
+            previous[signum](signum, frame)
+        except BaseException as error:
+            noted.append(error)
+            raise
+    unraisable_hook = sys.unraisablehook
+
+    def print_unless_noted(unraisable):
+        if not any(unraisable.exc_value is error for error in noted):
+            unraisable_hook(unraisable)
+    for signum in previous:
+        signal.signal(signum, note)
+    sys.unraisablehook = print_unless_noted
     try:
         yield noted
     finally:
-        signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = unraisable_hook
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -244,19 +245,29 @@ def test_ctrl_c_stops_a_long_count_within_a_second_after_warning(big_space):
     assert output.rstrip().endswith("beastgen: interrupted (Ctrl-C)")
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # ctypes prints it
-def test_a_ctrl_c_a_callback_swallows_is_noted():
-    """Ctrl-C inside a ctypes callback (as llvmlite's, while Numba compiles) is printed and dropped
-    by ctypes; ctrl_c_noted still sees it, so the compile reports an interruption, not an error."""
+@pytest.mark.parametrize("name, raised", [("SIGINT", KeyboardInterrupt), ("SIGTERM", "Terminated"),
+                                          ("SIGHUP", "Terminated")])
+def test_an_interruption_a_callback_swallows_is_noted(name, raised):
+    """Ctrl-C or SIGTERM inside a ctypes callback (as llvmlite's, while Numba compiles) is printed
+    and dropped by ctypes; interruptions_noted still holds it (and keeps ctypes from printing it), so the compile reports an interruption
+    with its own exit status (130, 143, 129), not an error."""
     import ctypes
     import signal
-    from beastgen.interrupt import ctrl_c_noted
+    from beastgen import interrupt
 
-    callback = ctypes.CFUNCTYPE(None)(lambda: os.kill(os.getpid(), signal.SIGINT))
-    with ctrl_c_noted() as ctrl_c:
-        callback()  # the KeyboardInterrupt is raised inside the callback, and swallowed there
-    assert ctrl_c == [signal.SIGINT]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler put back
+    signum = getattr(signal, name)
+    callback = ctypes.CFUNCTYPE(None)(lambda: os.kill(os.getpid(), signum))
+    unraisable = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "unraisablehook", unraisable.append)
+        with interrupt.sigterm_as_interrupt(), interrupt.interruptions_noted() as noted:
+            callback()  # the exception is raised inside the callback, and swallowed there
+    assert unraisable == []  # not printed
+    raised = getattr(interrupt, raised) if isinstance(raised, str) else raised
+    assert [type(e) for e in noted] == [raised]
+    assert getattr(noted[0], "signal", signal.SIGINT) == signum
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers put back
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 @pytest.mark.parametrize("method", ["chen", "knuth"])

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...deep import deeply
 from ...errors import BeastError
-from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly, ctrl_c_noted, wait_interruptibly
+from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly, interruptions_noted, wait_interruptibly
 from ...trust import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
 from .. import native
 from ..native import NativeNest
@@ -295,15 +295,16 @@ class Executable:
         types = tuple(_numba_typeof(a) for a in args)
         if types in function.overloads:  # compiled: no signal handler to swap on a warm run
             return function
-        with ctrl_c_noted() as ctrl_c:
+        with interruptions_noted() as interruptions:
             try:
                 function.compile(types)
             except Exception as e:  # noqa: BLE001 - Numba's errors are long; point at the cause
-                if ctrl_c or _interrupted(e):  # Ctrl-C while Numba compiled: not an error
-                    raise KeyboardInterrupt from None
+                interruption = interruptions[0] if interruptions else _interruption(e)
+                if interruption is not None:  # Ctrl-C or SIGTERM while Numba compiled: not an error
+                    raise interruption from None
                 raise self._compile_error(e) from None
-        if ctrl_c:  # swallowed by a callback of llvmlite's, the compile finishing anyway
-            raise KeyboardInterrupt
+        if interruptions:  # swallowed by a callback of llvmlite's, the compile finishing anyway
+            raise interruptions[0]
         return function
 
     def run(self, function_name: str, *args):
@@ -501,15 +502,16 @@ def bounded_small(iterations: int | None) -> bool:
     return iterations is not None and iterations <= SMALL_NEST_ITERATIONS
 
 
-def _interrupted(error: BaseException) -> bool:
-    """Whether ``error`` (or what it was raised from or during) is a KeyboardInterrupt."""
+def _interruption(error: BaseException):
+    """The KeyboardInterrupt (or :class:`~beastgen.interrupt.Terminated`) that ``error`` is, or was
+    raised from or during; None if none."""
     seen = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, KeyboardInterrupt):
-            return True
+            return error
         seen.add(id(error))
         error = error.__cause__ or error.__context__
-    return False
+    return None
 
 
 def _numba_typeof(value):
