@@ -71,8 +71,15 @@ def store_held_elsewhere():
 
 @pytest.fixture(autouse=True, scope="session")
 def _generated_code_outside_the_repository(tmp_path_factory):
-    """Tests never write into the repository's own generated/ (checked by test_generated.py)."""
-    os.environ["BEASTGEN_GENERATED_DIR"] = str(tmp_path_factory.mktemp("generated-default"))
+    """Tests never write into the repository's own generated/ (checked by test_generated.py).
+    pytest-xdist's workers share one (in the run's temporary directory, above each worker's own), so
+    a plan that one worker compiled, and Numba's cache of it, serve the others."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        directory = tmp_path_factory.getbasetemp().parent / "generated-default"
+        directory.mkdir(mode=0o700, exist_ok=True)  # private, as beastgen.trust asks
+    else:
+        directory = tmp_path_factory.mktemp("generated-default")
+    os.environ["BEASTGEN_GENERATED_DIR"] = str(directory)
     return os.environ["BEASTGEN_GENERATED_DIR"]
 
 
@@ -96,6 +103,20 @@ def _ctrl_c_delivered():
     yield
     signal.signal(signal.SIGINT, previous)
     signal.signal(signal.SIGHUP, hangup)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_cmdline_main(config):
+    """With pytest-xdist (beastgen[dev]) the suite runs on every core unless ``-n`` says otherwise
+    (``-n 0``: one process): ``-n logical --dist worksteal``, a worker that is done taking tests queued
+    on another, so that the few long tests leave no core idle at the end. Without pytest-xdist (a GPU
+    machine's ``pytest -m gpu``) it runs in one process."""
+    if (config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
+            and config.option.numprocesses is None):
+        config.option.numprocesses = "logical"
+        if config.option.dist == "no":
+            config.option.dist = "worksteal"
+    yield
 
 
 def pytest_addoption(parser):
