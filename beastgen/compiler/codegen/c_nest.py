@@ -43,9 +43,6 @@ class CNest(NestWalker):
         """The guards of ``expr`` (``(test, why)``: where Python raises) and its C source."""
         return c_expression(expr, self.items, self.symbolic)
 
-    def assign(self, target: str, expr: L.Expr) -> None:
-        self._store(target, *self.expression(expr))
-
     def _store(self, target: str, tests: list, source: str) -> None:
         """``target = source;`` after the guards that reject where Python raises."""
         self.guard(tests)
@@ -68,8 +65,8 @@ class CNest(NestWalker):
     def declare(self, names: list[str]) -> None:
         self.emit(f"int64_t {', '.join(names)};")
 
-    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
-        self.assign(target, expr)
+    def compute(self, target: str, expr: L.Expr, item: Item | None) -> None:
+        self._store(target, *self.expression(expr))
 
     def define_flag(self, target: str, test: str) -> None:
         self.emit(f"int {target} = {test};")
@@ -81,27 +78,30 @@ class CNest(NestWalker):
     def reject(self, item: Item | None) -> None:
         self.emit(self.reject_statement())
 
-    def if_header(self, test: str, why: str) -> str:
-        return f"if ({test}) {{  // {why}"
+    def statement(self, text: str, why: str | None = None) -> None:
+        self.emit(f"{text};" + (f"  // {why}" if why else ""))
 
-    def end_block(self) -> None:
+    def if_(self, test: str, why: str | None = None) -> None:
+        self.emit(f"if ({test}) {{" + (f"  // {why}" if why else ""))
+        self.depth += 1
+
+    def end(self) -> None:
+        self.depth -= 1
         self.emit("}")
 
-    # -- the function ----------------------------------------------------------------------------
-    def carry(self) -> None:
-        self.emit(f"if ((uint64_t)_n >= {CARRY}ULL) {{  // the count's carry into its high word (units of 2**62)")
-        self.emit("    *_high += (int64_t)((uint64_t)_n >> 62);  // _n as unsigned: a closed-form inner loop may pass 2**63")
-        self.emit(f"    _n &= {CARRY - 1}LL;")
-        self.emit("}")
-
-    def close(self, result: str = "_n") -> list[str]:
-        """Close every block and return ``result``."""
-        while self.depth > 1:
-            self.depth -= 1
-            self.emit("}")
-        self.emit(f"return {result};")
+    def end_function(self) -> None:
         self.lines.append("}")
-        return self.lines
+
+    HIGH_WORD = "*_high"
+
+    def integer(self, value: int) -> str:
+        return f"{value}LL"
+
+    def unsigned_at_least(self, name: str, bound: int) -> str:
+        return f"(uint64_t){name} >= {bound}ULL"
+
+    def unsigned_high_bits(self, name: str, shift: int) -> str:
+        return f"(int64_t)((uint64_t){name} >> {shift})"
 
     def declarations(self, levels) -> None:
         for index, level in enumerate(levels):
@@ -137,7 +137,7 @@ class CNest(NestWalker):
             if infer_type(part, self.items) not in ("int", "bool"):
                 raise Unsupported(f"range of {it.name!r} has a non-integer part")
             self.emit(f"int64_t {name};")
-            self.assign(name, part)
+            self.compute(name, part, None)
         return names
 
     def _condition(self, it: Item, hi: str, step: str) -> str:
@@ -186,7 +186,7 @@ class CNest(NestWalker):
         if not constant_values(it):  # constant ones: a table at file scope (value_tables)
             self.emit(f"{C_TYPES[kind]} {var}__values[{len(parts)}];")
             for position, part in enumerate(parts):
-                self.assign(f"{var}__values[{position}]", part)
+                self.compute(f"{var}__values[{position}]", part, None)
         self.open_loop(f"for (int64_t {var}__i = 0; {var}__i < {len(parts)}; {var}__i++) {{", index)
         self.emit(f"{var} = {var}__values[{var}__i];")
 
@@ -203,7 +203,7 @@ class CNest(NestWalker):
         self.emit(f"// only divisors of the numerator pass the solved level below "
                   f"(filter {c_comment(solution.filter.name)})")
         self.emit(f"int64_t {num}, {k}, {end}, {first} = {lo}, {last} = {hi}, {mul} = 1;")
-        self.assign(num, solution.numerator)  # raises for every value of it alike: rejected
+        self.compute(num, solution.numerator, None)  # raises for every value of it alike: rejected
         if narrowing.partner:
             self.partner_bounds(level, index, narrowing.partner)
         self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
@@ -267,8 +267,8 @@ class CNest(NestWalker):
                 raise Unsupported(f"the solution for {it.name!r} is not an integer")
         numerator, denominator = f"{var}__num", f"{var}__den"
         self.emit(f"int64_t {numerator}, {denominator};")
-        self.assign(numerator, solution.numerator)
-        self.assign(denominator, solution.denominator)
+        self.compute(numerator, solution.numerator, None)
+        self.compute(denominator, solution.denominator, None)
         self.reject_if(f"bg_mod_nz({numerator}, {denominator}) != 0", item, "no integer solution")
         self.emit(f"{var} = bg_floordiv_nz({numerator}, {denominator});  // the denominator: proven never zero")
         inside = f"{lo} <= {var} && {var} < {hi}"
@@ -330,7 +330,8 @@ class CCount(CNest):
             self.emit("int64_t _node = 0;  // split nodes seen")
         self.walk(levels[:len(levels) - len(counted)], split)
         self.count_leaf(counted)
-        return self.close()
+        self.finish("_n")
+        return self.lines
 
     def at_split(self) -> None:
         self.emit("// split node (SPLIT_LEVEL): only the subtrees of split nodes _lo <= _node - 1 < _hi")
@@ -350,7 +351,8 @@ class CSplitNodes(CNest):
         self.emit("int64_t _n = 0;")
         self.walk(levels, 0)
         self.emit("_n += 1;")
-        return self.close()
+        self.finish("_n")
+        return self.lines
 
 
 #: bytes per value in a row of ``fill``: the result's field types (runtime's int64, bool, float64)
@@ -397,18 +399,17 @@ class CClaimingWriter(CNest):
             self.emit("_node = 1;")
         self.walk(levels, split)
 
-    def finish(self, result: str) -> list[str]:
-        while self.depth > 1:
-            self.depth -= 1
-            self.emit("}")
+    def finish(self, result: str) -> None:
+        """... with the label a rejection outside every loop jumps to (``goto _done``) before the
+        return, and the last node claimed recorded."""
+        self.close_blocks()
         self.lines.append("_done:")
         if self.RECORD:
             self.emit("if (_claim < _node) {  // the last node claimed was walked")
             self._record_node()
             self.emit("}")
-        self.emit(f"return {result};")
-        self.lines.append("}")
-        return self.lines
+        self.return_(result)
+        self.end_function()
 
     def _record_node(self) -> None:
         self.emit("    _node_rows[_claim - _lo] = _n - _start;")
@@ -462,7 +463,8 @@ class CFill(CClaimingWriter):
                 value = c_name(name) + ("__index" if kind == "str" else "")
                 self.emit(f"memcpy(_row + {offset}, &{value}, 8);")
         self.emit("_n += 1;")
-        return self.finish("1")
+        self.finish("1")
+        return self.lines
 
 
 class CCountClaimed(CClaimingWriter):
@@ -480,7 +482,8 @@ class CCountClaimed(CClaimingWriter):
                       f"{self.SIGNATURE} {{"]
         self.claiming_nest(levels[:len(levels) - len(counted)], "", "0")
         self.count_leaf(counted)
-        return self.finish("_n")
+        self.finish("_n")
+        return self.lines
 
 
 #: the library's functions in their order in the module, and who writes each

@@ -376,8 +376,8 @@ class NestWalker:
     :meth:`define_flag`), with which the walker writes what is the same algorithm in every target
     (:meth:`loop_comment`, :meth:`describe`, :meth:`partner_bounds`); it still gives the syntax of
     :meth:`function_loop`, :meth:`values_loop`, :meth:`range_parts`, :meth:`range_loop`,
-    :meth:`counted_range`, :meth:`divisor_loop`, :meth:`solved_level`, :meth:`if_header`,
-    :meth:`end_block`, :meth:`reject` and ``place_<kind>`` for the items; a
+    :meth:`counted_range`, :meth:`divisor_loop`, :meth:`solved_level`,
+    :meth:`reject` and ``place_<kind>`` for the items; a
     generated function (a subclass of the target) gives what it does at a level it enters
     (:meth:`enter`), at the split node (:meth:`at_split`) and what it opens and closes around the
     walk. Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
@@ -466,8 +466,22 @@ class NestWalker:
             self.carry()
 
     def carry(self) -> None:
-        """The count's carry into its high word (see :attr:`CARRIES`), in the target's syntax."""
-        raise NotImplementedError
+        """The count's carry into its high word (see :attr:`CARRIES`)."""
+        self.if_(self.unsigned_at_least("_n", CARRY), "the count's carry into its high word (units of 2**62)")
+        self.assign(self.HIGH_WORD, self.unsigned_high_bits("_n", 62),
+                    "_n as unsigned: a closed-form inner loop may pass 2**63", operator="+=")
+        self.assign("_n", self.integer(CARRY - 1), operator="&=")
+        self.end()
+
+    def finish(self, result: str) -> None:
+        """The function's end: every block closed, ``result`` returned."""
+        self.close_blocks()
+        self.return_(result)
+        self.end_function()
+
+    def close_blocks(self) -> None:
+        while self.depth > 1:
+            self.end()
 
     def at_split(self) -> None:
         """Right below the split level: what a chunked function does at a split node."""
@@ -477,6 +491,46 @@ class NestWalker:
         return self.ending.get(item.name)
 
     # -- statements a target prints (the algorithms below are written once, with these) ---------
+    def statement(self, text: str, why: str | None = None) -> None:
+        """A simple statement (``text``, in the target's syntax), with a comment ``why`` (quoted)."""
+        raise NotImplementedError
+
+    def assign(self, target: str, value: str, why: str | None = None, operator: str = "=") -> None:
+        """``target = value`` (or ``operator``, an augmented assignment such as ``+=``)."""
+        self.statement(f"{target} {operator} {value}", why)
+
+    def if_(self, test: str, why: str | None = None) -> None:
+        """Open a block run where ``test`` holds (closed by :meth:`end`)."""
+        raise NotImplementedError
+
+    def end(self) -> None:
+        """Close the innermost block."""
+        raise NotImplementedError
+
+    def break_(self, why: str | None = None) -> None:
+        self.statement("break", why)
+
+    def return_(self, value: str) -> None:
+        self.statement(f"return {value}")
+
+    def end_function(self) -> None:
+        """Close the function (after its last return)."""
+
+    #: the count's high word (units of 2**62) as the target writes it
+    HIGH_WORD = ""
+
+    def integer(self, value: int) -> str:
+        """A 64-bit integer literal."""
+        raise NotImplementedError
+
+    def unsigned_at_least(self, name: str, bound: int) -> str:
+        """Whether 64-bit ``name``, read as unsigned, is at least ``bound``."""
+        raise NotImplementedError
+
+    def unsigned_high_bits(self, name: str, shift: int) -> str:
+        """64-bit ``name``, read as unsigned, shifted right by ``shift``."""
+        raise NotImplementedError
+
     def var(self, name: str) -> str:
         """The target's variable for a space name (or a name built on one: ``x__num``)."""
         raise NotImplementedError
@@ -575,8 +629,6 @@ class NestWalker:
         raise NotImplementedError
 
     def reject_if(self, test: str, item: Item | None, why: str) -> None:
-        self.emit(self.if_header(test, why))
-        self.depth += 1
+        self.if_(test, why)
         self.reject(item)
-        self.depth -= 1
-        self.end_block()
+        self.end()

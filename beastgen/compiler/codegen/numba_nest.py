@@ -12,7 +12,7 @@ from ..language import semantics
 from ..language.identity import IdentityMapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..specialize import Item, infer_type
-from .nest import (CARRY, NestWalker, constant_values, divisor_narrowing, guard_test, guards, operation_rule,
+from .nest import (NestWalker, constant_values, divisor_narrowing, guard_test, guards, operation_rule,
                    proven_absent, split_level, stat_slots)
 
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
@@ -189,17 +189,28 @@ class NumbaNest(NestWalker):
     def part_prologue(self) -> None:
         self.emit("_n = 0")
 
-    def carry(self) -> None:
-        self.emit(f"if _n >= {CARRY} or _n < 0:  # the count's carry into its high word (units of 2**62)")
-        self.emit("    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63")
-        self.emit(f"    _n &= {CARRY - 1}")
-
-    def finish(self, result: str) -> None:
-        """Close every block and return ``result``."""
-        self.depth = 1
-        self.emit(f"return {result}")
-
     # -- statements ------------------------------------------------------------------------------
+    def statement(self, text: str, why: str | None = None) -> None:
+        self.emit(text + (f"  # {why}" if why else ""))
+
+    def if_(self, test: str, why: str | None = None) -> None:
+        self.statement(f"if {test}:", why)
+        self.depth += 1
+
+    def end(self) -> None:
+        self.depth -= 1
+
+    HIGH_WORD = "_high[0]"
+
+    def integer(self, value: int) -> str:
+        return str(value)
+
+    def unsigned_at_least(self, name: str, bound: int) -> str:
+        return f"{name} >= {bound} or {name} < 0"
+
+    def unsigned_high_bits(self, name: str, shift: int) -> str:
+        return f"({name} >> {shift}) & {2 ** (64 - shift) - 1}"
+
     def var(self, name: str) -> str:
         return name
 
@@ -222,12 +233,6 @@ class NumbaNest(NestWalker):
     def reject(self, item: Item) -> None:
         # before the outermost loop, a rejection rejects everything
         self.emit("continue" if self.loops else f"return {self.top_return}")
-
-    def if_header(self, test: str, why: str) -> str:
-        return f"if {test}:  # {why}"
-
-    def end_block(self) -> None:
-        pass
 
     def guarded(self, item: Item, expr: L.Expr, use) -> None:
         """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
