@@ -43,10 +43,14 @@ class CNest(NestWalker):
         """The guards of ``expr`` (``(test, why)``: where Python raises) and its C source."""
         return c_expression(expr, self.items, self.symbolic)
 
-    def _store(self, target: str, tests: list, source: str) -> None:
-        """``target = source;`` after the guards that reject where Python raises."""
+    def value(self, expr: L.Expr, item: Item | None) -> str:
+        """... a derived value's from :func:`.c_expression.derived_sources`."""
+        if item is not None and item.kind == "derived" and expr is item.expr:
+            tests, source = self.derived[item.name]
+        else:
+            tests, source = self.expression(expr)
         self.guard(tests)
-        self.emit(f"{target} = {source};")
+        return source
 
     def guard(self, tests: list) -> None:
         for test, why in tests:
@@ -64,9 +68,6 @@ class CNest(NestWalker):
 
     def declare(self, names: list[str]) -> None:
         self.emit(f"int64_t {', '.join(names)};")
-
-    def compute(self, target: str, expr: L.Expr, item: Item | None) -> None:
-        self._store(target, *self.expression(expr))
 
     def define_flag(self, target: str, test: str) -> None:
         self.emit(f"int {target} = {test};")
@@ -283,30 +284,14 @@ class CNest(NestWalker):
         self.enter(index)
 
     # -- a derived value or filter ----------------------------------------------------------------
-    def place(self, item: Item) -> None:
+    def computes(self, item: Item) -> bool:
+        """Derived values and filters (not bound terms), but not a derived value read by bound
+        terms alone that cannot raise."""
         if item.kind == "bound":
-            return
+            return False
         if item.function is not None:
             raise Unsupported(f"{item.kind} {item.name!r} is a space function")
-        if item.kind == "derived" and item.name not in self.needed:
-            return  # read by bound terms alone, and it cannot raise
-        self.comment(self.describe(item))
-        super().place(item)
-
-    def place_derived(self, item: Item) -> None:
-        self._store(c_name(item.name), *self.derived[item.name])
-
-    def place_filter(self, item: Item) -> None:
-        tests, source = self.expression(item.expr)
-        iterator = self.ends_loop(item)
-        self.guard(tests)
-        self.emit(f"if ({source}) {{")
-        if iterator and not tests:
-            self.emit(f"    break;  // every later {c_comment(iterator)} is rejected too: the test only turns "
-                      "true as it grows")
-        else:
-            self.emit(f"    {self.reject_statement()}")
-        self.emit("}")
+        return item.kind != "derived" or item.name in self.needed
 
 
 class CCount(CNest):

@@ -450,8 +450,43 @@ class NestWalker:
         return self.DIVISOR_LOOPS and divides_next(self.plan, index)
 
     def place(self, item: Item) -> None:
-        """A derived value, filter or bound term, computed (and tested) where the plan put it."""
-        getattr(self, f"place_{item.kind}")(item)
+        """A derived value, filter or bound term, computed (and tested) where the plan put it, after
+        its comment; nothing where the function does not compute it (:meth:`computes`)."""
+        if self.computes(item):
+            self.comment(self.describe(item))
+            getattr(self, f"place_{item.kind}")(item)
+
+    def computes(self, item: Item) -> bool:
+        """Whether the function computes ``item`` (a target refuses what it cannot compute)."""
+        return True
+
+    def place_derived(self, item: Item) -> None:
+        if item.function is not None:
+            self.call(item, self.var(item.name))
+        else:
+            self.compute(self.var(item.name), item.expr, item)
+
+    def place_filter(self, item: Item) -> None:
+        """The filter's test (a space function's, or an expression's after its guards); where it
+        rejects, the loop left when every later value is rejected too (:meth:`ends_loop`), else the
+        configuration rejected."""
+        if item.function is not None:
+            test = self.var(f"{item.name}__rejects")
+            self.call(item, test)
+        else:
+            test = self.value(item.expr, item)
+        self.if_(test)
+        iterator = self.ends_loop(item)
+        if iterator:
+            self.leaving(item, iterator)
+            self.break_(f"every later {self.quote(iterator)} is rejected too: the test only turns true as it grows")
+        else:
+            self.reject(item)
+        self.end()
+
+    def leaving(self, item: Item, iterator: str) -> None:
+        """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
+        statistics count the values it leaves)."""
 
     def open_loop(self, header: str, index: int) -> None:
         self.emit(header)
@@ -547,8 +582,18 @@ class NestWalker:
         """Declare 64-bit integer variables ``names`` (set later)."""
         raise NotImplementedError
 
-    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
+    def value(self, expr: L.Expr, item: Item | None) -> str:
+        """The source of ``expr``, after the guards that reject (as ``item``'s) where Python raises."""
+        raise NotImplementedError
+
+    def compute(self, target: str, expr: L.Expr, item: Item | None) -> None:
         """``target = expr`` after the guards that reject (as ``item``'s) where Python raises."""
+        self.assign(target, self.value(expr, item))
+
+    def call(self, item: Item, target: str, fallback: str | None = None) -> None:
+        """``target = `` the value of ``item``'s space function; where it raises, the configuration
+        is rejected (or ``target = fallback``). A target without space functions refuses their items
+        before."""
         raise NotImplementedError
 
     def define_flag(self, target: str, test: str) -> None:

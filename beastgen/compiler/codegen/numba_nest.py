@@ -223,9 +223,6 @@ class NumbaNest(NestWalker):
     def declare(self, names: list[str]) -> None:
         pass  # Python declares by assigning
 
-    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
-        self.guarded(item, expr, lambda source: self.emit(f"{target} = {source}"))
-
     def define_flag(self, target: str, test: str) -> None:
         self.emit(f"{target} = {test}")
 
@@ -234,22 +231,21 @@ class NumbaNest(NestWalker):
         # before the outermost loop, a rejection rejects everything
         self.emit("continue" if self.loops else f"return {self.top_return}")
 
-    def guarded(self, item: Item, expr: L.Expr, use) -> None:
+    def value(self, expr: L.Expr, item: Item) -> str:
         """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
-        :func:`.nest.guards`), each rejecting where Python raises, then ``use(source)``: so nothing
+        :func:`.nest.guards`), each rejecting where Python raises, then its source: so nothing
         raises in the compiled expression. An expression computing with a space function's checked
         integers (``analysis.checked_helpers``) runs in a try instead, its checks raising."""
         checked = self.plan.item_expression(item, expr)
         if checked is not expr:
-            self._guarded_checked(item, expr, checked, use)
-            return
+            return self._checked_value(item, expr, checked)
         expr = NumbaForm(self.items)(expr)
         for guard in guards(expr, self.items, self.symbolic):
             self.reject_if(guard_test(guard, _operand, NUMBA_SPELLING, python_truth), item,
                            f"{guard.check.error} in Python: rejected")
-        use(expr_source(expr))
+        return expr_source(expr)
 
-    def _guarded_checked(self, item: Item, original: L.Expr, checked: L.Expr, use) -> None:
+    def _checked_value(self, item: Item, original: L.Expr, checked: L.Expr) -> str:
         """``checked`` (``original`` with its checked integer operations) in a try that rejects on
         its own errors and stops the count on a checked one: its operands come from a space
         function, whose kinds the semantics table cannot guard by (``g // y`` with a zero ``y``)."""
@@ -257,7 +253,7 @@ class NumbaNest(NestWalker):
         self.temps += 1
         temp = f"{item.name}__t{self.temps}"
         self._checked_try(f"{temp} = {expr_source(expr)}", item, self.plan.checked[item.name], original)
-        use(temp)
+        return temp
 
     def _checked_try(self, statement: str, item: Item, checked, original: L.Expr) -> None:
         """``statement`` in a try whose exception rejects ``item``'s configuration unless one of its
@@ -358,11 +354,11 @@ class NumbaNest(NestWalker):
         args = []
         for position, part in enumerate(it.domain[1:]):
             if position == 2 and not self.symbolic.provably_nonzero(part):
-                self.guarded(it, part, lambda s: self.emit(f"{it.name}__step = {s}"))
+                self.assign(f"{it.name}__step", self.value(part, it))
                 self.reject_if(f"{it.name}__step == 0", it, "range() step zero")
                 args.append(f"{it.name}__step")
             else:
-                self.guarded(it, part, args.append)
+                args.append(self.value(part, it))
         return args
 
     def values_loop(self, it: Item, index: int) -> None:
@@ -377,9 +373,8 @@ class NumbaNest(NestWalker):
         cast = CASTS.get(it.value_type)
         texts = []
         for p in parts:
-            holder = []
-            self.guarded(it, p, holder.append)
-            texts.append(f"{cast.__name__}({holder[0]})" if cast else holder[0])
+            source = self.value(p, it)
+            texts.append(f"{cast.__name__}({source})" if cast else source)
         self.open_loop(f"for {it.name} in ({', '.join(texts)},):", index)
 
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
@@ -399,8 +394,8 @@ class NumbaNest(NestWalker):
         self.emit(f"# only divisors of the numerator pass the solved level below (filter {solution.filter.name})")
         self.emit(f"{v}__lo = {lo}")
         self.emit(f"{v}__hi = {hi}")
-        self.guarded(solution.filter, solution.numerator,  # raises for every value alike: rejected
-                     lambda source: self.emit(f"{v}__num = numba.int64({source})"))
+        # raises for every value alike: rejected
+        self.assign(f"{v}__num", f"numba.int64({self.value(solution.numerator, solution.filter)})")
         if narrowing.partner:
             self.partner_bounds(level, index, narrowing.partner)
         self.emit(f"if {v}__num < 0:  # -n has the divisors of n (-2**63 stays negative)")
@@ -468,10 +463,6 @@ class NumbaNest(NestWalker):
         self.emit(f"    {var}__top_of = {var}__top")
         self.emit(f"{var}__size = {var}__top_ndiv")
 
-    def leaving(self, item: Item, iterator: str) -> None:
-        """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
-        statistics count the values it leaves)."""
-
     #: whether :meth:`skipped` counts the values a divisor loop skips (the statistics)
     COUNTS_SKIPPED = False
 
@@ -486,8 +477,8 @@ class NumbaNest(NestWalker):
         numerator = wrap(solution.numerator, PRECEDENCE["*"])
         denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
         self.solved_comment(level)
-        self.guarded(item, solution.numerator, lambda _: None)
-        self.guarded(item, solution.denominator, lambda _: None)
+        self.value(solution.numerator, item)  # the guards
+        self.value(solution.denominator, item)
         if denominator != "1":
             self.reject_if(f"{numerator} % {denominator} != 0", item, "no integer solution")
             if not self.symbolic.provably_nonnegative(solution.denominator):  # Numba: -2**63 // -1 == 0
@@ -507,37 +498,11 @@ class NumbaNest(NestWalker):
         self.enter(index)
 
     # -- a derived value, filter or bound --------------------------------------------------------
-    def place_derived(self, item: Item) -> None:
-        self.comment(self.describe(item))
-        if item.function is not None:
-            self.call(item, item.name)
-        else:
-            self.guarded(item, item.expr, lambda s: self.emit(f"{item.name} = {s}"))
-
-    def place_filter(self, item: Item) -> None:
-        self.comment(self.describe(item))
-        if item.function is not None:
-            self.call(item, f"{item.name}__rejects")
-            test = f"{item.name}__rejects"
-        else:
-            holder = []
-            self.guarded(item, item.expr, holder.append)
-            test = holder[0]
-        self.emit(f"if {test}:")
-        self.depth += 1
-        iterator = self.ends_loop(item)
-        if iterator:
-            self.leaving(item, iterator)
-            self.emit(f"break  # every later {iterator} is rejected too: the test only turns true as it grows")
-        else:
-            self.reject(item)
-        self.depth -= 1
+    def computes(self, item: Item) -> bool:
+        return item.kind != "bound" or self.BOUNDS
 
     def place_bound(self, item: Item) -> None:
         """A bound term: computed only by the functions that test bounds (:meth:`test_bound`)."""
-        if not self.BOUNDS:
-            return
-        self.comment(self.describe(item))
         if item.function is not None:
             self.call(item, item.name, fallback="0.0")  # a bound term that raises bounds nothing
         elif self.plan.item_expression(item, item.expr) is not item.expr:  # checked integers: a try
