@@ -258,30 +258,46 @@ class CNest(NestWalker):
         self.emit(f"{var}__mul = {var}__num / {var}__whole;  // the solution divides __whole: {name} is a multiple of this")
         self.emit(f"{var}__top = !{var}__none && {var}__top % {var}__mul == 0 ? {var}__top / {var}__mul : 0;")
 
-    def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
+    # -- a solved level's expressions -----------------------------------------------------------
+    def solution_parts(self, level) -> tuple[str, str]:
+        """The solution's numerator and denominator, in variables of their own."""
         it, solution = level.iterator, level.solved
-        item = solution.filter
-        var = c_name(it.name)
-        self.solved_comment(level)
         for part in (solution.numerator, solution.denominator):
             if infer_type(part, self.items) not in ("int", "bool"):
                 raise Unsupported(f"the solution for {it.name!r} is not an integer")
-        numerator, denominator = f"{var}__num", f"{var}__den"
-        self.emit(f"int64_t {numerator}, {denominator};")
-        self.compute(numerator, solution.numerator, None)
-        self.compute(denominator, solution.denominator, None)
-        self.reject_if(f"bg_mod_nz({numerator}, {denominator}) != 0", item, "no integer solution")
-        self.emit(f"{var} = bg_floordiv_nz({numerator}, {denominator});  // the denominator: proven never zero")
-        inside = f"{lo} <= {var} && {var} < {hi}"
-        if not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1) and not self.plan.range_fits(it):
-            inside = (f"({step} > 0 && {lo} <= {var} && {var} < {hi} && ((uint64_t){var} - (uint64_t){lo}) "
-                      f"% (uint64_t){step} == 0) || ({step} < 0 && {hi} < {var} && {var} <= {lo} && "
-                      f"((uint64_t){lo} - (uint64_t){var}) % (0 - (uint64_t){step}) == 0)")  # may pass 64 bits
-        elif not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
-            inside = (f"(({step} > 0 && {lo} <= {var} && {var} < {hi}) || ({step} < 0 && {hi} < {var} "
-                      f"&& {var} <= {lo})) && bg_mod({var} - {lo}, {step}) == 0")
-        self.reject_if(f"!({inside})", item, f"outside the domain of {c_comment(it.name)}")
-        self.enter(index)
+        numerator, denominator = (f"{c_name(it.name)}__{part}" for part in ("num", "den"))
+        self.declare([numerator, denominator])
+        self.compute(numerator, solution.numerator, solution.filter)
+        self.compute(denominator, solution.denominator, solution.filter)
+        return numerator, denominator
+
+    def remainder_nonzero(self, numerator: str, denominator: str) -> str:
+        return f"bg_mod_nz({numerator}, {denominator}) != 0"
+
+    def quotient_edge(self, numerator: str, denominator: str) -> None:
+        """None: bg_floordiv_nz wraps -2**63 / -1 to -2**63, in a level's range only where the
+        plan's interval check refused the product (``-1 * -2**63`` passes 64 bits)."""
+        return None
+
+    QUOTIENT_NOTE = "the denominator: proven never zero"
+
+    def exact_quotient(self, numerator: str, denominator: str) -> str:
+        return f"bg_floordiv_nz({numerator}, {denominator})"
+
+    def negation(self, test: str) -> str:
+        return f"!({test})"
+
+    def in_unit_range(self, value: str, lo: str, hi: str) -> str:
+        return f"{lo} <= {value} && {value} < {hi}"
+
+    def in_wide_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return (f"({step} > 0 && {lo} <= {value} && {value} < {hi} && ((uint64_t){value} - (uint64_t){lo}) "
+                f"% (uint64_t){step} == 0) || ({step} < 0 && {hi} < {value} && {value} <= {lo} && "
+                f"((uint64_t){lo} - (uint64_t){value}) % (0 - (uint64_t){step}) == 0)")
+
+    def in_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return (f"(({step} > 0 && {lo} <= {value} && {value} < {hi}) || ({step} < 0 && {hi} < {value} "
+                f"&& {value} <= {lo})) && bg_mod({value} - {lo}, {step}) == 0")
 
     # -- a derived value or filter ----------------------------------------------------------------
     def computes(self, item: Item) -> bool:

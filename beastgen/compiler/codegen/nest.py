@@ -614,6 +614,67 @@ class NestWalker:
         self.comment(f"{self.describe(level.solved.filter)}; solved for {self.quote(level.iterator.name)} "
                      "instead of looping")
 
+    # -- a solved level --------------------------------------------------------------------------
+    def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
+        """The loop replaced by the only value its equality filter lets through: the numerator over
+        the denominator (proven never zero) where it divides, rejected outside the level's domain."""
+        it, solution = level.iterator, level.solved
+        item, var = solution.filter, self.var(it.name)
+        self.solved_comment(level)
+        numerator, denominator = self.solution_parts(level)
+        if denominator == "1":
+            self.assign(var, numerator)
+        else:
+            self.reject_if(self.remainder_nonzero(numerator, denominator), item, "no integer solution")
+            edge = self.quotient_edge(numerator, denominator)
+            if edge and not self.symbolic.provably_nonnegative(solution.denominator):
+                self.reject_if(edge, item, "the solution 2**63 lies outside every domain")
+            self.assign(var, self.exact_quotient(numerator, denominator), self.QUOTIENT_NOTE)
+        unit = it.unit_step if it.function is not None else _is_constant(it.domain[3], 1)
+        if unit:
+            inside = self.in_unit_range(var, lo, hi)
+        elif not self.plan.range_fits(it):  # stop - start may pass 64 bits
+            inside = self.in_wide_range(var, lo, hi, step)
+        else:
+            inside = self.in_range(var, lo, hi, step)
+        self.reject_if(self.negation(inside), item, f"outside the domain of {self.quote(it.name)}")
+        self.enter(index)
+
+    def solution_parts(self, level) -> tuple[str, str]:
+        """The source of the solution's numerator and denominator (after their guards)."""
+        raise NotImplementedError
+
+    def remainder_nonzero(self, numerator: str, denominator: str) -> str:
+        """Whether Python's ``numerator % denominator`` (the denominator never zero) is not 0."""
+        raise NotImplementedError
+
+    def quotient_edge(self, numerator: str, denominator: str) -> str | None:
+        """Where the target's :meth:`exact_quotient` differs from Python's (the quotient 2**63, of
+        ``-2**63 // -1``, outside every domain); None where it never lands in a domain."""
+        raise NotImplementedError
+
+    #: a comment on the solution's assignment
+    QUOTIENT_NOTE = None
+
+    def exact_quotient(self, numerator: str, denominator: str) -> str:
+        """Python's ``numerator // denominator`` (the denominator never zero)."""
+        raise NotImplementedError
+
+    def negation(self, test: str) -> str:
+        raise NotImplementedError
+
+    def in_unit_range(self, value: str, lo: str, hi: str) -> str:
+        """Whether ``value`` is in ``range(lo, hi)``."""
+        raise NotImplementedError
+
+    def in_wide_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        """Whether ``value`` is in ``range(lo, hi, step)``, whose ``stop - start`` may pass 64 bits."""
+        raise NotImplementedError
+
+    def in_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        """Whether ``value`` is in ``range(lo, hi, step)``, proven inside 64 bits."""
+        raise NotImplementedError
+
     # -- divisor loops ---------------------------------------------------------------------------
     def partner_bounds(self, level, index: int, partner: tuple) -> None:
         """The solved iterator's range, computed once for the divisor loop (it cannot raise):

@@ -470,32 +470,37 @@ class NumbaNest(NestWalker):
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
         statistics count them)."""
 
-    def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
-        """The loop replaced by the only value its equality filter lets through."""
-        it, solution = level.iterator, level.solved
-        item = solution.filter
-        numerator = wrap(solution.numerator, PRECEDENCE["*"])
-        denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
-        self.solved_comment(level)
-        self.value(solution.numerator, item)  # the guards
-        self.value(solution.denominator, item)
-        if denominator != "1":
-            self.reject_if(f"{numerator} % {denominator} != 0", item, "no integer solution")
-            if not self.symbolic.provably_nonnegative(solution.denominator):  # Numba: -2**63 // -1 == 0
-                self.reject_if(f"{denominator} == -1 and {numerator} == {-2 ** 63}", item,
-                               "the solution 2**63 lies outside every domain")
-            self.emit(f"{it.name} = {numerator} // {denominator}")
-        else:
-            self.emit(f"{it.name} = {numerator}")
-        if step == "1":
-            inside = f"{lo} <= {it.name} < {hi}"
-        elif not self.plan.range_fits(it):  # stop - start may pass 64 bits
-            inside = f"range_contains({lo}, {hi}, {step}, {it.name})"
-        else:
-            inside = (f"(({step} > 0 and {lo} <= {it.name} < {hi}) or ({step} < 0 and {hi} < {it.name} <= {lo}))"
-                      f" and ({it.name} - {lo}) % {step} == 0")
-        self.reject_if(f"not ({inside})", item, f"outside the domain of {it.name}")
-        self.enter(index)
+    # -- a solved level's expressions -----------------------------------------------------------
+    def solution_parts(self, level) -> tuple[str, str]:
+        """The solution's numerator and denominator, inline (after their guards)."""
+        solution = level.solved
+        self.value(solution.numerator, solution.filter)
+        self.value(solution.denominator, solution.filter)
+        return (wrap(solution.numerator, PRECEDENCE["*"]),
+                wrap(solution.denominator, PRECEDENCE["*"], strict=True))
+
+    def remainder_nonzero(self, numerator: str, denominator: str) -> str:
+        return f"{numerator} % {denominator} != 0"
+
+    def quotient_edge(self, numerator: str, denominator: str) -> str:
+        """Numba's -2**63 // -1 is 0."""
+        return f"{denominator} == -1 and {numerator} == {-2 ** 63}"
+
+    def exact_quotient(self, numerator: str, denominator: str) -> str:
+        return f"{numerator} // {denominator}"
+
+    def negation(self, test: str) -> str:
+        return f"not ({test})"
+
+    def in_unit_range(self, value: str, lo: str, hi: str) -> str:
+        return f"{lo} <= {value} < {hi}"
+
+    def in_wide_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return f"range_contains({lo}, {hi}, {step}, {value})"
+
+    def in_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return (f"(({step} > 0 and {lo} <= {value} < {hi}) or ({step} < 0 and {hi} < {value} <= {lo}))"
+                f" and ({value} - {lo}) % {step} == 0")
 
     # -- a derived value, filter or bound --------------------------------------------------------
     def computes(self, item: Item) -> bool:
