@@ -175,21 +175,27 @@ class CNest(NestWalker):
         self.open_loop(f"for ({var} = (int64_t)((uint64_t){lo} + ({chunk} << 62) * (uint64_t){step}); {left} > 0; "
                        f"{left}--, {var} = (int64_t)((uint64_t){var} + (uint64_t){step})) {{", index)
 
-    def values_loop(self, it: Item, index: int) -> None:
-        kind = it.value_type
-        if kind == "str" and constant_values(it):
-            var = f"{c_name(it.name)}__index"
-            self.open_loop(f"for ({var} = 0; {var} < {len(it.domain) - 1}; {var}++) {{", index)
-            return
-        if kind not in C_TYPES:
-            raise Unsupported(f"values of {it.name!r} of type {kind}")
-        var, parts = c_name(it.name), it.domain[1:]
-        if not constant_values(it):  # constant ones: a table at file scope (value_tables)
-            self.emit(f"{C_TYPES[kind]} {var}__values[{len(parts)}];")
-            for position, part in enumerate(parts):
-                self.compute(f"{var}__values[{position}]", part, None)
-        self.open_loop(f"for (int64_t {var}__i = 0; {var}__i < {len(parts)}; {var}__i++) {{", index)
-        self.emit(f"{var} = {var}__values[{var}__i];")
+    HOLDS_STRINGS = False  # a string as its index
+
+    def values_table(self, it: Item) -> str:
+        """A table at file scope (:func:`.c_expression.value_tables`)."""
+        if it.value_type not in C_TYPES:
+            raise Unsupported(f"values of {it.name!r} of type {it.value_type}")
+        return f"{c_name(it.name)}__values"
+
+    def values_array(self, it: Item) -> str:
+        array, parts = f"{self.values_table(it)}", it.domain[1:]
+        self.emit(f"{C_TYPES[it.value_type]} {array}[{len(parts)}];")
+        for position, part in enumerate(parts):
+            self.compute(f"{array}[{position}]", part, it)
+        return array
+
+    def for_array(self, var: str, array: str, length: int, index: int) -> None:
+        self.open_loop(f"for (int64_t {var}__i = 0; {var}__i < {length}; {var}__i++) {{", index)
+        self.assign(var, f"{array}[{var}__i]")
+
+    def for_range(self, var: str, lo: str, hi: str, index: int) -> None:
+        self.open_loop(f"for ({var} = {lo}; {var} < {hi}; {var}++) {{", index)
 
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
         """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when

@@ -614,6 +614,39 @@ class NestWalker:
         self.comment(f"{self.describe(level.solved.filter)}; solved for {self.quote(level.iterator.name)} "
                      "instead of looping")
 
+    # -- a loop ----------------------------------------------------------------------------------
+    def values_loop(self, it: Item, index: int) -> None:
+        """A loop over listed values: constant ones from the module's table (strings by their
+        index into it), others computed (after their guards) into an array first."""
+        var, count = self.var(it.name), len(it.domain) - 1
+        if not constant_values(it):
+            self.for_array(var, self.values_array(it), count, index)
+        elif it.value_type != "str":
+            self.for_array(var, self.values_table(it), count, index)
+        else:
+            self.for_range(self.var(f"{it.name}__index"), "0", str(count), index)
+            if self.HOLDS_STRINGS:
+                self.assign(var, f"{self.values_table(it)}[{self.var(f'{it.name}__index')}]")
+
+    #: whether the target holds a string iterator's value (else its index alone)
+    HOLDS_STRINGS = True
+
+    def values_table(self, it: Item) -> str:
+        """The constant values of ``it`` (a table of the module's)."""
+        raise NotImplementedError
+
+    def values_array(self, it: Item) -> str:
+        """The values of ``it``, computed (after their guards)."""
+        raise NotImplementedError
+
+    def for_array(self, var: str, array: str, length: int, index: int) -> None:
+        """Open level ``index``'s loop: ``var`` over the ``length`` values of ``array``."""
+        raise NotImplementedError
+
+    def for_range(self, var: str, lo: str, hi: str, index: int) -> None:
+        """Open level ``index``'s loop: ``var`` over ``range(lo, hi)``."""
+        raise NotImplementedError
+
     # -- a solved level --------------------------------------------------------------------------
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
         """The loop replaced by the only value its equality filter lets through: the numerator over

@@ -361,21 +361,20 @@ class NumbaNest(NestWalker):
                 args.append(self.value(part, it))
         return args
 
-    def values_loop(self, it: Item, index: int) -> None:
-        kind, *parts = it.domain
-        if constant_values(it):
-            if it.value_type == "str":
-                self.open_loop(f"for {it.name}__index in range({len(parts)}):", index)
-                self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
-            else:
-                self.open_loop(f"for {it.name} in {it.name}__VALUES:", index)
-            return
+    def values_table(self, it: Item) -> str:
+        return f"{it.name}__VALUES"
+
+    def values_array(self, it: Item) -> str:
+        """A tuple, its values cast to the iterator's type (bools among ints, ints among floats)."""
         cast = CASTS.get(it.value_type)
-        texts = []
-        for p in parts:
-            source = self.value(p, it)
-            texts.append(f"{cast.__name__}({source})" if cast else source)
-        self.open_loop(f"for {it.name} in ({', '.join(texts)},):", index)
+        sources = [self.value(part, it) for part in it.domain[1:]]
+        return f"({', '.join(f'{cast.__name__}({source})' if cast else source for source in sources)},)"
+
+    def for_array(self, var: str, array: str, length: int, index: int) -> None:
+        self.open_loop(f"for {var} in {array}:", index)
+
+    def for_range(self, var: str, lo: str, hi: str, index: int) -> None:
+        self.open_loop(f"for {var} in range({hi if lo == '0' else f'{lo}, {hi}'}):", index)
 
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
         """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
