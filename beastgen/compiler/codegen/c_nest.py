@@ -132,34 +132,20 @@ class CNest(NestWalker):
             raise Unsupported(f"iterator {level.iterator.name!r} is a space function")
         super().open_level(level, index)
 
-    def range_parts(self, it: Item) -> list[str]:
-        names = [f"{c_name(it.name)}__{part}" for part in ("lo", "hi", "step")]
-        for name, part in zip(names, it.domain[1:]):
-            if infer_type(part, self.items) not in ("int", "bool"):
-                raise Unsupported(f"range of {it.name!r} has a non-integer part")
-            self.emit(f"int64_t {name};")
-            self.compute(name, part, None)
-        return names
-
-    def _condition(self, it: Item, hi: str, step: str) -> str:
-        """The loop's condition, after a step not proven positive is checked for zero."""
-        var, step_value = c_name(it.name), it.domain[3]
-        if self.symbolic.provably_nonnegative(step_value) and self.symbolic.provably_nonzero(step_value):
-            return f"{var} < {hi}"
-        self.reject_if(f"{step} == 0", None, "range() step zero")
-        return f"({step} > 0 ? {var} < {hi} : {var} > {hi})"
-
-    def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
-        var = c_name(it.name)
-        condition = self._condition(it, hi, step)
-        self.open_loop(f"for ({var} = {lo}; {condition}; {var} += {step}) {{", index)
+    def range_part(self, it: Item, name: str, expr: L.Expr, named: bool) -> str:
+        """... always in a variable."""
+        if infer_type(expr, self.items) not in ("int", "bool"):
+            raise Unsupported(f"range of {it.name!r} has a non-integer part")
+        var = f"{c_name(it.name)}__{name}"
+        self.declare([var])
+        self.compute(var, expr, it)
+        return var
 
     def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
         """A range whose last value plus step (or ``stop - start``) may pass 64 bits: its trips
         counted in unsigned arithmetic (exact), so ``x += step`` past the last value never loops; in
         chunks of at most 2**62 trips (up to 2**64 - 1 in all), so that a count's carry runs between
         them (a compiler closes an empty inner loop in one addition)."""
-        self._condition(it, hi, step)
         var = c_name(it.name)
         length, chunk, left = f"{var}__length", f"{var}__chunk", f"{var}__left"
         self.emit(f"uint64_t {length} = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
@@ -194,8 +180,10 @@ class CNest(NestWalker):
         self.open_loop(f"for (int64_t {var}__i = 0; {var}__i < {length}; {var}__i++) {{", index)
         self.assign(var, f"{array}[{var}__i]")
 
-    def for_range(self, var: str, lo: str, hi: str, index: int) -> None:
-        self.open_loop(f"for ({var} = {lo}; {var} < {hi}; {var}++) {{", index)
+    def for_range(self, var: str, lo: str, hi: str, index: int, step: str = "1", positive: bool = True) -> None:
+        condition = f"{var} < {hi}" if positive else f"({step} > 0 ? {var} < {hi} : {var} > {hi})"
+        self.open_loop(f"for ({var} = {lo}; {condition}; {var + '++' if step == '1' else f'{var} += {step}'}) {{",
+                       index)
 
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
         """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when

@@ -643,9 +643,43 @@ class NestWalker:
         """Open level ``index``'s loop: ``var`` over the ``length`` values of ``array``."""
         raise NotImplementedError
 
-    def for_range(self, var: str, lo: str, hi: str, index: int) -> None:
-        """Open level ``index``'s loop: ``var`` over ``range(lo, hi)``."""
+    def for_range(self, var: str, lo: str, hi: str, index: int, step: str = "1", positive: bool = True) -> None:
+        """Open level ``index``'s loop: ``var`` over ``range(lo, hi, step)`` (a step not
+        ``positive`` may be negative; never zero), proven inside 64 bits."""
         raise NotImplementedError
+
+    def range_parts(self, it: Item) -> list[str]:
+        """Source for start, stop and step, after their guards; a step not proven nonzero tested
+        for zero (Python's ``range`` raises: rejected)."""
+        if it.function is not None:
+            parts, check = self.function_range(it), not it.unit_step
+        else:
+            check = not self.symbolic.provably_nonzero(it.domain[3])
+            parts = [self.range_part(it, name, part, named=name == "step" and check)
+                     for name, part in zip(("lo", "hi", "step"), it.domain[1:])]
+        if check:
+            self.reject_if(f"{parts[2]} == 0", it, "range() step zero")
+        return parts
+
+    def function_range(self, it: Item) -> list[str]:
+        """Start, stop and step of the range a space function returns (step ``1`` where
+        ``it.unit_step``)."""
+        raise NotImplementedError
+
+    def range_part(self, it: Item, name: str, expr: L.Expr, named: bool) -> str:
+        """Source for part ``name`` (lo, hi, step) of ``it``'s range, after its guards; ``named``:
+        in a variable ``<it>__<name>`` (tested after)."""
+        raise NotImplementedError
+
+    def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        self.for_range(self.var(it.name), lo, hi, index, step, self.step_positive(it))
+
+    def step_positive(self, it: Item) -> bool:
+        """Whether the step of ``it``'s range is proven positive."""
+        if it.function is not None:
+            return it.unit_step
+        step = it.domain[3]
+        return self.symbolic.provably_nonnegative(step) and self.symbolic.provably_nonzero(step)
 
     # -- a solved level --------------------------------------------------------------------------
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:

@@ -317,13 +317,6 @@ class NumbaNest(NestWalker):
             header = f"for {it.name} in {it.name}__seq:"
         self.open_loop(header, index)
 
-    def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
-        self.range_ends[it.name] = (hi, step)
-        args = [lo, hi] if step == "1" else [lo, hi, step]
-        if args == ["0", hi]:
-            args = [hi]
-        self.open_loop(f"for {it.name} in range({', '.join(args)}):", index)
-
     def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
         """A range whose ``stop - start`` may pass 64 bits (where Numba's ``range`` counts nothing):
         its trips counted and its values computed exactly (``nestlib``), in chunks of at most 2**62
@@ -341,25 +334,20 @@ class NumbaNest(NestWalker):
                        "  # stop - start may pass 64 bits", index)
         self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__c, {it.name}__k, {it.name}__step)")
 
-    def range_parts(self, it: Item) -> list[str]:
-        """Source for start, stop and step, after the guards they need (a zero step rejects)."""
-        if it.function is not None:
-            names = [f"{it.name}__lo", f"{it.name}__hi", f"{it.name}__step"]
-            if it.unit_step:
-                self.call(it, f"{names[0]}, {names[1]}, _")
-                return names[:2] + ["1"]
-            self.call(it, ", ".join(names))
-            self.reject_if(f"{it.name}__step == 0", it, "range() step zero")
-            return names
-        args = []
-        for position, part in enumerate(it.domain[1:]):
-            if position == 2 and not self.symbolic.provably_nonzero(part):
-                self.assign(f"{it.name}__step", self.value(part, it))
-                self.reject_if(f"{it.name}__step == 0", it, "range() step zero")
-                args.append(f"{it.name}__step")
-            else:
-                args.append(self.value(part, it))
-        return args
+    def function_range(self, it: Item) -> list[str]:
+        names = [f"{it.name}__lo", f"{it.name}__hi", f"{it.name}__step"]
+        if it.unit_step:
+            self.call(it, f"{names[0]}, {names[1]}, _")
+            return names[:2] + ["1"]
+        self.call(it, ", ".join(names))
+        return names
+
+    def range_part(self, it: Item, name: str, expr: L.Expr, named: bool) -> str:
+        source = self.value(expr, it)
+        if not named:
+            return source
+        self.assign(f"{it.name}__{name}", source)
+        return f"{it.name}__{name}"
 
     def values_table(self, it: Item) -> str:
         return f"{it.name}__VALUES"
@@ -373,8 +361,10 @@ class NumbaNest(NestWalker):
     def for_array(self, var: str, array: str, length: int, index: int) -> None:
         self.open_loop(f"for {var} in {array}:", index)
 
-    def for_range(self, var: str, lo: str, hi: str, index: int) -> None:
-        self.open_loop(f"for {var} in range({hi if lo == '0' else f'{lo}, {hi}'}):", index)
+    def for_range(self, var: str, lo: str, hi: str, index: int, step: str = "1", positive: bool = True) -> None:
+        self.range_ends[var] = (hi, step)
+        args = ([] if lo == "0" and step == "1" else [lo]) + [hi] + ([] if step == "1" else [step])
+        self.open_loop(f"for {var} in range({', '.join(args)}):", index)
 
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
         """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
