@@ -90,6 +90,11 @@ class CNest(NestWalker):
         self.depth -= 1
         self.emit("}")
 
+    def for_trips(self, var: str, trips: int, why: str | None = None) -> None:
+        self.emit(f"for (uint64_t {var} = 0; {var} < {trips}; {var}++) {{" + (f"  // {why}" if why else ""))
+        self.depth += 1
+        self.loops += 1
+
     def end_function(self) -> None:
         self.lines.append("}")
 
@@ -141,21 +146,18 @@ class CNest(NestWalker):
         self.compute(var, expr, it)
         return var
 
-    def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
-        """A range whose last value plus step (or ``stop - start``) may pass 64 bits: its trips
-        counted in unsigned arithmetic (exact), so ``x += step`` past the last value never loops; in
-        chunks of at most 2**62 trips (up to 2**64 - 1 in all), so that a count's carry runs between
-        them (a compiler closes an empty inner loop in one addition)."""
+    def counted_range_start(self, it: Item, lo: str, hi: str, step: str) -> str:
+        """Its length, in unsigned arithmetic (exact), so ``x += step`` past the last value never
+        loops."""
         var = c_name(it.name)
-        length, chunk, left = f"{var}__length", f"{var}__chunk", f"{var}__left"
-        self.emit(f"uint64_t {length} = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
+        self.emit(f"uint64_t {var}__length = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
                   f"(uint64_t){step} + 1 : 0) : ({hi} < {lo} ? ((uint64_t){lo} - (uint64_t){hi} - 1) / "
                   f"(0 - (uint64_t){step}) + 1 : 0);  // the range's length: stop - start may pass 64 bits")
-        self.emit(f"for (uint64_t {chunk} = 0; {chunk} < 4; {chunk}++) {{  // chunks of at most 2**62 trips")
-        self.depth += 1
-        self.loops += 1
-        if self.CARRIES:
-            self.carry()
+        return f"{var}__chunk"
+
+    def chunk_loop(self, it: Item, index: int, lo: str, hi: str, step: str, chunk: str) -> None:
+        var = c_name(it.name)
+        length, left = f"{var}__length", f"{var}__left"
         self.emit(f"uint64_t {left} = {length} > ({chunk} << 62) ? {length} - ({chunk} << 62) : 0;")
         self.emit(f"if ({left} > {CARRY}ULL) {left} = {CARRY}ULL;")
         self.open_loop(f"for ({var} = (int64_t)((uint64_t){lo} + ({chunk} << 62) * (uint64_t){step}); {left} > 0; "

@@ -548,6 +548,10 @@ class NestWalker:
     def return_(self, value: str) -> None:
         self.statement(f"return {value}")
 
+    def for_trips(self, var: str, trips: int, why: str | None = None) -> None:
+        """Open a loop (binding no level) of ``var`` over ``range(trips)``."""
+        raise NotImplementedError
+
     def end_function(self) -> None:
         """Close the function (after its last return)."""
 
@@ -680,6 +684,24 @@ class NestWalker:
             return it.unit_step
         step = it.domain[3]
         return self.symbolic.provably_nonnegative(step) and self.symbolic.provably_nonzero(step)
+
+    def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+        """A range whose ``stop - start`` (or last value plus step) may pass 64 bits: its trips
+        counted exactly, in chunks of at most 2**62 trips (up to 2**64 - 1 in all), so that a
+        count's carry runs between them (a compiler closes an empty inner loop in one addition)."""
+        chunk = self.counted_range_start(it, lo, hi, step)
+        self.for_trips(chunk, 4, "chunks of at most 2**62 trips")
+        if self.CARRIES:
+            self.carry()
+        self.chunk_loop(it, index, lo, hi, step, chunk)
+
+    def counted_range_start(self, it: Item, lo: str, hi: str, step: str) -> str:
+        """What the chunks of ``it``'s counted range read; returns the chunk's variable."""
+        raise NotImplementedError
+
+    def chunk_loop(self, it: Item, index: int, lo: str, hi: str, step: str, chunk: str) -> None:
+        """Open level ``index``'s loop over the trips of chunk ``chunk`` of ``it``'s counted range."""
+        raise NotImplementedError
 
     # -- a solved level --------------------------------------------------------------------------
     def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:

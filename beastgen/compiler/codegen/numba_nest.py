@@ -200,6 +200,11 @@ class NumbaNest(NestWalker):
     def end(self) -> None:
         self.depth -= 1
 
+    def for_trips(self, var: str, trips: int, why: str | None = None) -> None:
+        self.statement(f"for {var} in range({trips}):", why)
+        self.depth += 1
+        self.loops += 1
+
     HIGH_WORD = "_high[0]"
 
     def integer(self, value: int) -> str:
@@ -317,22 +322,18 @@ class NumbaNest(NestWalker):
             header = f"for {it.name} in {it.name}__seq:"
         self.open_loop(header, index)
 
-    def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
-        """A range whose ``stop - start`` may pass 64 bits (where Numba's ``range`` counts nothing):
-        its trips counted and its values computed exactly (``nestlib``), in chunks of at most 2**62
-        trips (up to 2**64 - 1 in all), so that a count's carry runs between them (LLVM closes an
-        empty inner loop in one addition)."""
+    def counted_range_start(self, it: Item, lo: str, hi: str, step: str) -> str:
+        """Its start and step named (``nestlib``'s range_chunk and range_value count and compute
+        the values exactly)."""
         for name, source in (("lo", lo), ("step", step)):
             if source != f"{it.name}__{name}":
-                self.emit(f"{it.name}__{name} = {source}")
-        self.emit(f"for {it.name}__c in range(4):  # chunks of at most 2**62 trips")
-        self.depth += 1
-        self.loops += 1
-        if self.CARRIES:
-            self.carry()
-        self.open_loop(f"for {it.name}__k in range(range_chunk({it.name}__lo, {hi}, {it.name}__step, {it.name}__c)):"
+                self.assign(f"{it.name}__{name}", source)
+        return f"{it.name}__c"
+
+    def chunk_loop(self, it: Item, index: int, lo: str, hi: str, step: str, chunk: str) -> None:
+        self.open_loop(f"for {it.name}__k in range(range_chunk({it.name}__lo, {hi}, {it.name}__step, {chunk})):"
                        "  # stop - start may pass 64 bits", index)
-        self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__c, {it.name}__k, {it.name}__step)")
+        self.assign(it.name, f"range_value({it.name}__lo, {chunk}, {it.name}__k, {it.name}__step)")
 
     def function_range(self, it: Item) -> list[str]:
         names = [f"{it.name}__lo", f"{it.name}__hi", f"{it.name}__step"]
