@@ -98,6 +98,46 @@ class CNest(NestWalker):
     def end_function(self) -> None:
         self.lines.append("}")
 
+    def else_(self) -> None:
+        self.depth -= 1
+        self.emit("} else {")
+        self.depth += 1
+
+    def initialize(self, pairs: list[tuple[str, str]]) -> None:
+        self.statement("int64_t " + ", ".join(f"{name} = {value}" for name, value in pairs))
+
+    def initialize_choice(self, names: list[str], test: str, when_true: list[str], when_false: list[str]) -> None:
+        def operand(source: str) -> str:
+            return f"({source})" if "?" in source else source
+        self.initialize([(name, self.choose(test, operand(yes), operand(no)))
+                         for name, yes, no in zip(names, when_true, when_false)])
+
+    def assign_each(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
+        """(No value reads a name set before it.)"""
+        for position, (name, value) in enumerate(pairs):
+            self.assign(name, value, why if position == len(pairs) - 1 else None)
+
+    def all_of(self, tests: list[str]) -> str:
+        return " && ".join(tests)
+
+    def any_of(self, tests: list[str]) -> str:
+        return " || ".join(tests)
+
+    def not_(self, name: str) -> str:
+        return f"!{name}"
+
+    def between(self, lo: str, value: str, hi: str) -> str:
+        return f"{value} >= {lo} && {value} <= {hi}"
+
+    def choose(self, test: str, when_true: str, when_false: str) -> str:
+        return f"{test} ? {when_true} : {when_false}"
+
+    def max_(self, a: str, b: str) -> str:
+        return f"bg_max_i({a}, {b})"
+
+    def min_(self, a: str, b: str) -> str:
+        return f"bg_min_i({a}, {b})"
+
     HIGH_WORD = "*_high"
 
     def integer(self, value: int) -> str:
@@ -110,11 +150,9 @@ class CNest(NestWalker):
         return f"(int64_t)((uint64_t){name} >> {shift})"
 
     def declarations(self, levels) -> None:
-        for index, level in enumerate(levels):
-            if self.divisor_loops(index):
-                var = c_name(level.iterator.name)
-                self.emit(f"int64_t {var}__div[BG_DIVISORS_MAX], {var}__ndiv = 0, {var}__of = 0;"
-                          "  // the divisors of __of")
+        """The variables of ``levels``' items (a divisor loop's caches go before them)."""
+        self.body_start = len(self.lines)
+        for level in levels:
             for item in [level.iterator, *level.body]:
                 if item.kind == "iterator" and item.value_type == "str":
                     self.emit(f"int64_t {c_name(item.name)}__index;  // into its listed strings")
@@ -187,55 +225,11 @@ class CNest(NestWalker):
         self.open_loop(f"for ({var} = {lo}; {condition}; {var + '++' if step == '1' else f'{var} += {step}'}) {{",
                        index)
 
-    def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
-        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
-        that is cheaper (the divisors are found once per numerator: it rarely changes), else all;
-        narrowed (:func:`.nest.divisor_narrowing`) to ``[__first, __last)`` by the solved
-        iterator's range and to the multiples of ``__mul`` that divide ``__top`` by a filter."""
-        it, solution = level.iterator, self.plan.levels[index + 1].solved
-        narrowing = divisor_narrowing(self.plan, index, self.symbolic)
-        var = c_name(it.name)
-        num, k, end, by_divisors, first, last, mul = (
-            f"{var}__{part}" for part in ("num", "k", "end", "by_divisors", "first", "last", "mul"))
-        self.emit(f"// only divisors of the numerator pass the solved level below "
-                  f"(filter {c_comment(solution.filter.name)})")
-        self.emit(f"int64_t {num}, {k}, {end}, {first} = {lo}, {last} = {hi}, {mul} = 1;")
-        self.compute(num, solution.numerator, None)  # raises for every value of it alike: rejected
-        if narrowing.partner:
-            self.partner_bounds(level, index, narrowing.partner)
-        self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
-        cheaper = "" if narrowing.filter else (f" && ({num} == {var}__of || {hi} - {lo} >= 1024 || "
-                                                   f"{num} < ({hi} - {lo}) * ({hi} - {lo}))")
-        self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT{cheaper};")
-        self.emit(f"if ({by_divisors}) {{")
-        self.depth += 1
-        listed = num
-        if narrowing.partner:
-            partner = c_name(self.plan.levels[index + 1].iterator.name)
-            self.emit(f"if ({var}__positive && {partner}__phi >= 1) {{")
-            self.emit(f"    {first} = bg_max_i({lo}, {num} / {partner}__phi + 1);")
-            self.emit(f"    {last} = bg_min_i({hi}, {num} / {partner}__plo + 1);")
-            self.emit(f"}} else {{  // no solution in its range: an empty window")
-            self.emit(f"    {first} = {last} = {lo};")
-            self.emit("}")
-        if narrowing.filter:
-            listed = f"{var}__top"
-            self.divisibility(level, index, narrowing)
-        self.emit(f"if ({listed} != {var}__of) {{")
-        self.emit(f"    {var}__ndiv = bg_divisors({listed}, {var}__div);")
-        self.emit(f"    {var}__of = {listed};")
-        self.emit("}")
-        self.emit(f"{k} = 0;")
-        self.emit(f"{end} = {first} < {last} ? {var}__ndiv : 0;")
-        self.depth -= 1
-        self.emit("} else {")
-        self.emit(f"    {k} = {lo};")
-        self.emit(f"    {end} = {hi};")
-        self.emit("}")
-        self.open_loop(f"for (; {k} < {end}; {k}++) {{", index)
-        self.emit(f"{var} = {by_divisors} ? {mul} * {var}__div[{k}] : {k};")
-        self.emit(f"if ({var} < {first}) continue;")
-        self.emit(f"if ({var} >= {last}) break;")
+    DIVISORS, DIVISORS_LIMIT = "bg_divisors", "BG_DIVISORS_LIMIT"
+
+    def divisor_cache(self, cache: str, index: int) -> list[str]:
+        return [f"    int64_t {cache}div[BG_DIVISORS_MAX], {cache}ndiv = 0, {cache}of = 0;"
+                f"  // the divisors of __of (loop {index})"]
 
     INT_DIVIDE = "/"
 
@@ -249,10 +243,6 @@ class CNest(NestWalker):
 
     def gcd_into(self, target: str, part: str) -> None:
         self.emit(f"{target} = bg_gcd({target}, {part});")
-
-    def divisibility_end(self, var: str, name: str) -> None:
-        self.emit(f"{var}__mul = {var}__num / {var}__whole;  // the solution divides __whole: {name} is a multiple of this")
-        self.emit(f"{var}__top = !{var}__none && {var}__top % {var}__mul == 0 ? {var}__top / {var}__mul : 0;")
 
     # -- a solved level's expressions -----------------------------------------------------------
     def solution_parts(self, level) -> tuple[str, str]:

@@ -389,6 +389,8 @@ class NestWalker:
 
     ENDS_LOOPS = False
     DIVISOR_LOOPS = False
+    #: whether :meth:`count_skipped` counts the values a divisor loop skips (the statistics)
+    COUNTS_SKIPPED = False
     #: a count: at the top of each level above the innermost walked one (:attr:`carry_levels`), the
     #: count so far above 2**62 moves to the high word (``_high``, units of 2**62): a closed form
     #: that a compiler gives an inner loop adds less than 2**63 (a range's length, proven inside 64
@@ -488,11 +490,13 @@ class NestWalker:
         """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
         statistics count the values it leaves)."""
 
-    def open_loop(self, header: str, index: int) -> None:
+    def open_loop(self, header: str, index: int | None) -> None:
+        """Open a loop, level ``index``'s (entered at once; None: entered later)."""
         self.emit(header)
         self.depth += 1
         self.loops += 1
-        self.enter(index)
+        if index is not None:
+            self.enter(index)
 
     def enter(self, index: int) -> None:
         """Once level ``index``'s iterator is bound (a function's bookkeeping extends it)."""
@@ -547,6 +551,51 @@ class NestWalker:
 
     def return_(self, value: str) -> None:
         self.statement(f"return {value}")
+
+    def else_(self) -> None:
+        """Close an :meth:`if_` block and open the one run where its test fails."""
+        raise NotImplementedError
+
+    def initialize(self, pairs: list[tuple[str, str]]) -> None:
+        """New 64-bit integer variables, each ``(name, value)``."""
+        raise NotImplementedError
+
+    def initialize_choice(self, names: list[str], test: str, when_true: list[str], when_false: list[str]) -> None:
+        """New 64-bit integer variables ``names``, set to ``when_true`` where ``test`` holds, else
+        to ``when_false``."""
+        raise NotImplementedError
+
+    def assign_each(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
+        """``name = value`` for each ``(name, value)``, the values read before any is set."""
+        raise NotImplementedError
+
+    # -- expressions a target prints ---------------------------------------------------------
+    def all_of(self, tests: list[str]) -> str:
+        raise NotImplementedError
+
+    def any_of(self, tests: list[str]) -> str:
+        raise NotImplementedError
+
+    def not_(self, name: str) -> str:
+        """The negation of a variable (a :meth:`negation` of a test parenthesises it)."""
+        raise NotImplementedError
+
+    def between(self, lo: str, value: str, hi: str) -> str:
+        """``lo <= value <= hi``."""
+        raise NotImplementedError
+
+    def choose(self, test: str, when_true: str, when_false: str) -> str:
+        raise NotImplementedError
+
+    def max_(self, a: str, b: str) -> str:
+        raise NotImplementedError
+
+    def min_(self, a: str, b: str) -> str:
+        raise NotImplementedError
+
+    def int64(self, source: str) -> str:
+        """``source`` as a 64-bit integer."""
+        return source
 
     def for_trips(self, var: str, trips: int, why: str | None = None) -> None:
         """Open a loop (binding no level) of ``var`` over ``range(trips)``."""
@@ -647,9 +696,10 @@ class NestWalker:
         """Open level ``index``'s loop: ``var`` over the ``length`` values of ``array``."""
         raise NotImplementedError
 
-    def for_range(self, var: str, lo: str, hi: str, index: int, step: str = "1", positive: bool = True) -> None:
-        """Open level ``index``'s loop: ``var`` over ``range(lo, hi, step)`` (a step not
-        ``positive`` may be negative; never zero), proven inside 64 bits."""
+    def for_range(self, var: str, lo: str, hi: str, index: int | None, step: str = "1",
+                  positive: bool = True) -> None:
+        """Open level ``index``'s loop (see :meth:`open_loop`): ``var`` over ``range(lo, hi, step)``
+        (a step not ``positive`` may be negative; never zero), proven inside 64 bits."""
         raise NotImplementedError
 
     def range_parts(self, it: Item) -> list[str]:
@@ -765,6 +815,91 @@ class NestWalker:
         raise NotImplementedError
 
     # -- divisor loops ---------------------------------------------------------------------------
+    def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
+        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
+        that is cheaper (found once per numerator, in a cache declared at the function's top: it
+        rarely changes), else all; narrowed (:func:`divisor_narrowing`) to ``[__first, __last)`` by
+        the solved iterator's range and to the multiples of ``__mul`` that divide ``__top`` by a
+        filter (the numerator's own divisors then listed only where the statistics count the values
+        skipped: :attr:`COUNTS_SKIPPED`)."""
+        it, solution = level.iterator, self.plan.levels[index + 1].solved
+        narrowing = divisor_narrowing(self.plan, index, self.symbolic)
+        var = self.var(it.name)
+        num, by_divisors, first, last, mul, size, k, end, i = (
+            f"{var}__{part}" for part in ("num", "by_divisors", "first", "last", "mul", "size", "k", "end", "i"))
+        lists_numerator = not narrowing.filter or self.COUNTS_SKIPPED
+        for cache in [f"{var}__"] * lists_numerator + [f"{var}__top_"] * bool(narrowing.filter):
+            self.lines[self.body_start:self.body_start] = self.divisor_cache(cache, index)
+        self.comment(f"only divisors of the numerator pass the solved level below "
+                     f"(filter {self.quote(solution.filter.name)})")
+        for name, source in ((f"{var}__lo", lo), (f"{var}__hi", hi)):
+            if source != name:
+                self.assign(name, source)
+        lo, hi = f"{var}__lo", f"{var}__hi"
+        self.declare([num])
+        # raises for every value alike: rejected
+        self.assign(num, self.int64(self.value(solution.numerator, solution.filter)))
+        if narrowing.partner:
+            self.partner_bounds(level, index, narrowing.partner)
+        self.if_(f"{num} < 0", "-n has the divisors of n (-2**63 stays negative)")
+        self.assign(num, f"-{num}")
+        self.end()
+        span = f"({hi} - {lo})"
+        tests = [f"{lo} >= 1", self.between("1", num, self.DIVISORS_LIMIT)]
+        if not narrowing.filter:
+            tests.append(f"({self.any_of([f'{num} == {var}__of', f'{span} >= 1024', f'{num} < {span} * {span}'])})")
+        self.define_flag(by_divisors, self.all_of(tests))
+        listed = f"{var}__top_div" if narrowing.filter else f"{var}__div"  # the values visited, over __mul
+        self.initialize([(first, lo), (last, hi), (mul, "1"), (size, "0")])
+        self.if_(by_divisors)
+        if lists_numerator:
+            self.list_divisors(f"{var}__", num)
+            self.assign(size, f"{var}__ndiv")
+        if narrowing.partner:
+            partner = self.var(self.plan.levels[index + 1].iterator.name)
+            self.if_(self.any_of([self.not_(f"{var}__positive"), f"{partner}__phi < 1"]))
+            self.assign_each([(first, lo), (last, lo)], "no solution in its range")
+            self.else_()
+            self.assign(first, self.max_(lo, f"{num} {self.INT_DIVIDE} {partner}__phi + 1"))
+            self.assign(last, self.min_(hi, f"{num} {self.INT_DIVIDE} {partner}__plo + 1"))
+            self.end()
+        self.count_skipped(level, index, narrowing, span)
+        if narrowing.filter:
+            self.divisibility(level, index, narrowing)
+            self.count_skipped(level, index, narrowing, span, listed)
+        self.end()
+        self.initialize_choice([k, end], by_divisors, ["0", self.choose(f"{first} < {last}", size, "0")], [lo, hi])
+        self.declare([i])
+        self.for_range(i, k, end, None)
+        self.assign(var, self.choose(by_divisors, f"{mul} * {listed}[{i}]", i))
+        self.if_(f"{var} < {first}")
+        self.statement("continue")
+        self.end()
+        self.if_(f"{var} >= {last}", "past the range: so are the larger divisors")
+        self.break_()
+        self.end()
+        self.enter(index)
+
+    def list_divisors(self, cache: str, number: str) -> None:
+        """``<cache>div[:<cache>ndiv]``: the divisors of ``number``, found again only where it is
+        not ``<cache>of``, the number they are of."""
+        self.if_(f"{number} != {cache}of")
+        self.assign(f"{cache}ndiv", f"{self.DIVISORS}({number}, {cache}div)")
+        self.assign(f"{cache}of", number)
+        self.end()
+
+    def count_skipped(self, level, index: int, narrowing: Narrowing, span: str, listed: str | None = None) -> None:
+        """The statistics' count of the values the divisor loop skips: those outside the window
+        (the solved filter's rejections), or with ``listed``, those the narrowing filter rejects."""
+
+    #: the divisor loop's names in the target: the function listing divisors, the largest number
+    #: listed
+    DIVISORS = DIVISORS_LIMIT = ""
+
+    def divisor_cache(self, cache: str, index: int) -> list[str]:
+        """The lines (at the function's top) declaring ``<cache>div``, ``ndiv`` and ``of``."""
+        raise NotImplementedError
+
     def partner_bounds(self, level, index: int, partner: tuple) -> None:
         """The solved iterator's range, computed once for the divisor loop (it cannot raise):
         ``<solved>__plo`` and ``__phi``, and whether the numerator is positive (``<it>__positive``)."""
@@ -786,7 +921,7 @@ class NestWalker:
         multiples of ``__mul`` dividing the numerator, ``__mul * d`` for the divisors d of ``__top``
         (0: none): ``d`` divides ``gcd(n, X / c, ...)`` (into ``__top``) and the solution divides
         ``gcd(n, Y / c, ...)`` (into ``__whole``); a ``c`` that does not divide its X or Y sets
-        ``__none``."""
+        ``__none``; ``__top_div[:__size]``, the divisors of ``__top``."""
         var = self.var(level.iterator.name)
         name, solved = self.quote(level.iterator.name), self.quote(self.plan.levels[index + 1].iterator.name)
         divide = self.INT_DIVIDE
@@ -804,7 +939,12 @@ class NestWalker:
                 self.compute(f"{part}__c", factor, narrowing.filter)
                 self.divide_exactly(part, f"{part}__c", f"{var}__none")
             self.gcd_into(f"{var}__{target}", part)
-        self.divisibility_end(var, name)
+        self.assign(f"{var}__mul", f"{var}__num {divide} {var}__whole",
+                    f"the solution divides __whole: {name} is a multiple of this")
+        self.assign(f"{var}__top", self.choose(self.all_of([self.not_(f"{var}__none"), f"{var}__top % {var}__mul == 0"]),
+                                               f"{var}__top {divide} {var}__mul", "0"))
+        self.list_divisors(f"{var}__top_", f"{var}__top")
+        self.assign(f"{var}__size", f"{var}__top_ndiv")
 
     def divisibility_start(self, var: str) -> None:
         """``<var>__top`` and ``__whole`` set to the numerator, ``__none`` false."""
@@ -816,11 +956,6 @@ class NestWalker:
 
     def gcd_into(self, target: str, part: str) -> None:
         """``target = gcd(target, part)``."""
-        raise NotImplementedError
-
-    def divisibility_end(self, var: str, name: str) -> None:
-        """``__mul``, the numerator over ``__whole``, and ``__top`` over it (0 where it is none);
-        ``name``: the iterator's, quoted for a comment."""
         raise NotImplementedError
 
     def reject_if(self, test: str, item: Item | None, why: str) -> None:

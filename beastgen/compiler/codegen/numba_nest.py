@@ -205,6 +205,44 @@ class NumbaNest(NestWalker):
         self.depth += 1
         self.loops += 1
 
+    def else_(self) -> None:
+        self.depth -= 1
+        self.emit("else:")
+        self.depth += 1
+
+    def initialize(self, pairs: list[tuple[str, str]]) -> None:
+        self.assign_each(pairs)
+
+    def initialize_choice(self, names: list[str], test: str, when_true: list[str], when_false: list[str]) -> None:
+        self.assign(", ".join(names), f"({', '.join(when_true)}) if {test} else ({', '.join(when_false)})")
+
+    def assign_each(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
+        self.assign(", ".join(name for name, _ in pairs), ", ".join(value for _, value in pairs), why)
+
+    def all_of(self, tests: list[str]) -> str:
+        return " and ".join(tests)
+
+    def any_of(self, tests: list[str]) -> str:
+        return " or ".join(tests)
+
+    def not_(self, name: str) -> str:
+        return f"not {name}"
+
+    def between(self, lo: str, value: str, hi: str) -> str:
+        return f"{lo} <= {value} <= {hi}"
+
+    def choose(self, test: str, when_true: str, when_false: str) -> str:
+        return f"{when_true} if {test} else {when_false}"
+
+    def max_(self, a: str, b: str) -> str:
+        return f"max({a}, {b})"
+
+    def min_(self, a: str, b: str) -> str:
+        return f"min({a}, {b})"
+
+    def int64(self, source: str) -> str:
+        return f"numba.int64({source})"
+
     HIGH_WORD = "_high[0]"
 
     def integer(self, value: int) -> str:
@@ -367,69 +405,25 @@ class NumbaNest(NestWalker):
         args = ([] if lo == "0" and step == "1" else [lo]) + [hi] + ([] if step == "1" else [step])
         self.open_loop(f"for {var} in range({', '.join(args)}):", index)
 
-    def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
-        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
-        that is cheaper (found once per numerator, in a cache declared at the function's top: it
-        rarely changes), else all; narrowed (:func:`.nest.divisor_narrowing`) to ``[__first,
-        __last)`` by the solved iterator's range and to the multiples of ``__mul`` that divide
-        ``__top`` by a filter; the C target's twin (:meth:`.c_nest.CNest.divisor_loop`)."""
-        it, solution = level.iterator, self.plan.levels[index + 1].solved
-        narrowing = divisor_narrowing(self.plan, index, self.symbolic)
-        v = it.name
-        caches = [f"{v}__div", f"{v}__top_div"] if narrowing.filter else [f"{v}__div"]
-        for cache in caches:  # the divisors of __of (__top_of)
-            self.lines[self.body_start:self.body_start] = [
-                f"    {cache} = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop {index})",
-                f"    {cache[:-3]}ndiv = 0", f"    {cache[:-3]}of = 0"]
-        self.emit(f"# only divisors of the numerator pass the solved level below (filter {solution.filter.name})")
-        self.emit(f"{v}__lo = {lo}")
-        self.emit(f"{v}__hi = {hi}")
-        # raises for every value alike: rejected
-        self.assign(f"{v}__num", f"numba.int64({self.value(solution.numerator, solution.filter)})")
-        if narrowing.partner:
-            self.partner_bounds(level, index, narrowing.partner)
-        self.emit(f"if {v}__num < 0:  # -n has the divisors of n (-2**63 stays negative)")
-        self.emit(f"    {v}__num = -{v}__num")
-        span = f"({v}__hi - {v}__lo)"
-        cheaper = "" if narrowing.filter else (f" and ({v}__num == {v}__of or {span} >= 1024 or "
-                                               f"{v}__num < {span} * {span})")
-        self.emit(f"{v}__by_divisors = {v}__lo >= 1 and 1 <= {v}__num <= DIVISORS_LIMIT{cheaper}")
-        listed = f"{v}__top_div" if narrowing.filter else f"{v}__div"  # the values visited, over __mul
-        self.emit(f"{v}__first, {v}__last, {v}__mul, {v}__size = {v}__lo, {v}__hi, 1, 0")
-        self.emit(f"if {v}__by_divisors:")
-        self.depth += 1
-        self.emit(f"if {v}__num != {v}__of:")
-        self.emit(f"    {v}__ndiv = divisors({v}__num, {v}__div)")
-        self.emit(f"    {v}__of = {v}__num")
-        self.emit(f"{v}__size = {v}__ndiv")
-        if narrowing.partner:
-            partner = self.plan.levels[index + 1].iterator.name
-            self.emit(f"if not {v}__positive or {partner}__phi < 1:")
-            self.emit(f"    {v}__first, {v}__last = {v}__lo, {v}__lo  # no solution in its range")
-            self.emit("else:")
-            self.emit(f"    {v}__first = max({v}__lo, {v}__num // {partner}__phi + 1)")
-            self.emit(f"    {v}__last = min({v}__hi, {v}__num // {partner}__plo + 1)")
+    DIVISORS, DIVISORS_LIMIT = "divisors", "DIVISORS_LIMIT"
+
+    def divisor_cache(self, cache: str, index: int) -> list[str]:
+        return [f"    {cache}div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop {index})",
+                f"    {cache}ndiv = 0", f"    {cache}of = 0"]
+
+    def count_skipped(self, level, index: int, narrowing, span: str, listed: str | None = None) -> None:
+        if not self.COUNTS_SKIPPED:
+            return
+        v = level.iterator.name
         inside = f"count_between({v}__div, {v}__ndiv, 1, {v}__first, {v}__last)"
-        if self.COUNTS_SKIPPED and narrowing.filter:
-            self.emit(f"{v}__inside = {inside}  # divisors whose solution lies in its range")
-            inside = f"{v}__inside"
-        self.skipped(solution.filter, f"max({span}, 0) - {inside}")
-        if narrowing.filter:
-            self.divisibility(level, index, narrowing)
-            self.skipped(narrowing.filter, f"{inside} - count_between({listed}, {v}__size, {v}__mul, "
+        if listed is not None:
+            self.skipped(narrowing.filter, f"{v}__inside - count_between({listed}, {v}__size, {v}__mul, "
                                            f"{v}__first, {v}__last)")
-        self.depth -= 1
-        self.emit(f"{v}__k, {v}__end = (0, {v}__size if {v}__first < {v}__last else 0) if {v}__by_divisors "
-                  f"else ({v}__lo, {v}__hi)")
-        self.emit(f"for {v}__i in range({v}__k, {v}__end):")
-        self.depth += 1
-        self.loops += 1
-        self.emit(f"{v} = {v}__mul * {listed}[{v}__i] if {v}__by_divisors else {v}__i")
-        self.emit(f"if {v} < {v}__first:")
-        self.emit("    continue")
-        self.emit(f"if {v} >= {v}__last:  # past the range: so are the larger divisors")
-        self.emit("    break")
-        self.enter(index)
+            return
+        if narrowing.filter:
+            self.assign(f"{v}__inside", inside, "divisors whose solution lies in its range")
+            inside = f"{v}__inside"
+        self.skipped(self.plan.levels[index + 1].solved.filter, f"max({span}, 0) - {inside}")
 
     def divisibility_start(self, var: str) -> None:
         self.emit(f"{var}__top, {var}__whole, {var}__none = {var}__num, {var}__num, False")
@@ -442,19 +436,6 @@ class NumbaNest(NestWalker):
 
     def gcd_into(self, target: str, part: str) -> None:
         self.emit(f"{target} = gcd({target}, {part})")
-
-    def divisibility_end(self, var: str, name: str) -> None:
-        """... then ``__top_div[:__size]``: the divisors of ``__top`` (times ``__mul``, the values
-        visited), in a cache of their own (``__div`` keeps the numerator's, for the statistics)."""
-        self.emit(f"{var}__mul = {var}__num // {var}__whole  # the solution divides __whole: {name} is a multiple of this")
-        self.emit(f"{var}__top = {var}__top // {var}__mul if not {var}__none and {var}__top % {var}__mul == 0 else 0")
-        self.emit(f"if {var}__top != {var}__top_of:")
-        self.emit(f"    {var}__top_ndiv = divisors({var}__top, {var}__top_div)")
-        self.emit(f"    {var}__top_of = {var}__top")
-        self.emit(f"{var}__size = {var}__top_ndiv")
-
-    #: whether :meth:`skipped` counts the values a divisor loop skips (the statistics)
-    COUNTS_SKIPPED = False
 
     def skipped(self, item: Item, count: str) -> None:
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
