@@ -19,7 +19,7 @@ from ..specialize import Item, infer_type
 from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
                            derived_sources, needed_items, value_tables)
 from .monotone import loop_ending_filters
-from .nest import CARRY, NestWalker, constant_values, countable_tail, divisor_narrowing, split_level
+from .nest import CARRY, NestWalker, countable_tail, split_level
 
 __all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
 
@@ -139,6 +139,7 @@ class CNest(NestWalker):
         return f"bg_min_i({a}, {b})"
 
     HIGH_WORD = "*_high"
+    TRUE, FALSE = "1", "0"
 
     def integer(self, value: int) -> str:
         return f"{value}LL"
@@ -225,24 +226,13 @@ class CNest(NestWalker):
         self.open_loop(f"for ({var} = {lo}; {condition}; {var + '++' if step == '1' else f'{var} += {step}'}) {{",
                        index)
 
-    DIVISORS, DIVISORS_LIMIT = "bg_divisors", "BG_DIVISORS_LIMIT"
+    DIVISORS, DIVISORS_LIMIT, GCD = "bg_divisors", "BG_DIVISORS_LIMIT", "bg_gcd"
 
     def divisor_cache(self, cache: str, index: int) -> list[str]:
         return [f"    int64_t {cache}div[BG_DIVISORS_MAX], {cache}ndiv = 0, {cache}of = 0;"
                 f"  // the divisors of __of (loop {index})"]
 
     INT_DIVIDE = "/"
-
-    def divisibility_start(self, var: str) -> None:
-        self.emit(f"int64_t {var}__top = {var}__num, {var}__whole = {var}__num;")
-        self.emit(f"int {var}__none = 0;  // a c that does not divide its X or Y: no value passes")
-
-    def divide_exactly(self, part: str, factor: str, none: str) -> None:
-        self.emit(f"if (bg_mod_nz({part}, {factor}) != 0) {none} = 1;")
-        self.emit(f"else {part} /= {factor};  // c >= 1 proven: no overflow")
-
-    def gcd_into(self, target: str, part: str) -> None:
-        self.emit(f"{target} = bg_gcd({target}, {part});")
 
     # -- a solved level's expressions -----------------------------------------------------------
     def solution_parts(self, level) -> tuple[str, str]:

@@ -604,8 +604,8 @@ class NestWalker:
     def end_function(self) -> None:
         """Close the function (after its last return)."""
 
-    #: the count's high word (units of 2**62) as the target writes it
-    HIGH_WORD = ""
+    #: the count's high word (units of 2**62) and the truth values as the target writes them
+    HIGH_WORD = TRUE = FALSE = ""
 
     def integer(self, value: int) -> str:
         """A 64-bit integer literal."""
@@ -893,8 +893,8 @@ class NestWalker:
         (the solved filter's rejections), or with ``listed``, those the narrowing filter rejects."""
 
     #: the divisor loop's names in the target: the function listing divisors, the largest number
-    #: listed
-    DIVISORS = DIVISORS_LIMIT = ""
+    #: listed, the greatest common divisor of two 64-bit integers (as unsigned)
+    DIVISORS = DIVISORS_LIMIT = GCD = ""
 
     def divisor_cache(self, cache: str, index: int) -> list[str]:
         """The lines (at the function's top) declaring ``<cache>div``, ``ndiv`` and ``of``."""
@@ -928,7 +928,7 @@ class NestWalker:
         self.comment(f"filter {self.quote(narrowing.filter.name)} rejects unless {name} divides gcd(n, X {divide} c) "
                      f"for each X % ({name} * c) != 0 it tests, and n {divide} {name} (= {solved}) divides "
                      f"gcd(n, Y {divide} c) for each Y % ({solved} * c) != 0")
-        self.divisibility_start(var)
+        self.initialize([(f"{var}__top", f"{var}__num"), (f"{var}__whole", f"{var}__num"), (f"{var}__none", self.FALSE)])
         pairs = [("top", pair) for pair in narrowing.divides] + [("whole", pair) for pair in narrowing.divided_by]
         for position, (target, (dividend, factor)) in enumerate(pairs):
             part = f"{var}__x{position}"
@@ -937,26 +937,18 @@ class NestWalker:
             if factor is not None:
                 self.declare([f"{part}__c"])
                 self.compute(f"{part}__c", factor, narrowing.filter)
-                self.divide_exactly(part, f"{part}__c", f"{var}__none")
-            self.gcd_into(f"{var}__{target}", part)
+                self.if_(self.remainder_nonzero(part, f"{part}__c"))
+                self.assign(f"{var}__none", self.TRUE)
+                self.else_()
+                self.assign(part, f"{part}__c", "c >= 1 proven: no overflow", operator=f"{divide}=")
+                self.end()
+            self.assign(f"{var}__{target}", f"{self.GCD}({var}__{target}, {part})")
         self.assign(f"{var}__mul", f"{var}__num {divide} {var}__whole",
                     f"the solution divides __whole: {name} is a multiple of this")
         self.assign(f"{var}__top", self.choose(self.all_of([self.not_(f"{var}__none"), f"{var}__top % {var}__mul == 0"]),
                                                f"{var}__top {divide} {var}__mul", "0"))
         self.list_divisors(f"{var}__top_", f"{var}__top")
         self.assign(f"{var}__size", f"{var}__top_ndiv")
-
-    def divisibility_start(self, var: str) -> None:
-        """``<var>__top`` and ``__whole`` set to the numerator, ``__none`` false."""
-        raise NotImplementedError
-
-    def divide_exactly(self, part: str, factor: str, none: str) -> None:
-        """``part`` divided by ``factor`` (proven >= 1), or ``none`` set where it does not divide."""
-        raise NotImplementedError
-
-    def gcd_into(self, target: str, part: str) -> None:
-        """``target = gcd(target, part)``."""
-        raise NotImplementedError
 
     def reject_if(self, test: str, item: Item | None, why: str) -> None:
         self.if_(test, why)

@@ -12,8 +12,7 @@ from ..language import semantics
 from ..language.identity import IdentityMapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..specialize import Item, infer_type
-from .nest import (NestWalker, constant_values, divisor_narrowing, guard_test, guards, operation_rule,
-                   proven_absent, split_level, stat_slots)
+from .nest import NestWalker, guard_test, guards, operation_rule, proven_absent, split_level, stat_slots
 
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
@@ -244,6 +243,7 @@ class NumbaNest(NestWalker):
         return f"numba.int64({source})"
 
     HIGH_WORD = "_high[0]"
+    TRUE, FALSE = "True", "False"
 
     def integer(self, value: int) -> str:
         return str(value)
@@ -405,7 +405,7 @@ class NumbaNest(NestWalker):
         args = ([] if lo == "0" and step == "1" else [lo]) + [hi] + ([] if step == "1" else [step])
         self.open_loop(f"for {var} in range({', '.join(args)}):", index)
 
-    DIVISORS, DIVISORS_LIMIT = "divisors", "DIVISORS_LIMIT"
+    DIVISORS, DIVISORS_LIMIT, GCD = "divisors", "DIVISORS_LIMIT", "gcd"
 
     def divisor_cache(self, cache: str, index: int) -> list[str]:
         return [f"    {cache}div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop {index})",
@@ -424,18 +424,6 @@ class NumbaNest(NestWalker):
             self.assign(f"{v}__inside", inside, "divisors whose solution lies in its range")
             inside = f"{v}__inside"
         self.skipped(self.plan.levels[index + 1].solved.filter, f"max({span}, 0) - {inside}")
-
-    def divisibility_start(self, var: str) -> None:
-        self.emit(f"{var}__top, {var}__whole, {var}__none = {var}__num, {var}__num, False")
-
-    def divide_exactly(self, part: str, factor: str, none: str) -> None:
-        self.emit(f"if {part} % {factor} != 0:")
-        self.emit(f"    {none} = True")
-        self.emit("else:")
-        self.emit(f"    {part} //= {factor}  # c >= 1 proven: no overflow")
-
-    def gcd_into(self, target: str, part: str) -> None:
-        self.emit(f"{target} = gcd({target}, {part})")
 
     def skipped(self, item: Item, count: str) -> None:
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
