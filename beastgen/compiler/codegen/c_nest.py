@@ -162,14 +162,6 @@ class CNest(NestWalker):
                         raise Unsupported(f"{item.kind} {item.name!r} of type {item.value_type}")
                     self.emit(f"{C_TYPES[item.value_type]} {c_name(item.name)};")
 
-    def count_leaf(self, counted) -> None:
-        """Count the configurations reached: the product of the ``counted`` innermost domains."""
-        if counted:
-            self.emit(f"_n += 1;  // the innermost loops ({', '.join(level.iterator.name for level in counted)})"
-                      " test nothing: a prefix, which the runtime multiplies by their size")
-        else:
-            self.emit("_n += 1;")
-
     # -- a level ---------------------------------------------------------------------------------
     def open_level(self, level, index: int) -> None:
         if level.iterator.function is not None:

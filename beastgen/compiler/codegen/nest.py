@@ -522,6 +522,13 @@ class NestWalker:
         while self.depth > 1:
             self.end()
 
+    def count_leaf(self, counted) -> None:
+        """Count the configuration reached, which stands for the product of the ``counted``
+        innermost domains (:func:`countable_tail`)."""
+        names = ", ".join(level.iterator.name for level in counted)
+        why = f"the innermost loops ({names}) test nothing: a prefix, which the runtime multiplies by their size"
+        self.assign("_n", "1", why if counted else None, operator="+=")
+
     def at_split(self) -> None:
         """Right below the split level: what a chunked function does at a split node."""
 
