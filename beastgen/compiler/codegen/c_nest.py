@@ -1,10 +1,11 @@
-"""The C target: the plan walker's hooks (:mod:`.nest`) printed as C, for a shared library that
-:mod:`beastgen.compiler.native` compiles with the system C compiler and loads with ctypes. A warm
-count then imports neither Numba nor LLVM, and a cold one compiles in a fraction of Numba's time.
-The Numba module stays the full enumerator (every other function); this target covers the plans
-whose items are all expressions over int, bool and float values, and listed strings compared with
-constants (:class:`Unsupported` otherwise): ``count`` and ``split_nodes`` (:class:`CCount`,
-:class:`CSplitNodes`), ``fill`` and ``count_claimed`` (:class:`CFill`, :class:`CCountClaimed`).
+"""The C target: the plan walker's statements and expressions (:mod:`.nest`) printed as C, for a shared
+library that :mod:`beastgen.compiler.native` compiles with the system C compiler and loads with
+ctypes. A warm count then imports neither Numba nor LLVM, and a cold one compiles in a fraction of
+Numba's time. The Numba module stays the full enumerator (every other function); this target covers
+the plans whose items are all expressions over int, bool and float values, and listed strings
+compared with constants (:class:`Unsupported` otherwise): ``count`` and ``split_nodes``
+(:class:`CCount`, :class:`CSplitNodes`), ``fill`` and ``count_claimed`` (:class:`CFill`,
+:class:`CCountClaimed`).
 
 Python's semantics are the semantics table's (:mod:`.c_expression`): where an operation raises in
 Python, a guard tested before the expression rejects the configuration, as the Numba nest's do.

@@ -1,7 +1,7 @@
 """The plan walker, target-neutral: one walk of a :class:`~beastgen.compiler.plan.Plan`'s loop nest
-(each level's loop opened or solved, its items placed, the split node marked), which every
-target's builder (:mod:`.numba_nest`, :mod:`.c_nest`) turns into source through its hooks, as
-loopy's ``ASTBuilderBase`` and sympy's ``CodePrinter`` family do; and the facts about a plan that
+(each level's loop opened or solved, its items placed, the split node marked), the algorithm
+written once in a small statement vocabulary that every target's builder (:mod:`.numba_nest`,
+:mod:`.c_nest`) prints, as loopy's ``ASTBuilderBase`` and sympy's ``CodePrinter`` family do; and the facts about a plan that
 the targets and the runtime share (the counted tail, the split level, the statistics' slots).
 """
 from __future__ import annotations
@@ -371,14 +371,22 @@ def guard_test(guard: Guard, source, spelling: semantics.Spelling, truth) -> str
 # The walk
 # --------------------------------------------------------------------------------------------------
 class NestWalker:
-    """One walk of the plan's nest, printed through a target's hooks. A target (a subclass) prints
-    statements (:meth:`var`, :meth:`quote`, :meth:`comment`, :meth:`declare`, :meth:`compute`,
-    :meth:`define_flag`), with which the walker writes what is the same algorithm in every target
-    (:meth:`loop_comment`, :meth:`describe`, :meth:`partner_bounds`); it still gives the syntax of
-    :meth:`function_loop`, :meth:`values_loop`, :meth:`range_parts`, :meth:`range_loop`,
-    :meth:`counted_range`, :meth:`divisor_loop`, :meth:`solved_level`,
-    :meth:`reject` and ``place_<kind>`` for the items; a
-    generated function (a subclass of the target) gives what it does at a level it enters
+    """One walk of the plan's nest: the walker holds the algorithm, each target (a subclass:
+    :class:`.numba_nest.NumbaNest`, :class:`.c_nest.CNest`) prints it. The algorithm, written once
+    here: a level opened (:meth:`open_level`: :meth:`values_loop`, :meth:`range_parts` then
+    :meth:`range_loop`, :meth:`counted_range`, :meth:`solved_level` or :meth:`divisor_loop` with
+    its :meth:`partner_bounds` and :meth:`divisibility`), its items placed (:meth:`place`:
+    :meth:`place_derived`, :meth:`place_filter`), the count carried (:meth:`carry`), the leaf
+    counted (:meth:`count_leaf`) and the function ended (:meth:`finish`). It is written in a small
+    statement vocabulary that each target prints (:meth:`statement`, :meth:`assign`,
+    :meth:`initialize`, :meth:`declare`, :meth:`define_flag`, :meth:`if_`, :meth:`else_`,
+    :meth:`end`, :meth:`for_range`, :meth:`for_array`, :meth:`for_trips`, :meth:`break_`,
+    :meth:`reject`, :meth:`return_`, :meth:`comment`) over expressions it prints (:meth:`value`
+    of a space expression after its guards, :meth:`all_of`, :meth:`choose`, :meth:`in_range`,
+    ...). A target still writes the few forms that are its own: Numba's space-function calls
+    (:meth:`call`, :meth:`function_range`) and bound terms, C's declarations.
+
+    A generated function (a subclass of the target) gives what it does at a level it enters
     (:meth:`enter`), at the split node (:meth:`at_split`) and what it opens and closes around the
     walk. Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
     outside every loop leaves the function). ``ENDS_LOOPS``: a filter that rejects every later

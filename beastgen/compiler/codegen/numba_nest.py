@@ -1,8 +1,7 @@
-"""The Numba target's builder: the plan walker's hooks (:mod:`.nest`) printed as a Numba function,
-with Python's semantics kept by guards (a zero divisor, a raising space function or an operation
-under a short-circuit rejects the configuration). Each generated function is a subclass
-(:mod:`.numba_functions`, :mod:`.estimator`).
-"""
+"""The Numba target's builder: the plan walker's statements and expressions (:mod:`.nest`) printed as a
+Numba function, with Python's semantics kept by guards (a zero divisor, a raising space function or
+an operation under a short-circuit rejects the configuration). Each generated function is a subclass
+(:mod:`.numba_functions`, :mod:`.estimator`)."""
 from __future__ import annotations
 
 from ...quoting import comment_text
