@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 
 POLL_SECONDS = 0.1
@@ -113,8 +114,6 @@ def interruptions_noted():
     compiles may land in one of llvmlite's ctypes callbacks, which swallows the exception and leaves
     Numba failing with an unrelated error; the note tells them apart, and keeps which signal it was.
     The traceback ctypes would print for a swallowed interruption is not printed."""
-    import sys
-
     noted: list[BaseException] = []
     if threading.current_thread() is not threading.main_thread():
         yield noted
