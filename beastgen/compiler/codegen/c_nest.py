@@ -114,7 +114,6 @@ class CNest(NestWalker):
                          for name, yes, no in zip(names, when_true, when_false)])
 
     def assign_each(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
-        """(No value reads a name set before it.)"""
         for position, (name, value) in enumerate(pairs):
             self.assign(name, value, why if position == len(pairs) - 1 else None)
 

@@ -581,7 +581,7 @@ class NestWalker:
         raise NotImplementedError
 
     def assign_each(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
-        """``name = value`` for each ``(name, value)``, the values read before any is set."""
+        """``name = value`` for each ``(name, value)`` (no value reads a name among them)."""
         raise NotImplementedError
 
     # -- expressions a target prints ---------------------------------------------------------
