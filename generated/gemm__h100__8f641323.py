@@ -67,15 +67,9 @@ def count(_lo, _hi, _high):
     blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__top_ndiv = 0
     blk_m_b__top_of = 0
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
-    blk_m_b__ndiv = 0
-    blk_m_b__of = 0
     blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__top_ndiv = 0
     blk_m_a__top_of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
-    blk_m_a__ndiv = 0
-    blk_m_a__of = 0
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
@@ -190,10 +184,6 @@ def count(_lo, _hi, _high):
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
                             blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
-                                if blk_m_a__num != blk_m_a__of:
-                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
-                                    blk_m_a__of = blk_m_a__num
-                                blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
                                     blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
@@ -253,10 +243,6 @@ def count(_lo, _hi, _high):
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
                                 blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
-                                    if blk_m_b__num != blk_m_b__of:
-                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
-                                        blk_m_b__of = blk_m_b__num
-                                    blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
                                         blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
@@ -618,15 +604,9 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
     blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__top_ndiv = 0
     blk_m_b__top_of = 0
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
-    blk_m_b__ndiv = 0
-    blk_m_b__of = 0
     blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__top_ndiv = 0
     blk_m_a__top_of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
-    blk_m_a__ndiv = 0
-    blk_m_a__of = 0
     _n = 0
     _node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)
     # loop 0: iterator dim_m (spaces/gemm.py:36): range(1, max_threads_dim_x + 1, 1)
@@ -723,10 +703,6 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
                             blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
-                                if blk_m_a__num != blk_m_a__of:
-                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
-                                    blk_m_a__of = blk_m_a__num
-                                blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
                                     blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
@@ -780,10 +756,6 @@ def fill(_col_dim_m, _col_dim_n, _col_blk_m, _col_blk_n, _col_blk_k, _col_vector
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
                                 blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
-                                    if blk_m_b__num != blk_m_b__of:
-                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
-                                        blk_m_b__of = blk_m_b__num
-                                    blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
                                         blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
@@ -1111,15 +1083,9 @@ def count_pruned(_threshold, _high):
     blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__top_ndiv = 0
     blk_m_b__top_of = 0
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
-    blk_m_b__ndiv = 0
-    blk_m_b__of = 0
     blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__top_ndiv = 0
     blk_m_a__top_of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
-    blk_m_a__ndiv = 0
-    blk_m_a__of = 0
     _n = 0
     _limit = _threshold
     if max(compute_time, dram_time, launch_time) > _limit:  # constant bound terms
@@ -1246,10 +1212,6 @@ def count_pruned(_threshold, _high):
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
                             blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
-                                if blk_m_a__num != blk_m_a__of:
-                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
-                                    blk_m_a__of = blk_m_a__num
-                                blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
                                     blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
@@ -1309,10 +1271,6 @@ def count_pruned(_threshold, _high):
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
                                 blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
-                                    if blk_m_b__num != blk_m_b__of:
-                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
-                                        blk_m_b__of = blk_m_b__num
-                                    blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
                                         blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:
@@ -1551,15 +1509,9 @@ def rank(_threshold, _bounds, _terms, _rows):
     blk_m_b__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
     blk_m_b__top_ndiv = 0
     blk_m_b__top_of = 0
-    blk_m_b__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 8)
-    blk_m_b__ndiv = 0
-    blk_m_b__of = 0
     blk_m_a__top_div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
     blk_m_a__top_ndiv = 0
     blk_m_a__top_of = 0
-    blk_m_a__div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop 6)
-    blk_m_a__ndiv = 0
-    blk_m_a__of = 0
     _size = 0
     _limit = _threshold
     if max(compute_time, dram_time, launch_time) > _limit:  # constant bound terms
@@ -1669,10 +1621,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                             blk_m_a__by_divisors = blk_m_a__lo >= 1 and 1 <= blk_m_a__num <= DIVISORS_LIMIT
                             blk_m_a__first, blk_m_a__last, blk_m_a__mul, blk_m_a__size = blk_m_a__lo, blk_m_a__hi, 1, 0
                             if blk_m_a__by_divisors:
-                                if blk_m_a__num != blk_m_a__of:
-                                    blk_m_a__ndiv = divisors(blk_m_a__num, blk_m_a__div)
-                                    blk_m_a__of = blk_m_a__num
-                                blk_m_a__size = blk_m_a__ndiv
                                 if not blk_m_a__positive or blk_n_a__phi < 1:
                                     blk_m_a__first, blk_m_a__last = blk_m_a__lo, blk_m_a__lo  # no solution in its range
                                 else:
@@ -1726,10 +1674,6 @@ def rank(_threshold, _bounds, _terms, _rows):
                                 blk_m_b__by_divisors = blk_m_b__lo >= 1 and 1 <= blk_m_b__num <= DIVISORS_LIMIT
                                 blk_m_b__first, blk_m_b__last, blk_m_b__mul, blk_m_b__size = blk_m_b__lo, blk_m_b__hi, 1, 0
                                 if blk_m_b__by_divisors:
-                                    if blk_m_b__num != blk_m_b__of:
-                                        blk_m_b__ndiv = divisors(blk_m_b__num, blk_m_b__div)
-                                        blk_m_b__of = blk_m_b__num
-                                    blk_m_b__size = blk_m_b__ndiv
                                     if not blk_m_b__positive or blk_n_b__phi < 1:
                                         blk_m_b__first, blk_m_b__last = blk_m_b__lo, blk_m_b__lo  # no solution in its range
                                     else:

@@ -1,10 +1,11 @@
-"""The C target: the plan walker's hooks (:mod:`.nest`) printed as C, for a shared library that
-:mod:`beastgen.compiler.native` compiles with the system C compiler and loads with ctypes. A warm
-count then imports neither Numba nor LLVM, and a cold one compiles in a fraction of Numba's time.
-The Numba module stays the full enumerator (every other function); this target covers the plans
-whose items are all expressions over int, bool and float values, and listed strings compared with
-constants (:class:`Unsupported` otherwise): ``count`` and ``split_nodes`` (:class:`CCount`,
-:class:`CSplitNodes`), ``fill`` and ``count_claimed`` (:class:`CFill`, :class:`CCountClaimed`).
+"""The C target: the plan walker's statements and expressions (:mod:`.nest`) printed as C, for a shared
+library that :mod:`beastgen.compiler.native` compiles with the system C compiler and loads with
+ctypes. A warm count then imports neither Numba nor LLVM, and a cold one compiles in a fraction of
+Numba's time. The Numba module stays the full enumerator (every other function); this target covers
+the plans whose items are all expressions over int, bool and float values, and listed strings
+compared with constants (:class:`Unsupported` otherwise): ``count`` and ``split_nodes``
+(:class:`CCount`, :class:`CSplitNodes`), ``fill`` and ``count_claimed`` (:class:`CFill`,
+:class:`CCountClaimed`).
 
 Python's semantics are the semantics table's (:mod:`.c_expression`): where an operation raises in
 Python, a guard tested before the expression rejects the configuration, as the Numba nest's do.
@@ -19,7 +20,7 @@ from ..specialize import Item, infer_type
 from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
                            derived_sources, needed_items, value_tables)
 from .monotone import loop_ending_filters
-from .nest import CARRY, NestWalker, constant_values, countable_tail, divisor_narrowing, split_level
+from .nest import CARRY, NestWalker, countable_tail, split_level
 
 __all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
 
@@ -43,13 +44,14 @@ class CNest(NestWalker):
         """The guards of ``expr`` (``(test, why)``: where Python raises) and its C source."""
         return c_expression(expr, self.items, self.symbolic)
 
-    def assign(self, target: str, expr: L.Expr) -> None:
-        self._store(target, *self.expression(expr))
-
-    def _store(self, target: str, tests: list, source: str) -> None:
-        """``target = source;`` after the guards that reject where Python raises."""
+    def value(self, expr: L.Expr, item: Item | None) -> str:
+        """... a derived value's from :func:`.c_expression.derived_sources`."""
+        if item is not None and item.kind == "derived" and expr is item.expr:
+            tests, source = self.derived[item.name]
+        else:
+            tests, source = self.expression(expr)
         self.guard(tests)
-        self.emit(f"{target} = {source};")
+        return source
 
     def guard(self, tests: list) -> None:
         for test, why in tests:
@@ -68,9 +70,6 @@ class CNest(NestWalker):
     def declare(self, names: list[str]) -> None:
         self.emit(f"int64_t {', '.join(names)};")
 
-    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
-        self.assign(target, expr)
-
     def define_flag(self, target: str, test: str) -> None:
         self.emit(f"int {target} = {test};")
 
@@ -81,34 +80,80 @@ class CNest(NestWalker):
     def reject(self, item: Item | None) -> None:
         self.emit(self.reject_statement())
 
-    def if_header(self, test: str, why: str) -> str:
-        return f"if ({test}) {{  // {why}"
+    def statement(self, text: str, why: str | None = None) -> None:
+        self.emit(f"{text};" + (f"  // {why}" if why else ""))
 
-    def end_block(self) -> None:
+    def if_(self, test: str, why: str | None = None) -> None:
+        self.emit(f"if ({test}) {{" + (f"  // {why}" if why else ""))
+        self.depth += 1
+
+    def end(self) -> None:
+        self.depth -= 1
         self.emit("}")
 
-    # -- the function ----------------------------------------------------------------------------
-    def carry(self) -> None:
-        self.emit(f"if ((uint64_t)_n >= {CARRY}ULL) {{  // the count's carry into its high word (units of 2**62)")
-        self.emit("    *_high += (int64_t)((uint64_t)_n >> 62);  // _n as unsigned: a closed-form inner loop may pass 2**63")
-        self.emit(f"    _n &= {CARRY - 1}LL;")
-        self.emit("}")
+    def for_trips(self, var: str, trips: int, why: str | None = None) -> None:
+        self.emit(f"for (uint64_t {var} = 0; {var} < {trips}; {var}++) {{" + (f"  // {why}" if why else ""))
+        self.depth += 1
+        self.loops += 1
 
-    def close(self, result: str = "_n") -> list[str]:
-        """Close every block and return ``result``."""
-        while self.depth > 1:
-            self.depth -= 1
-            self.emit("}")
-        self.emit(f"return {result};")
+    def end_function(self) -> None:
         self.lines.append("}")
-        return self.lines
+
+    def else_(self) -> None:
+        self.depth -= 1
+        self.emit("} else {")
+        self.depth += 1
+
+    def initialize(self, pairs: list[tuple[str, str]]) -> None:
+        self.statement("int64_t " + ", ".join(f"{name} = {value}" for name, value in pairs))
+
+    def initialize_choice(self, names: list[str], test: str, when_true: list[str], when_false: list[str]) -> None:
+        def operand(source: str) -> str:
+            return f"({source})" if "?" in source else source
+        self.initialize([(name, self.choose(test, operand(yes), operand(no)))
+                         for name, yes, no in zip(names, when_true, when_false)])
+
+    def assign_each(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
+        for position, (name, value) in enumerate(pairs):
+            self.assign(name, value, why if position == len(pairs) - 1 else None)
+
+    def all_of(self, tests: list[str]) -> str:
+        return " && ".join(tests)
+
+    def any_of(self, tests: list[str]) -> str:
+        return " || ".join(tests)
+
+    def not_(self, name: str) -> str:
+        return f"!{name}"
+
+    def between(self, lo: str, value: str, hi: str) -> str:
+        return f"{value} >= {lo} && {value} <= {hi}"
+
+    def choose(self, test: str, when_true: str, when_false: str) -> str:
+        return f"{test} ? {when_true} : {when_false}"
+
+    def max_(self, a: str, b: str) -> str:
+        return f"bg_max_i({a}, {b})"
+
+    def min_(self, a: str, b: str) -> str:
+        return f"bg_min_i({a}, {b})"
+
+    HIGH_WORD = "*_high"
+    TRUE, FALSE = "1", "0"
+
+    def integer(self, value: int) -> str:
+        return f"{value}LL"
+
+    def unsigned_at_least(self, name: str, bound: int) -> str:
+        return f"(uint64_t){name} >= {bound}ULL"
+
+    def unsigned_high_bits(self, name: str, shift: int) -> str:
+        return f"(int64_t)((uint64_t){name} >> {shift})"
 
     def declarations(self, levels) -> None:
-        for index, level in enumerate(levels):
-            if self.divisor_loops(index):
-                var = c_name(level.iterator.name)
-                self.emit(f"int64_t {var}__div[BG_DIVISORS_MAX], {var}__ndiv = 0, {var}__of = 0;"
-                          "  // the divisors of __of")
+        """The variables of ``levels``' items (a divisor loop's caches go before them)."""
+        self.body_start = len(self.lines)
+        for level in levels:
             for item in [level.iterator, *level.body]:
                 if item.kind == "iterator" and item.value_type == "str":
                     self.emit(f"int64_t {c_name(item.name)}__index;  // into its listed strings")
@@ -117,196 +162,120 @@ class CNest(NestWalker):
                         raise Unsupported(f"{item.kind} {item.name!r} of type {item.value_type}")
                     self.emit(f"{C_TYPES[item.value_type]} {c_name(item.name)};")
 
-    def count_leaf(self, counted) -> None:
-        """Count the configurations reached: the product of the ``counted`` innermost domains."""
-        if counted:
-            self.emit(f"_n += 1;  // the innermost loops ({', '.join(level.iterator.name for level in counted)})"
-                      " test nothing: a prefix, which the runtime multiplies by their size")
-        else:
-            self.emit("_n += 1;")
-
     # -- a level ---------------------------------------------------------------------------------
     def open_level(self, level, index: int) -> None:
         if level.iterator.function is not None:
             raise Unsupported(f"iterator {level.iterator.name!r} is a space function")
         super().open_level(level, index)
 
-    def range_parts(self, it: Item) -> list[str]:
-        names = [f"{c_name(it.name)}__{part}" for part in ("lo", "hi", "step")]
-        for name, part in zip(names, it.domain[1:]):
-            if infer_type(part, self.items) not in ("int", "bool"):
-                raise Unsupported(f"range of {it.name!r} has a non-integer part")
-            self.emit(f"int64_t {name};")
-            self.assign(name, part)
-        return names
+    def range_part(self, it: Item, name: str, expr: L.Expr, named: bool) -> str:
+        """... always in a variable."""
+        if infer_type(expr, self.items) not in ("int", "bool"):
+            raise Unsupported(f"range of {it.name!r} has a non-integer part")
+        var = f"{c_name(it.name)}__{name}"
+        self.declare([var])
+        self.compute(var, expr, it)
+        return var
 
-    def _condition(self, it: Item, hi: str, step: str) -> str:
-        """The loop's condition, after a step not proven positive is checked for zero."""
-        var, step_value = c_name(it.name), it.domain[3]
-        if self.symbolic.provably_nonnegative(step_value) and self.symbolic.provably_nonzero(step_value):
-            return f"{var} < {hi}"
-        self.reject_if(f"{step} == 0", None, "range() step zero")
-        return f"({step} > 0 ? {var} < {hi} : {var} > {hi})"
-
-    def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
+    def counted_range_start(self, it: Item, lo: str, hi: str, step: str) -> str:
+        """Its length, in unsigned arithmetic (exact), so ``x += step`` past the last value never
+        loops."""
         var = c_name(it.name)
-        condition = self._condition(it, hi, step)
-        self.open_loop(f"for ({var} = {lo}; {condition}; {var} += {step}) {{", index)
-
-    def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
-        """A range whose last value plus step (or ``stop - start``) may pass 64 bits: its trips
-        counted in unsigned arithmetic (exact), so ``x += step`` past the last value never loops; in
-        chunks of at most 2**62 trips (up to 2**64 - 1 in all), so that a count's carry runs between
-        them (a compiler closes an empty inner loop in one addition)."""
-        self._condition(it, hi, step)
-        var = c_name(it.name)
-        length, chunk, left = f"{var}__length", f"{var}__chunk", f"{var}__left"
-        self.emit(f"uint64_t {length} = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
+        self.emit(f"uint64_t {var}__length = {step} > 0 ? ({lo} < {hi} ? ((uint64_t){hi} - (uint64_t){lo} - 1) / "
                   f"(uint64_t){step} + 1 : 0) : ({hi} < {lo} ? ((uint64_t){lo} - (uint64_t){hi} - 1) / "
                   f"(0 - (uint64_t){step}) + 1 : 0);  // the range's length: stop - start may pass 64 bits")
-        self.emit(f"for (uint64_t {chunk} = 0; {chunk} < 4; {chunk}++) {{  // chunks of at most 2**62 trips")
-        self.depth += 1
-        self.loops += 1
-        if self.CARRIES:
-            self.carry()
+        return f"{var}__chunk"
+
+    def chunk_loop(self, it: Item, index: int, lo: str, hi: str, step: str, chunk: str) -> None:
+        var = c_name(it.name)
+        length, left = f"{var}__length", f"{var}__left"
         self.emit(f"uint64_t {left} = {length} > ({chunk} << 62) ? {length} - ({chunk} << 62) : 0;")
         self.emit(f"if ({left} > {CARRY}ULL) {left} = {CARRY}ULL;")
         self.open_loop(f"for ({var} = (int64_t)((uint64_t){lo} + ({chunk} << 62) * (uint64_t){step}); {left} > 0; "
                        f"{left}--, {var} = (int64_t)((uint64_t){var} + (uint64_t){step})) {{", index)
 
-    def values_loop(self, it: Item, index: int) -> None:
-        kind = it.value_type
-        if kind == "str" and constant_values(it):
-            var = f"{c_name(it.name)}__index"
-            self.open_loop(f"for ({var} = 0; {var} < {len(it.domain) - 1}; {var}++) {{", index)
-            return
-        if kind not in C_TYPES:
-            raise Unsupported(f"values of {it.name!r} of type {kind}")
-        var, parts = c_name(it.name), it.domain[1:]
-        if not constant_values(it):  # constant ones: a table at file scope (value_tables)
-            self.emit(f"{C_TYPES[kind]} {var}__values[{len(parts)}];")
-            for position, part in enumerate(parts):
-                self.assign(f"{var}__values[{position}]", part)
-        self.open_loop(f"for (int64_t {var}__i = 0; {var}__i < {len(parts)}; {var}__i++) {{", index)
-        self.emit(f"{var} = {var}__values[{var}__i];")
+    HOLDS_STRINGS = False  # a string as its index
 
-    def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
-        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
-        that is cheaper (the divisors are found once per numerator: it rarely changes), else all;
-        narrowed (:func:`.nest.divisor_narrowing`) to ``[__first, __last)`` by the solved
-        iterator's range and to the multiples of ``__mul`` that divide ``__top`` by a filter."""
-        it, solution = level.iterator, self.plan.levels[index + 1].solved
-        narrowing = divisor_narrowing(self.plan, index, self.symbolic)
-        var = c_name(it.name)
-        num, k, end, by_divisors, first, last, mul = (
-            f"{var}__{part}" for part in ("num", "k", "end", "by_divisors", "first", "last", "mul"))
-        self.emit(f"// only divisors of the numerator pass the solved level below "
-                  f"(filter {c_comment(solution.filter.name)})")
-        self.emit(f"int64_t {num}, {k}, {end}, {first} = {lo}, {last} = {hi}, {mul} = 1;")
-        self.assign(num, solution.numerator)  # raises for every value of it alike: rejected
-        if narrowing.partner:
-            self.partner_bounds(level, index, narrowing.partner)
-        self.emit(f"if ({num} < 0) {num} = -{num};  // -n has the divisors of n (INT64_MIN stays < 0)")
-        cheaper = "" if narrowing.filter else (f" && ({num} == {var}__of || {hi} - {lo} >= 1024 || "
-                                                   f"{num} < ({hi} - {lo}) * ({hi} - {lo}))")
-        self.emit(f"int {by_divisors} = {lo} >= 1 && {num} >= 1 && {num} <= BG_DIVISORS_LIMIT{cheaper};")
-        self.emit(f"if ({by_divisors}) {{")
-        self.depth += 1
-        listed = num
-        if narrowing.partner:
-            partner = c_name(self.plan.levels[index + 1].iterator.name)
-            self.emit(f"if ({var}__positive && {partner}__phi >= 1) {{")
-            self.emit(f"    {first} = bg_max_i({lo}, {num} / {partner}__phi + 1);")
-            self.emit(f"    {last} = bg_min_i({hi}, {num} / {partner}__plo + 1);")
-            self.emit(f"}} else {{  // no solution in its range: an empty window")
-            self.emit(f"    {first} = {last} = {lo};")
-            self.emit("}")
-        if narrowing.filter:
-            listed = f"{var}__top"
-            self.divisibility(level, index, narrowing)
-        self.emit(f"if ({listed} != {var}__of) {{")
-        self.emit(f"    {var}__ndiv = bg_divisors({listed}, {var}__div);")
-        self.emit(f"    {var}__of = {listed};")
-        self.emit("}")
-        self.emit(f"{k} = 0;")
-        self.emit(f"{end} = {first} < {last} ? {var}__ndiv : 0;")
-        self.depth -= 1
-        self.emit("} else {")
-        self.emit(f"    {k} = {lo};")
-        self.emit(f"    {end} = {hi};")
-        self.emit("}")
-        self.open_loop(f"for (; {k} < {end}; {k}++) {{", index)
-        self.emit(f"{var} = {by_divisors} ? {mul} * {var}__div[{k}] : {k};")
-        self.emit(f"if ({var} < {first}) continue;")
-        self.emit(f"if ({var} >= {last}) break;")
+    def values_table(self, it: Item) -> str:
+        """A table at file scope (:func:`.c_expression.value_tables`)."""
+        if it.value_type not in C_TYPES:
+            raise Unsupported(f"values of {it.name!r} of type {it.value_type}")
+        return f"{c_name(it.name)}__values"
+
+    def values_array(self, it: Item) -> str:
+        array, parts = f"{self.values_table(it)}", it.domain[1:]
+        self.emit(f"{C_TYPES[it.value_type]} {array}[{len(parts)}];")
+        for position, part in enumerate(parts):
+            self.compute(f"{array}[{position}]", part, it)
+        return array
+
+    def for_array(self, var: str, array: str, length: int, index: int) -> None:
+        self.open_loop(f"for (int64_t {var}__i = 0; {var}__i < {length}; {var}__i++) {{", index)
+        self.assign(var, f"{array}[{var}__i]")
+
+    def for_range(self, var: str, lo: str, hi: str, index: int, step: str = "1", positive: bool = True) -> None:
+        condition = f"{var} < {hi}" if positive else f"({step} > 0 ? {var} < {hi} : {var} > {hi})"
+        self.open_loop(f"for ({var} = {lo}; {condition}; {var + '++' if step == '1' else f'{var} += {step}'}) {{",
+                       index)
+
+    DIVISORS, DIVISORS_LIMIT, GCD = "bg_divisors", "BG_DIVISORS_LIMIT", "bg_gcd"
+
+    def divisor_cache(self, cache: str, index: int) -> list[str]:
+        return [f"    int64_t {cache}div[BG_DIVISORS_MAX], {cache}ndiv = 0, {cache}of = 0;"
+                f"  // the divisors of __of (loop {index})"]
 
     INT_DIVIDE = "/"
 
-    def divisibility_start(self, var: str) -> None:
-        self.emit(f"int64_t {var}__top = {var}__num, {var}__whole = {var}__num;")
-        self.emit(f"int {var}__none = 0;  // a c that does not divide its X or Y: no value passes")
-
-    def divide_exactly(self, part: str, factor: str, none: str) -> None:
-        self.emit(f"if (bg_mod_nz({part}, {factor}) != 0) {none} = 1;")
-        self.emit(f"else {part} /= {factor};  // c >= 1 proven: no overflow")
-
-    def gcd_into(self, target: str, part: str) -> None:
-        self.emit(f"{target} = bg_gcd({target}, {part});")
-
-    def divisibility_end(self, var: str, name: str) -> None:
-        self.emit(f"{var}__mul = {var}__num / {var}__whole;  // the solution divides __whole: {name} is a multiple of this")
-        self.emit(f"{var}__top = !{var}__none && {var}__top % {var}__mul == 0 ? {var}__top / {var}__mul : 0;")
-
-    def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
+    # -- a solved level's expressions -----------------------------------------------------------
+    def solution_parts(self, level) -> tuple[str, str]:
+        """The solution's numerator and denominator, in variables of their own."""
         it, solution = level.iterator, level.solved
-        item = solution.filter
-        var = c_name(it.name)
-        self.solved_comment(level)
         for part in (solution.numerator, solution.denominator):
             if infer_type(part, self.items) not in ("int", "bool"):
                 raise Unsupported(f"the solution for {it.name!r} is not an integer")
-        numerator, denominator = f"{var}__num", f"{var}__den"
-        self.emit(f"int64_t {numerator}, {denominator};")
-        self.assign(numerator, solution.numerator)
-        self.assign(denominator, solution.denominator)
-        self.reject_if(f"bg_mod_nz({numerator}, {denominator}) != 0", item, "no integer solution")
-        self.emit(f"{var} = bg_floordiv_nz({numerator}, {denominator});  // the denominator: proven never zero")
-        inside = f"{lo} <= {var} && {var} < {hi}"
-        if not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1) and not self.plan.range_fits(it):
-            inside = (f"({step} > 0 && {lo} <= {var} && {var} < {hi} && ((uint64_t){var} - (uint64_t){lo}) "
-                      f"% (uint64_t){step} == 0) || ({step} < 0 && {hi} < {var} && {var} <= {lo} && "
-                      f"((uint64_t){lo} - (uint64_t){var}) % (0 - (uint64_t){step}) == 0)")  # may pass 64 bits
-        elif not (isinstance(it.domain[3], L.Const) and it.domain[3].value == 1):
-            inside = (f"(({step} > 0 && {lo} <= {var} && {var} < {hi}) || ({step} < 0 && {hi} < {var} "
-                      f"&& {var} <= {lo})) && bg_mod({var} - {lo}, {step}) == 0")
-        self.reject_if(f"!({inside})", item, f"outside the domain of {c_comment(it.name)}")
-        self.enter(index)
+        numerator, denominator = (f"{c_name(it.name)}__{part}" for part in ("num", "den"))
+        self.declare([numerator, denominator])
+        self.compute(numerator, solution.numerator, solution.filter)
+        self.compute(denominator, solution.denominator, solution.filter)
+        return numerator, denominator
+
+    def remainder_nonzero(self, numerator: str, denominator: str) -> str:
+        return f"bg_mod_nz({numerator}, {denominator}) != 0"
+
+    def quotient_edge(self, numerator: str, denominator: str) -> None:
+        """None: bg_floordiv_nz wraps -2**63 / -1 to -2**63, in a level's range only where the
+        plan's interval check refused the product (``-1 * -2**63`` passes 64 bits)."""
+        return None
+
+    QUOTIENT_NOTE = "the denominator: proven never zero"
+
+    def exact_quotient(self, numerator: str, denominator: str) -> str:
+        return f"bg_floordiv_nz({numerator}, {denominator})"
+
+    def negation(self, test: str) -> str:
+        return f"!({test})"
+
+    def in_unit_range(self, value: str, lo: str, hi: str) -> str:
+        return f"{lo} <= {value} && {value} < {hi}"
+
+    def in_wide_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return (f"({step} > 0 && {lo} <= {value} && {value} < {hi} && ((uint64_t){value} - (uint64_t){lo}) "
+                f"% (uint64_t){step} == 0) || ({step} < 0 && {hi} < {value} && {value} <= {lo} && "
+                f"((uint64_t){lo} - (uint64_t){value}) % (0 - (uint64_t){step}) == 0)")
+
+    def in_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return (f"(({step} > 0 && {lo} <= {value} && {value} < {hi}) || ({step} < 0 && {hi} < {value} "
+                f"&& {value} <= {lo})) && bg_mod({value} - {lo}, {step}) == 0")
 
     # -- a derived value or filter ----------------------------------------------------------------
-    def place(self, item: Item) -> None:
+    def computes(self, item: Item) -> bool:
+        """Derived values and filters (not bound terms), but not a derived value read by bound
+        terms alone that cannot raise."""
         if item.kind == "bound":
-            return
+            return False
         if item.function is not None:
             raise Unsupported(f"{item.kind} {item.name!r} is a space function")
-        if item.kind == "derived" and item.name not in self.needed:
-            return  # read by bound terms alone, and it cannot raise
-        self.comment(self.describe(item))
-        super().place(item)
-
-    def place_derived(self, item: Item) -> None:
-        self._store(c_name(item.name), *self.derived[item.name])
-
-    def place_filter(self, item: Item) -> None:
-        tests, source = self.expression(item.expr)
-        iterator = self.ends_loop(item)
-        self.guard(tests)
-        self.emit(f"if ({source}) {{")
-        if iterator and not tests:
-            self.emit(f"    break;  // every later {c_comment(iterator)} is rejected too: the test only turns "
-                      "true as it grows")
-        else:
-            self.emit(f"    {self.reject_statement()}")
-        self.emit("}")
+        return item.kind != "derived" or item.name in self.needed
 
 
 class CCount(CNest):
@@ -330,7 +299,8 @@ class CCount(CNest):
             self.emit("int64_t _node = 0;  // split nodes seen")
         self.walk(levels[:len(levels) - len(counted)], split)
         self.count_leaf(counted)
-        return self.close()
+        self.finish("_n")
+        return self.lines
 
     def at_split(self) -> None:
         self.emit("// split node (SPLIT_LEVEL): only the subtrees of split nodes _lo <= _node - 1 < _hi")
@@ -350,7 +320,8 @@ class CSplitNodes(CNest):
         self.emit("int64_t _n = 0;")
         self.walk(levels, 0)
         self.emit("_n += 1;")
-        return self.close()
+        self.finish("_n")
+        return self.lines
 
 
 #: bytes per value in a row of ``fill``: the result's field types (runtime's int64, bool, float64)
@@ -397,18 +368,17 @@ class CClaimingWriter(CNest):
             self.emit("_node = 1;")
         self.walk(levels, split)
 
-    def finish(self, result: str) -> list[str]:
-        while self.depth > 1:
-            self.depth -= 1
-            self.emit("}")
+    def finish(self, result: str) -> None:
+        """... with the label a rejection outside every loop jumps to (``goto _done``) before the
+        return, and the last node claimed recorded."""
+        self.close_blocks()
         self.lines.append("_done:")
         if self.RECORD:
             self.emit("if (_claim < _node) {  // the last node claimed was walked")
             self._record_node()
             self.emit("}")
-        self.emit(f"return {result};")
-        self.lines.append("}")
-        return self.lines
+        self.return_(result)
+        self.end_function()
 
     def _record_node(self) -> None:
         self.emit("    _node_rows[_claim - _lo] = _n - _start;")
@@ -462,7 +432,8 @@ class CFill(CClaimingWriter):
                 value = c_name(name) + ("__index" if kind == "str" else "")
                 self.emit(f"memcpy(_row + {offset}, &{value}, 8);")
         self.emit("_n += 1;")
-        return self.finish("1")
+        self.finish("1")
+        return self.lines
 
 
 class CCountClaimed(CClaimingWriter):
@@ -480,7 +451,8 @@ class CCountClaimed(CClaimingWriter):
                       f"{self.SIGNATURE} {{"]
         self.claiming_nest(levels[:len(levels) - len(counted)], "", "0")
         self.count_leaf(counted)
-        return self.finish("_n")
+        self.finish("_n")
+        return self.lines
 
 
 #: the library's functions in their order in the module, and who writes each

@@ -23,8 +23,7 @@ class WalkedNest(NumbaNest):
         self.carry_levels = len(levels) - len(counted) - 1
         self.walk(levels[:len(levels) - len(counted)], self.split)
         if counted:
-            self.emit(f"_n += 1  # the innermost loops ({', '.join(l.iterator.name for l in counted)})"
-                      " test nothing: a prefix, which the runtime multiplies by their size")
+            self.count_leaf(counted)
             self.finish("_n")
         else:
             self.leaf()

@@ -1,8 +1,7 @@
-"""The Numba target's builder: the plan walker's hooks (:mod:`.nest`) printed as a Numba function,
-with Python's semantics kept by guards (a zero divisor, a raising space function or an operation
-under a short-circuit rejects the configuration). Each generated function is a subclass
-(:mod:`.numba_functions`, :mod:`.estimator`).
-"""
+"""The Numba target's builder: the plan walker's statements and expressions (:mod:`.nest`) printed as a
+Numba function, with Python's semantics kept by guards (a zero divisor, a raising space function or
+an operation under a short-circuit rejects the configuration). Each generated function is a subclass
+(:mod:`.numba_functions`, :mod:`.estimator`)."""
 from __future__ import annotations
 
 from ...quoting import comment_text
@@ -12,8 +11,7 @@ from ..language import semantics
 from ..language.identity import IdentityMapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..specialize import Item, infer_type
-from .nest import (CARRY, NestWalker, constant_values, divisor_narrowing, guard_test, guards, operation_rule,
-                   proven_absent, split_level, stat_slots)
+from .nest import NestWalker, guard_test, guards, operation_rule, proven_absent, split_level, stat_slots
 
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
@@ -189,17 +187,72 @@ class NumbaNest(NestWalker):
     def part_prologue(self) -> None:
         self.emit("_n = 0")
 
-    def carry(self) -> None:
-        self.emit(f"if _n >= {CARRY} or _n < 0:  # the count's carry into its high word (units of 2**62)")
-        self.emit("    _high[0] += (_n >> 62) & 3  # _n as unsigned: a closed-form inner loop may pass 2**63")
-        self.emit(f"    _n &= {CARRY - 1}")
-
-    def finish(self, result: str) -> None:
-        """Close every block and return ``result``."""
-        self.depth = 1
-        self.emit(f"return {result}")
-
     # -- statements ------------------------------------------------------------------------------
+    def statement(self, text: str, why: str | None = None) -> None:
+        self.emit(text + (f"  # {why}" if why else ""))
+
+    def if_(self, test: str, why: str | None = None) -> None:
+        self.statement(f"if {test}:", why)
+        self.depth += 1
+
+    def end(self) -> None:
+        self.depth -= 1
+
+    def for_trips(self, var: str, trips: int, why: str | None = None) -> None:
+        self.statement(f"for {var} in range({trips}):", why)
+        self.depth += 1
+        self.loops += 1
+
+    def else_(self) -> None:
+        self.depth -= 1
+        self.emit("else:")
+        self.depth += 1
+
+    def initialize(self, pairs: list[tuple[str, str]]) -> None:
+        self.assign_each(pairs)
+
+    def initialize_choice(self, names: list[str], test: str, when_true: list[str], when_false: list[str]) -> None:
+        self.assign(", ".join(names), f"({', '.join(when_true)}) if {test} else ({', '.join(when_false)})")
+
+    def assign_each(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
+        self.assign(", ".join(name for name, _ in pairs), ", ".join(value for _, value in pairs), why)
+
+    def all_of(self, tests: list[str]) -> str:
+        return " and ".join(tests)
+
+    def any_of(self, tests: list[str]) -> str:
+        return " or ".join(tests)
+
+    def not_(self, name: str) -> str:
+        return f"not {name}"
+
+    def between(self, lo: str, value: str, hi: str) -> str:
+        return f"{lo} <= {value} <= {hi}"
+
+    def choose(self, test: str, when_true: str, when_false: str) -> str:
+        return f"{when_true} if {test} else {when_false}"
+
+    def max_(self, a: str, b: str) -> str:
+        return f"max({a}, {b})"
+
+    def min_(self, a: str, b: str) -> str:
+        return f"min({a}, {b})"
+
+    def int64(self, source: str) -> str:
+        return f"numba.int64({source})"
+
+    HIGH_WORD = "_high[0]"
+    TRUE, FALSE = "True", "False"
+
+    def integer(self, value: int) -> str:
+        return str(value)
+
+    def unsigned_at_least(self, name: str, bound: int) -> str:
+        return f"{name} >= {bound} or {name} < 0"
+
+    def unsigned_high_bits(self, name: str, shift: int) -> str:
+        return f"({name} >> {shift}) & {2 ** (64 - shift) - 1}"
+
     def var(self, name: str) -> str:
         return name
 
@@ -212,9 +265,6 @@ class NumbaNest(NestWalker):
     def declare(self, names: list[str]) -> None:
         pass  # Python declares by assigning
 
-    def compute(self, target: str, expr: L.Expr, item: Item) -> None:
-        self.guarded(item, expr, lambda source: self.emit(f"{target} = {source}"))
-
     def define_flag(self, target: str, test: str) -> None:
         self.emit(f"{target} = {test}")
 
@@ -223,28 +273,21 @@ class NumbaNest(NestWalker):
         # before the outermost loop, a rejection rejects everything
         self.emit("continue" if self.loops else f"return {self.top_return}")
 
-    def if_header(self, test: str, why: str) -> str:
-        return f"if {test}:  # {why}"
-
-    def end_block(self) -> None:
-        pass
-
-    def guarded(self, item: Item, expr: L.Expr, use) -> None:
+    def value(self, expr: L.Expr, item: Item) -> str:
         """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
-        :func:`.nest.guards`), each rejecting where Python raises, then ``use(source)``: so nothing
+        :func:`.nest.guards`), each rejecting where Python raises, then its source: so nothing
         raises in the compiled expression. An expression computing with a space function's checked
         integers (``analysis.checked_helpers``) runs in a try instead, its checks raising."""
         checked = self.plan.item_expression(item, expr)
         if checked is not expr:
-            self._guarded_checked(item, expr, checked, use)
-            return
+            return self._checked_value(item, expr, checked)
         expr = NumbaForm(self.items)(expr)
         for guard in guards(expr, self.items, self.symbolic):
             self.reject_if(guard_test(guard, _operand, NUMBA_SPELLING, python_truth), item,
                            f"{guard.check.error} in Python: rejected")
-        use(expr_source(expr))
+        return expr_source(expr)
 
-    def _guarded_checked(self, item: Item, original: L.Expr, checked: L.Expr, use) -> None:
+    def _checked_value(self, item: Item, original: L.Expr, checked: L.Expr) -> str:
         """``checked`` (``original`` with its checked integer operations) in a try that rejects on
         its own errors and stops the count on a checked one: its operands come from a space
         function, whose kinds the semantics table cannot guard by (``g // y`` with a zero ``y``)."""
@@ -252,7 +295,7 @@ class NumbaNest(NestWalker):
         self.temps += 1
         temp = f"{item.name}__t{self.temps}"
         self._checked_try(f"{temp} = {expr_source(expr)}", item, self.plan.checked[item.name], original)
-        use(temp)
+        return temp
 
     def _checked_try(self, statement: str, item: Item, checked, original: L.Expr) -> None:
         """``statement`` in a try whose exception rejects ``item``'s configuration unless one of its
@@ -316,223 +359,113 @@ class NumbaNest(NestWalker):
             header = f"for {it.name} in {it.name}__seq:"
         self.open_loop(header, index)
 
-    def range_loop(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
-        self.range_ends[it.name] = (hi, step)
-        args = [lo, hi] if step == "1" else [lo, hi, step]
-        if args == ["0", hi]:
-            args = [hi]
-        self.open_loop(f"for {it.name} in range({', '.join(args)}):", index)
-
-    def counted_range(self, it: Item, index: int, lo: str, hi: str, step: str) -> None:
-        """A range whose ``stop - start`` may pass 64 bits (where Numba's ``range`` counts nothing):
-        its trips counted and its values computed exactly (``nestlib``), in chunks of at most 2**62
-        trips (up to 2**64 - 1 in all), so that a count's carry runs between them (LLVM closes an
-        empty inner loop in one addition)."""
+    def counted_range_start(self, it: Item, lo: str, hi: str, step: str) -> str:
+        """Its start and step named (``nestlib``'s range_chunk and range_value count and compute
+        the values exactly)."""
         for name, source in (("lo", lo), ("step", step)):
             if source != f"{it.name}__{name}":
-                self.emit(f"{it.name}__{name} = {source}")
-        self.emit(f"for {it.name}__c in range(4):  # chunks of at most 2**62 trips")
-        self.depth += 1
-        self.loops += 1
-        if self.CARRIES:
-            self.carry()
-        self.open_loop(f"for {it.name}__k in range(range_chunk({it.name}__lo, {hi}, {it.name}__step, {it.name}__c)):"
+                self.assign(f"{it.name}__{name}", source)
+        return f"{it.name}__c"
+
+    def chunk_loop(self, it: Item, index: int, lo: str, hi: str, step: str, chunk: str) -> None:
+        self.open_loop(f"for {it.name}__k in range(range_chunk({it.name}__lo, {hi}, {it.name}__step, {chunk})):"
                        "  # stop - start may pass 64 bits", index)
-        self.emit(f"{it.name} = range_value({it.name}__lo, {it.name}__c, {it.name}__k, {it.name}__step)")
+        self.assign(it.name, f"range_value({it.name}__lo, {chunk}, {it.name}__k, {it.name}__step)")
 
-    def range_parts(self, it: Item) -> list[str]:
-        """Source for start, stop and step, after the guards they need (a zero step rejects)."""
-        if it.function is not None:
-            names = [f"{it.name}__lo", f"{it.name}__hi", f"{it.name}__step"]
-            if it.unit_step:
-                self.call(it, f"{names[0]}, {names[1]}, _")
-                return names[:2] + ["1"]
-            self.call(it, ", ".join(names))
-            self.reject_if(f"{it.name}__step == 0", it, "range() step zero")
-            return names
-        args = []
-        for position, part in enumerate(it.domain[1:]):
-            if position == 2 and not self.symbolic.provably_nonzero(part):
-                self.guarded(it, part, lambda s: self.emit(f"{it.name}__step = {s}"))
-                self.reject_if(f"{it.name}__step == 0", it, "range() step zero")
-                args.append(f"{it.name}__step")
-            else:
-                self.guarded(it, part, args.append)
-        return args
+    def function_range(self, it: Item) -> list[str]:
+        names = [f"{it.name}__lo", f"{it.name}__hi", f"{it.name}__step"]
+        if it.unit_step:
+            self.call(it, f"{names[0]}, {names[1]}, _")
+            return names[:2] + ["1"]
+        self.call(it, ", ".join(names))
+        return names
 
-    def values_loop(self, it: Item, index: int) -> None:
-        kind, *parts = it.domain
-        if constant_values(it):
-            if it.value_type == "str":
-                self.open_loop(f"for {it.name}__index in range({len(parts)}):", index)
-                self.emit(f"{it.name} = {it.name}__VALUES[{it.name}__index]")
-            else:
-                self.open_loop(f"for {it.name} in {it.name}__VALUES:", index)
-            return
+    def range_part(self, it: Item, name: str, expr: L.Expr, named: bool) -> str:
+        source = self.value(expr, it)
+        if not named:
+            return source
+        self.assign(f"{it.name}__{name}", source)
+        return f"{it.name}__{name}"
+
+    def values_table(self, it: Item) -> str:
+        return f"{it.name}__VALUES"
+
+    def values_array(self, it: Item) -> str:
+        """A tuple, its values cast to the iterator's type (bools among ints, ints among floats)."""
         cast = CASTS.get(it.value_type)
-        texts = []
-        for p in parts:
-            holder = []
-            self.guarded(it, p, holder.append)
-            texts.append(f"{cast.__name__}({holder[0]})" if cast else holder[0])
-        self.open_loop(f"for {it.name} in ({', '.join(texts)},):", index)
+        sources = [self.value(part, it) for part in it.domain[1:]]
+        return f"({', '.join(f'{cast.__name__}({source})' if cast else source for source in sources)},)"
 
-    def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
-        """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
-        that is cheaper (found once per numerator, in a cache declared at the function's top: it
-        rarely changes), else all; narrowed (:func:`.nest.divisor_narrowing`) to ``[__first,
-        __last)`` by the solved iterator's range and to the multiples of ``__mul`` that divide
-        ``__top`` by a filter; the C target's twin (:meth:`.c_nest.CNest.divisor_loop`)."""
-        it, solution = level.iterator, self.plan.levels[index + 1].solved
-        narrowing = divisor_narrowing(self.plan, index, self.symbolic)
-        v = it.name
-        caches = [f"{v}__div", f"{v}__top_div"] if narrowing.filter else [f"{v}__div"]
-        for cache in caches:  # the divisors of __of (__top_of)
-            self.lines[self.body_start:self.body_start] = [
-                f"    {cache} = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop {index})",
-                f"    {cache[:-3]}ndiv = 0", f"    {cache[:-3]}of = 0"]
-        self.emit(f"# only divisors of the numerator pass the solved level below (filter {solution.filter.name})")
-        self.emit(f"{v}__lo = {lo}")
-        self.emit(f"{v}__hi = {hi}")
-        self.guarded(solution.filter, solution.numerator,  # raises for every value alike: rejected
-                     lambda source: self.emit(f"{v}__num = numba.int64({source})"))
-        if narrowing.partner:
-            self.partner_bounds(level, index, narrowing.partner)
-        self.emit(f"if {v}__num < 0:  # -n has the divisors of n (-2**63 stays negative)")
-        self.emit(f"    {v}__num = -{v}__num")
-        span = f"({v}__hi - {v}__lo)"
-        cheaper = "" if narrowing.filter else (f" and ({v}__num == {v}__of or {span} >= 1024 or "
-                                               f"{v}__num < {span} * {span})")
-        self.emit(f"{v}__by_divisors = {v}__lo >= 1 and 1 <= {v}__num <= DIVISORS_LIMIT{cheaper}")
-        listed = f"{v}__top_div" if narrowing.filter else f"{v}__div"  # the values visited, over __mul
-        self.emit(f"{v}__first, {v}__last, {v}__mul, {v}__size = {v}__lo, {v}__hi, 1, 0")
-        self.emit(f"if {v}__by_divisors:")
-        self.depth += 1
-        self.emit(f"if {v}__num != {v}__of:")
-        self.emit(f"    {v}__ndiv = divisors({v}__num, {v}__div)")
-        self.emit(f"    {v}__of = {v}__num")
-        self.emit(f"{v}__size = {v}__ndiv")
-        if narrowing.partner:
-            partner = self.plan.levels[index + 1].iterator.name
-            self.emit(f"if not {v}__positive or {partner}__phi < 1:")
-            self.emit(f"    {v}__first, {v}__last = {v}__lo, {v}__lo  # no solution in its range")
-            self.emit("else:")
-            self.emit(f"    {v}__first = max({v}__lo, {v}__num // {partner}__phi + 1)")
-            self.emit(f"    {v}__last = min({v}__hi, {v}__num // {partner}__plo + 1)")
+    def for_array(self, var: str, array: str, length: int, index: int) -> None:
+        self.open_loop(f"for {var} in {array}:", index)
+
+    def for_range(self, var: str, lo: str, hi: str, index: int, step: str = "1", positive: bool = True) -> None:
+        self.range_ends[var] = (hi, step)
+        args = ([] if lo == "0" and step == "1" else [lo]) + [hi] + ([] if step == "1" else [step])
+        self.open_loop(f"for {var} in range({', '.join(args)}):", index)
+
+    DIVISORS, DIVISORS_LIMIT, GCD = "divisors", "DIVISORS_LIMIT", "gcd"
+
+    def divisor_cache(self, cache: str, index: int) -> list[str]:
+        return [f"    {cache}div = np.empty(DIVISORS_MAX, np.int64)  # divisors (loop {index})",
+                f"    {cache}ndiv = 0", f"    {cache}of = 0"]
+
+    def count_skipped(self, level, index: int, narrowing, span: str, listed: str | None = None) -> None:
+        if not self.COUNTS_SKIPPED:
+            return
+        v = level.iterator.name
         inside = f"count_between({v}__div, {v}__ndiv, 1, {v}__first, {v}__last)"
-        if self.COUNTS_SKIPPED and narrowing.filter:
-            self.emit(f"{v}__inside = {inside}  # divisors whose solution lies in its range")
-            inside = f"{v}__inside"
-        self.skipped(solution.filter, f"max({span}, 0) - {inside}")
-        if narrowing.filter:
-            self.divisibility(level, index, narrowing)
-            self.skipped(narrowing.filter, f"{inside} - count_between({listed}, {v}__size, {v}__mul, "
+        if listed is not None:
+            self.skipped(narrowing.filter, f"{v}__inside - count_between({listed}, {v}__size, {v}__mul, "
                                            f"{v}__first, {v}__last)")
-        self.depth -= 1
-        self.emit(f"{v}__k, {v}__end = (0, {v}__size if {v}__first < {v}__last else 0) if {v}__by_divisors "
-                  f"else ({v}__lo, {v}__hi)")
-        self.emit(f"for {v}__i in range({v}__k, {v}__end):")
-        self.depth += 1
-        self.loops += 1
-        self.emit(f"{v} = {v}__mul * {listed}[{v}__i] if {v}__by_divisors else {v}__i")
-        self.emit(f"if {v} < {v}__first:")
-        self.emit("    continue")
-        self.emit(f"if {v} >= {v}__last:  # past the range: so are the larger divisors")
-        self.emit("    break")
-        self.enter(index)
-
-    def divisibility_start(self, var: str) -> None:
-        self.emit(f"{var}__top, {var}__whole, {var}__none = {var}__num, {var}__num, False")
-
-    def divide_exactly(self, part: str, factor: str, none: str) -> None:
-        self.emit(f"if {part} % {factor} != 0:")
-        self.emit(f"    {none} = True")
-        self.emit("else:")
-        self.emit(f"    {part} //= {factor}  # c >= 1 proven: no overflow")
-
-    def gcd_into(self, target: str, part: str) -> None:
-        self.emit(f"{target} = gcd({target}, {part})")
-
-    def divisibility_end(self, var: str, name: str) -> None:
-        """... then ``__top_div[:__size]``: the divisors of ``__top`` (times ``__mul``, the values
-        visited), in a cache of their own (``__div`` keeps the numerator's, for the statistics)."""
-        self.emit(f"{var}__mul = {var}__num // {var}__whole  # the solution divides __whole: {name} is a multiple of this")
-        self.emit(f"{var}__top = {var}__top // {var}__mul if not {var}__none and {var}__top % {var}__mul == 0 else 0")
-        self.emit(f"if {var}__top != {var}__top_of:")
-        self.emit(f"    {var}__top_ndiv = divisors({var}__top, {var}__top_div)")
-        self.emit(f"    {var}__top_of = {var}__top")
-        self.emit(f"{var}__size = {var}__top_ndiv")
-
-    def leaving(self, item: Item, iterator: str) -> None:
-        """Before ``item``, a filter ending its loop, leaves the loop of ``iterator`` (the
-        statistics count the values it leaves)."""
-
-    #: whether :meth:`skipped` counts the values a divisor loop skips (the statistics)
-    COUNTS_SKIPPED = False
+            return
+        if narrowing.filter:
+            self.assign(f"{v}__inside", inside, "divisors whose solution lies in its range")
+            inside = f"{v}__inside"
+        self.skipped(self.plan.levels[index + 1].solved.filter, f"max({span}, 0) - {inside}")
 
     def skipped(self, item: Item, count: str) -> None:
         """A divisor loop skips ``count`` values that ``item``, the solved filter, would reject (the
         statistics count them)."""
 
-    def solved_level(self, level, index: int, lo: str, hi: str, step: str) -> None:
-        """The loop replaced by the only value its equality filter lets through."""
-        it, solution = level.iterator, level.solved
-        item = solution.filter
-        numerator = wrap(solution.numerator, PRECEDENCE["*"])
-        denominator = wrap(solution.denominator, PRECEDENCE["*"], strict=True)
-        self.solved_comment(level)
-        self.guarded(item, solution.numerator, lambda _: None)
-        self.guarded(item, solution.denominator, lambda _: None)
-        if denominator != "1":
-            self.reject_if(f"{numerator} % {denominator} != 0", item, "no integer solution")
-            if not self.symbolic.provably_nonnegative(solution.denominator):  # Numba: -2**63 // -1 == 0
-                self.reject_if(f"{denominator} == -1 and {numerator} == {-2 ** 63}", item,
-                               "the solution 2**63 lies outside every domain")
-            self.emit(f"{it.name} = {numerator} // {denominator}")
-        else:
-            self.emit(f"{it.name} = {numerator}")
-        if step == "1":
-            inside = f"{lo} <= {it.name} < {hi}"
-        elif not self.plan.range_fits(it):  # stop - start may pass 64 bits
-            inside = f"range_contains({lo}, {hi}, {step}, {it.name})"
-        else:
-            inside = (f"(({step} > 0 and {lo} <= {it.name} < {hi}) or ({step} < 0 and {hi} < {it.name} <= {lo}))"
-                      f" and ({it.name} - {lo}) % {step} == 0")
-        self.reject_if(f"not ({inside})", item, f"outside the domain of {it.name}")
-        self.enter(index)
+    # -- a solved level's expressions -----------------------------------------------------------
+    def solution_parts(self, level) -> tuple[str, str]:
+        """The solution's numerator and denominator, inline (after their guards)."""
+        solution = level.solved
+        self.value(solution.numerator, solution.filter)
+        self.value(solution.denominator, solution.filter)
+        return (wrap(solution.numerator, PRECEDENCE["*"]),
+                wrap(solution.denominator, PRECEDENCE["*"], strict=True))
+
+    def remainder_nonzero(self, numerator: str, denominator: str) -> str:
+        return f"{numerator} % {denominator} != 0"
+
+    def quotient_edge(self, numerator: str, denominator: str) -> str:
+        """Numba's -2**63 // -1 is 0."""
+        return f"{denominator} == -1 and {numerator} == {-2 ** 63}"
+
+    def exact_quotient(self, numerator: str, denominator: str) -> str:
+        return f"{numerator} // {denominator}"
+
+    def negation(self, test: str) -> str:
+        return f"not ({test})"
+
+    def in_unit_range(self, value: str, lo: str, hi: str) -> str:
+        return f"{lo} <= {value} < {hi}"
+
+    def in_wide_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return f"range_contains({lo}, {hi}, {step}, {value})"
+
+    def in_range(self, value: str, lo: str, hi: str, step: str) -> str:
+        return (f"(({step} > 0 and {lo} <= {value} < {hi}) or ({step} < 0 and {hi} < {value} <= {lo}))"
+                f" and ({value} - {lo}) % {step} == 0")
 
     # -- a derived value, filter or bound --------------------------------------------------------
-    def place_derived(self, item: Item) -> None:
-        self.comment(self.describe(item))
-        if item.function is not None:
-            self.call(item, item.name)
-        else:
-            self.guarded(item, item.expr, lambda s: self.emit(f"{item.name} = {s}"))
-
-    def place_filter(self, item: Item) -> None:
-        self.comment(self.describe(item))
-        if item.function is not None:
-            self.call(item, f"{item.name}__rejects")
-            test = f"{item.name}__rejects"
-        else:
-            holder = []
-            self.guarded(item, item.expr, holder.append)
-            test = holder[0]
-        self.emit(f"if {test}:")
-        self.depth += 1
-        iterator = self.ends_loop(item)
-        if iterator:
-            self.leaving(item, iterator)
-            self.emit(f"break  # every later {iterator} is rejected too: the test only turns true as it grows")
-        else:
-            self.reject(item)
-        self.depth -= 1
+    def computes(self, item: Item) -> bool:
+        return item.kind != "bound" or self.BOUNDS
 
     def place_bound(self, item: Item) -> None:
         """A bound term: computed only by the functions that test bounds (:meth:`test_bound`)."""
-        if not self.BOUNDS:
-            return
-        self.comment(self.describe(item))
         if item.function is not None:
             self.call(item, item.name, fallback="0.0")  # a bound term that raises bounds nothing
         elif self.plan.item_expression(item, item.expr) is not item.expr:  # checked integers: a try
