@@ -546,7 +546,8 @@ class NestWalker:
 
     # -- statements a target prints (the algorithms below are written once, with these) ---------
     def statement(self, text: str, why: str | None = None) -> None:
-        """A simple statement (``text``, in the target's syntax), with a comment ``why`` (quoted)."""
+        """A simple statement (``text``, in the target's syntax), with the comment ``why`` as given
+        (the caller quotes any user text in it with :meth:`quote`)."""
         raise NotImplementedError
 
     def assign(self, target: str, value: str, why: str | None = None, operator: str = "=") -> None:
