@@ -1,4 +1,4 @@
-"""Divisor loops (``nest.divides_next``, narrowed by ``nest.divisor_narrowing``): loop iterations
+"""Divisor loops (``facts.divides_next``, narrowed by ``facts.divisor_narrowing``): loop iterations
 and warm in-process count times of this checkout against another one (``--baseline``, e.g. the
 main checkout), in one run: one worker process per checkout, each holding the space compiled,
 asked in turn (alternating, so a change of load hits both alike).

@@ -35,7 +35,7 @@ from beastgen.compiler.codegen import c_nest, numba_functions  # noqa: E402
 from beastgen.compiler.codegen.c_expression import c_source, value_tables  # noqa: E402
 from beastgen.compiler.codegen.module import generate_module  # noqa: E402
 from beastgen.compiler.codegen.monotone import loop_ending_filters  # noqa: E402
-from beastgen.compiler.codegen.nest import counted_tail_size  # noqa: E402
+from beastgen.compiler.codegen.facts import counted_tail_size  # noqa: E402
 
 EVERYTHING = 2 ** 62
 

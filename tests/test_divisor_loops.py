@@ -1,4 +1,4 @@
-"""Divisor loops (``codegen.nest.divides_next``): a range level whose value must divide the next
+"""Divisor loops (``codegen.facts.divides_next``): a range level whose value must divide the next
 level's solved numerator (``x * y == n`` solved for ``y``) visits only the divisors of ``n``, in
 every enumerating function of both targets; a function iterator whose body folds to one
 ``return range(...)`` is such a range level. Exact against the reference, and ``--stats`` equal
@@ -19,7 +19,7 @@ from beastgen.commands.common import format_stats
 from beastgen.compiler.analysis.symbolic import SymbolicContext
 from beastgen.compiler.codegen import numba_functions
 from beastgen.compiler.codegen.module import generate_module
-from beastgen.compiler.codegen.nest import divides_next, divisor_narrowing, skips_only_solution_rejects, stat_slots
+from beastgen.compiler.codegen.facts import divides_next, divisor_narrowing, skips_only_solution_rejects, stat_slots
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import SpaceError
 from beastgen.reference import ReferenceEnumerator
@@ -144,7 +144,7 @@ def divisor_spaces(draw):
     return "\n".join(lines + [extra, divisibility]) + "\n", draw(st.sampled_from([1, 1, 0]))
 
 
-#: filters at the solved level whose disjunction narrows x's divisor loop (nest.divisor_narrowing)
+#: filters at the solved level whose disjunction narrows x's divisor loop (facts.divisor_narrowing)
 DIVISIBILITY = [
     "",
     "@beast.filter\ndef fits():\n    return w % (x * c) != 0 or n % y != 0",   # gemm's a_incongruent

@@ -23,7 +23,7 @@ import os
 import networkx as nx
 import numpy as np
 
-from .codegen.nest import operation_rule
+from .codegen.guards import operation_rule
 from .language import nodes as L
 from .language import semantics
 from .language.mapper import Mapper

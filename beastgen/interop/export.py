@@ -18,7 +18,7 @@ import math
 
 from ..compiler.language import nodes as L
 from ..compiler.language.identity import IdentityMapper
-from ..compiler.codegen.nest import guards
+from ..compiler.codegen.guards import guards
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
 from ..output import AtomicOutput

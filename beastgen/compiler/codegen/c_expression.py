@@ -17,7 +17,8 @@ from ..language import nodes as L
 from ..language import semantics
 from ..language.mapper import Mapper
 from ..plan import Plan
-from .nest import constant_values, guard_test, guards, operation_rule
+from .facts import constant_values
+from .guards import guard_test, guards, operation_rule
 
 
 class Unsupported(Exception):
@@ -205,7 +206,7 @@ def c_expression(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> tuple[
 
 
 def c_guards(expr: L.Expr, items: dict, symbolic: SymbolicContext, printer: CExpression) -> list:
-    """Each raise of ``expr``'s operations not proven absent (:func:`.nest.guards`) as a C test,
+    """Each raise of ``expr``'s operations not proven absent (:func:`.guards.guards`) as a C test,
     with a comment naming it: ``(test, why)``."""
     return [(guard_test(guard, printer.source, C_SPELLING, c_truth),
              f"{guard.check.error} in Python: rejected")

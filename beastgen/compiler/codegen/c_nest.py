@@ -20,7 +20,8 @@ from ..specialize import Item, infer_type
 from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
                            derived_sources, needed_items, value_tables)
 from .monotone import loop_ending_filters
-from .nest import CARRY, NestWalker, countable_tail, split_level
+from .facts import CARRY, countable_tail, split_level
+from .nest import NestWalker
 
 __all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
 

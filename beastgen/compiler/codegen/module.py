@@ -13,7 +13,7 @@ from ..language.printer import expr_source, literal
 from ..plan import Plan
 from .estimator import ChenWriter
 from .monotone import loop_ending_filters
-from .nest import constant_values, divides_next, split_level, stat_slots
+from .facts import constant_values, divides_next, split_level, stat_slots
 from .numba_functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
 from .numba_nest import CASTS, NJIT, NJIT_GENERATOR, NumbaForm, RaisingPowers
 

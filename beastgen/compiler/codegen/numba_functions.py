@@ -6,7 +6,7 @@ bound terms, ``count_pruned``, ``cut_analysis`` and ``rank``. Each states what i
 from __future__ import annotations
 
 from ..specialize import Item
-from .nest import countable_tail, rejects_first, skips_only_solution_rejects, solved_below
+from .facts import countable_tail, rejects_first, skips_only_solution_rejects, solved_below
 from .numba_nest import NumbaNest, value_name
 
 

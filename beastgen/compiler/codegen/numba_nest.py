@@ -11,7 +11,9 @@ from ..language import semantics
 from ..language.identity import IdentityMapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..specialize import Item, infer_type
-from .nest import NestWalker, guard_test, guards, operation_rule, proven_absent, split_level, stat_slots
+from .facts import split_level, stat_slots
+from .guards import guard_test, guards, operation_rule, proven_absent
+from .nest import NestWalker
 
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
@@ -86,7 +88,7 @@ class NumbaForm(IdentityMapper):
 
 class RaisingPowers(IdentityMapper):
     """For an expression run in a try (one computing with a space function's checked integers):
-    each float ``**`` whose raises are not all proven absent (:func:`.nest.proven_absent`) as
+    each float ``**`` whose raises are not all proven absent (:func:`.guards.proven_absent`) as
     ``float_power`` (nestlib), which raises where Python does (Numba's ``**`` gives inf or nan)."""
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
@@ -275,7 +277,7 @@ class NumbaNest(NestWalker):
 
     def value(self, expr: L.Expr, item: Item) -> str:
         """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
-        :func:`.nest.guards`), each rejecting where Python raises, then its source: so nothing
+        :func:`.guards.guards`), each rejecting where Python raises, then its source: so nothing
         raises in the compiled expression. An expression computing with a space function's checked
         integers (``analysis.checked_helpers``) runs in a try instead, its checks raising."""
         checked = self.plan.item_expression(item, expr)

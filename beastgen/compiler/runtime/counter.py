@@ -148,7 +148,7 @@ class Counter:
         run = self.executable
         if run.plan is None:
             return Stats(0, [], {}, {}, 0.0)
-        from ..codegen.nest import stat_slots
+        from ..codegen.facts import stat_slots
 
         slots = stat_slots(run.plan)
         visits = np.zeros(len(run.plan.levels), dtype=np.int64)
@@ -168,7 +168,7 @@ class Counter:
         stats = (stats or self.stats)()
         if stats.count:
             return None
-        from ..codegen.nest import stat_slots
+        from ..codegen.facts import stat_slots
 
         slots = stat_slots(run.plan)
         culprits = [(s, stats.rejections.get(s.name) or stats.errors.get(s.name, 0)) for s in slots]
@@ -203,7 +203,7 @@ class Counter:
         """(iterator, size) of a level whose domain has more than :attr:`SCAN_LIMIT` values that
         descents scan value by value, or None: estimates refuse such a space, and the census that
         balances chunks is skipped (equal chunks of split nodes instead)."""
-        from ..codegen.nest import largest_scanned_domain
+        from ..codegen.facts import largest_scanned_domain
 
         plan = self.executable.plan
         largest = largest_scanned_domain(plan) if plan else None

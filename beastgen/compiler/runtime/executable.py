@@ -378,16 +378,16 @@ class Executable:
     @property
     def counted_tail(self) -> int:
         """The configurations each prefix the generated ``count`` (and ``count_pruned``) counts
-        stands for (:func:`~beastgen.compiler.codegen.nest.counted_tail_size`): multiplied here, in
+        stands for (:func:`~beastgen.compiler.codegen.facts.counted_tail_size`): multiplied here, in
         Python's exact integers, so that a count past 2**63 never wraps."""
-        from ..codegen.nest import counted_tail_size
+        from ..codegen.facts import counted_tail_size
 
         return counted_tail_size(self.plan.levels) if self.plan else 1
 
     @property
     def split_level(self) -> int:
         """Outer levels every chunk walks; the valid prefixes of that depth are the split nodes."""
-        from ..codegen.nest import split_level
+        from ..codegen.facts import split_level
 
         return split_level(self.plan) if self.plan else 0
 
