@@ -20,7 +20,7 @@ from ..specialize import Item, infer_type
 from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
                            derived_sources, needed_items, value_tables)
 from .monotone import loop_ending_filters
-from .facts import CARRY, countable_tail, split_level
+from .facts import CARRY, split_level
 from .nest import NestWalker
 
 __all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
@@ -74,13 +74,6 @@ class CNest(NestWalker):
     def define_flag(self, target: str, test: str) -> None:
         self.emit(f"int {target} = {test};")
 
-    # -- rejection -------------------------------------------------------------------------------
-    def reject_statement(self) -> str:
-        return "continue;" if self.loops else "return _n;"
-
-    def reject(self, item: Item | None) -> None:
-        self.emit(self.reject_statement())
-
     def statement(self, text: str, why: str | None = None) -> None:
         self.emit(f"{text};" + (f"  // {why}" if why else ""))
 
@@ -91,6 +84,9 @@ class CNest(NestWalker):
     def end(self) -> None:
         self.depth -= 1
         self.emit("}")
+
+    def if_then(self, test: str, text: str, why: str | None = None) -> None:
+        self.emit(f"if ({test}) {text};" + (f"  // {why}" if why else ""))
 
     def for_trips(self, var: str, trips: int, why: str | None = None) -> None:
         self.emit(f"for (uint64_t {var} = 0; {var} < {trips}; {var}++) {{" + (f"  // {why}" if why else ""))
@@ -105,8 +101,8 @@ class CNest(NestWalker):
         self.emit("} else {")
         self.depth += 1
 
-    def initialize(self, pairs: list[tuple[str, str]]) -> None:
-        self.statement("int64_t " + ", ".join(f"{name} = {value}" for name, value in pairs))
+    def initialize(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
+        self.statement("int64_t " + ", ".join(f"{name} = {value}" for name, value in pairs), why)
 
     def initialize_choice(self, names: list[str], test: str, when_true: list[str], when_false: list[str]) -> None:
         def operand(source: str) -> str:
@@ -151,8 +147,8 @@ class CNest(NestWalker):
     def unsigned_high_bits(self, name: str, shift: int) -> str:
         return f"(int64_t)((uint64_t){name} >> {shift})"
 
-    def declarations(self, levels) -> None:
-        """The variables of ``levels``' items (a divisor loop's caches go before them)."""
+    def declare_levels(self, levels) -> None:
+        """... (a divisor loop's caches go before them)."""
         self.body_start = len(self.lines)
         for level in levels:
             for item in [level.iterator, *level.body]:
@@ -282,46 +278,23 @@ class CNest(NestWalker):
 class CCount(CNest):
     """``count(_lo, _hi, _high)``: the valid configurations below split nodes ``_lo <= node < _hi``."""
 
-    CARRIES = True
+    CARRIES = CHUNKED = COUNTS_TAIL = True
 
     def write(self) -> list[str]:
-        levels = self.plan.levels
-        split = split_level(self.plan)
-        counted = countable_tail(levels)
-        self.carry_levels = len(levels) - len(counted) - 1
         self.lines = ["/* Number of valid configurations below split nodes _lo <= node < _hi: the result (as",
                       "   unsigned) plus *_high * 2**62. */",
                       "int64_t count(int64_t _lo, int64_t _hi, int64_t *_high) {"]
-        self.declarations(levels)
-        self.emit("int64_t _n = 0;")
-        if split == 0:
-            self.emit("if (_lo > 0 || _hi < 1) return _n;  // the only split node is the root")
-        else:
-            self.emit("int64_t _node = 0;  // split nodes seen")
-        self.walk(levels[:len(levels) - len(counted)], split)
-        self.count_leaf(counted)
-        self.finish("_n")
+        self.walk_nest()
         return self.lines
-
-    def at_split(self) -> None:
-        self.emit("// split node (SPLIT_LEVEL): only the subtrees of split nodes _lo <= _node - 1 < _hi")
-        self.emit("_node += 1;")
-        self.emit(f"if (_node <= _lo) {self.reject_statement()}")
-        self.emit("if (_node > _hi) return _n;")
 
 
 class CSplitNodes(CNest):
     """``split_nodes()``: how many valid prefixes of ``SPLIT_LEVEL`` levels there are."""
 
     def write(self) -> list[str]:
-        levels = self.plan.levels[:split_level(self.plan)]
         self.lines = ["/* How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are. */",
                       "int64_t split_nodes(void) {"]
-        self.declarations(levels)
-        self.emit("int64_t _n = 0;")
-        self.walk(levels, 0)
-        self.emit("_n += 1;")
-        self.finish("_n")
+        self.walk_split_nodes()
         return self.lines
 
 
@@ -345,29 +318,29 @@ def record_layout(plan: Plan) -> list[tuple[str, str, int]]:
 class CClaimingWriter(CNest):
     """A nest that threads share by claiming split nodes one at a time from a shared counter
     (atomically, in increasing order: uneven nodes balance themselves), walking the subtrees of the
-    nodes they claim. ``RECORD``: it writes rows (``fill``)."""
+    nodes they claim. ``RECORD``: it writes rows (``fill``); ``ROWS_BEFORE``, the rows written
+    before it starts; ``REDO``, the node it claims first where one is to be redone."""
 
     RECORD = False
+    ROWS_BEFORE = "0"
+    REDO = ""
 
-    def reject_statement(self) -> str:
-        return "continue;" if self.loops else "goto _done;"
+    def leave(self) -> str:
+        return "goto _done"
 
-    def claiming_nest(self, levels, redo: str, rows_before: str) -> None:
-        """Declarations, the first claim, and the loops of ``levels`` with the claim gate."""
-        split = split_level(self.plan)
+    def prologue(self) -> None:
+        """The first claim."""
         done = "1" if self.RECORD else "0"
-        self.declarations(levels)
-        self.emit(f"int64_t _n = {rows_before};  // configurations so far")
+        self.initialize([("_n", self.ROWS_BEFORE)], "configurations so far")
         self.emit("int64_t _start = _n;  // ... before the claimed node")
-        self.emit(f"int64_t _claim = {redo}__atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
+        self.emit(f"int64_t _claim = {self.REDO}__atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
         self.emit("int64_t _node = 0;  // split nodes seen")
         if self.RECORD:
             self.emit("unsigned char *_row;")
         self.emit(f"if (_claim >= _hi) return {done};")
-        if split == 0:
+        if self.split == 0:
             self.emit(f"if (_claim > 0) return {done};  // the only split node is the root")
             self.emit("_node = 1;")
-        self.walk(levels, split)
 
     def finish(self, result: str) -> None:
         """... with the label a rejection outside every loop jumps to (``goto _done``) before the
@@ -397,7 +370,7 @@ class CClaimingWriter(CNest):
         self.emit("    _claim = __atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
         self.emit(f"    if (_claim >= _hi) return {'1' if self.RECORD else '_n'};")
         self.emit("}")
-        self.emit(f"if (_node - 1 < _claim) {self.reject_statement()}")
+        self.if_then("_node - 1 < _claim", self.skip())
 
 
 class CFill(CClaimingWriter):
@@ -405,11 +378,12 @@ class CFill(CClaimingWriter):
     iterated too)."""
 
     RECORD = True
+    ROWS_BEFORE = "_state[1]"
+    REDO = "_state[0] >= 0 ? _state[0] : "
     SIGNATURE = ("int64_t fill(int64_t *_next, int64_t _lo, int64_t _hi, int64_t *_state, unsigned char *_rows, "
                  "int64_t _capacity, int64_t *_node_rows, int64_t *_node_owner, int64_t _thread)")
 
     def write(self) -> list[str]:
-        layout = record_layout(self.plan)
         self.lines = [
             "/* Every valid configuration below split nodes _lo <= node < _hi, as rows of _rows (fields in",
             "   declaration order, packed: int64, bool as one byte, double). The thread claims split nodes",
@@ -419,7 +393,12 @@ class CFill(CClaimingWriter):
             "   is left; 0 when _capacity rows are not enough, with _state set to redo the node in progress",
             "   (into a larger buffer holding the rows so far). */",
             f"{self.SIGNATURE} {{"]
-        self.claiming_nest(self.plan.levels, "_state[0] >= 0 ? _state[0] : ", "_state[1]")
+        self.walk_nest()
+        return self.lines
+
+    def leaf(self) -> None:
+        """The configuration as the next row."""
+        layout = record_layout(self.plan)
         self.emit("if (_n >= _capacity) {  // no room: redo this node into a larger buffer")
         self.emit("    _state[0] = _claim;")
         self.emit("    _state[1] = _start;")
@@ -432,27 +411,21 @@ class CFill(CClaimingWriter):
             else:
                 value = c_name(name) + ("__index" if kind == "str" else "")
                 self.emit(f"memcpy(_row + {offset}, &{value}, 8);")
-        self.emit("_n += 1;")
+        self.assign("_n", "1", operator="+=")
         self.finish("1")
-        return self.lines
 
 
 class CCountClaimed(CClaimingWriter):
     """``count_claimed``: the valid configurations of the claimed nodes."""
 
     SIGNATURE = "int64_t count_claimed(int64_t *_next, int64_t _lo, int64_t _hi, int64_t *_high)"
-    CARRIES = True
+    CARRIES = COUNTS_TAIL = True
 
     def write(self) -> list[str]:
-        levels = self.plan.levels
-        counted = countable_tail(levels)
-        self.carry_levels = len(levels) - len(counted) - 1
         self.lines = ["/* Valid configurations below the split nodes _lo <= node < _hi this thread claims from",
                       "   *_next (see fill): the result (as unsigned) plus *_high * 2**62. */",
                       f"{self.SIGNATURE} {{"]
-        self.claiming_nest(levels[:len(levels) - len(counted)], "", "0")
-        self.count_leaf(counted)
-        self.finish("_n")
+        self.walk_nest()
         return self.lines
 
 

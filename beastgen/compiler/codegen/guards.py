@@ -1,5 +1,5 @@
 """Where Python raises: the semantics table's rule (:mod:`..language.semantics`) at each node of an
-expression, the raises not proven absent as :class:`Guard`\ s in evaluation order, and a target's
+expression, the raises not proven absent (each a :class:`Guard`) in evaluation order, and a target's
 test of a guard (:func:`guard_test`); every target rejects a configuration where one holds.
 """
 from __future__ import annotations

@@ -10,7 +10,8 @@ from ..analysis.symbolic import SymbolicContext
 from ..language import nodes as L
 from ..plan import Plan
 from ..specialize import Item
-from .facts import CARRY, Narrowing, constant_values, divides_next, divisor_narrowing, is_constant
+from .facts import (CARRY, Narrowing, constant_values, countable_tail, divides_next, divisor_narrowing,
+                    is_constant, split_level)
 from .monotone import loop_ending_filters
 
 
@@ -20,19 +21,22 @@ class NestWalker:
     here: a level opened (:meth:`open_level`: :meth:`values_loop`, :meth:`range_parts` then
     :meth:`range_loop`, :meth:`counted_range`, :meth:`solved_level` or :meth:`divisor_loop` with
     its :meth:`partner_bounds` and :meth:`divisibility`), its items placed (:meth:`place`:
-    :meth:`place_derived`, :meth:`place_filter`), the count carried (:meth:`carry`), the leaf
-    counted (:meth:`count_leaf`) and the function ended (:meth:`finish`). It is written in a small
+    :meth:`place_derived`, :meth:`place_filter`), the count carried (:meth:`carry`), a chunk's
+    split nodes gated (:meth:`chunk_start`, :meth:`chunk_gate`), the leaf counted (:meth:`leaf`)
+    and the function ended (:meth:`finish`); and the two walks every target's functions make: the
+    whole nest (:meth:`walk_nest`) and the levels above the split (:meth:`walk_split_nodes`). It
+    is written in a small
     statement vocabulary that each target prints (:meth:`statement`, :meth:`assign`,
     :meth:`initialize`, :meth:`declare`, :meth:`define_flag`, :meth:`if_`, :meth:`else_`,
-    :meth:`end`, :meth:`for_range`, :meth:`for_array`, :meth:`for_trips`, :meth:`break_`,
-    :meth:`reject`, :meth:`return_`, :meth:`comment`) over expressions it prints (:meth:`value`
+    :meth:`end`, :meth:`if_then`, :meth:`for_range`, :meth:`for_array`, :meth:`for_trips`,
+    :meth:`break_`, :meth:`skip`, :meth:`leave`, :meth:`return_`, :meth:`comment`) over expressions it prints (:meth:`value`
     of a space expression after its guards, :meth:`all_of`, :meth:`choose`, :meth:`in_range`,
     ...). A target still writes the few forms that are its own: Numba's space-function calls
     (:meth:`call`, :meth:`function_range`) and bound terms, C's declarations.
 
     A generated function (a subclass of the target) gives what it does at a level it enters
-    (:meth:`enter`), at the split node (:meth:`at_split`) and what it opens and closes around the
-    walk. Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
+    (:meth:`enter`), at the split node (:meth:`at_split`), before the walk (:meth:`prologue`) and
+    at its leaf (:meth:`leaf`). Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
     outside every loop leaves the function). ``ENDS_LOOPS``: a filter that rejects every later
     value of its level once it rejects one (:mod:`.monotone`) leaves the loop (:meth:`ends_loop`);
     a function that reports every loop iteration keeps walking. ``DIVISOR_LOOPS``: a level whose
@@ -50,6 +54,15 @@ class NestWalker:
     #: any size is exact (:func:`~beastgen.compiler.runtime.core.exact_count` joins the words)
     CARRIES = False
     carry_levels = 0
+    #: a chunk's walk: only the subtrees of split nodes ``_lo <= node < _hi`` (:meth:`chunk_gate`)
+    CHUNKED = False
+    #: a chunk's walk that goes on past its last split node (the statistics walk the levels above
+    #: the split whole, so every chunk reports them alike)
+    WALKS_PAST_CHUNK = False
+    #: :meth:`walk_nest` counts the countable tail (:func:`countable_tail`) instead of walking it
+    COUNTS_TAIL = False
+    #: what the function returns when it leaves outside every loop (:meth:`leave`)
+    RESULT = "_n"
 
     def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None):
         """``ending``: :func:`.monotone.loop_ending_filters`, when the caller has it (one analysis
@@ -63,9 +76,62 @@ class NestWalker:
         self.depth = 1
         self.loops = 0  # loops open where the next line goes
         self.levels_entered = 0  # levels whose iterator is bound where the next line goes
+        self.split = split_level(plan)
+        self.counted: list = []  # the countable tail, where :meth:`walk_nest` counts it
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
+
+    def walk_nest(self) -> None:
+        """The walk of the whole nest (the countable tail counted where ``COUNTS_TAIL``): its
+        variables declared, the :meth:`prologue`, the levels with the split node marked, the
+        :meth:`leaf`."""
+        levels = self.plan.levels
+        self.counted = countable_tail(levels) if self.COUNTS_TAIL else []
+        walked = levels[:len(levels) - len(self.counted)]
+        self.carry_levels = len(walked) - 1
+        self.declare_levels(walked)
+        self.prologue()
+        self.walk(walked, self.split)
+        self.leaf()
+
+    def walk_split_nodes(self) -> None:
+        """The walk of the levels above the split alone, counting the split nodes (the valid
+        prefixes of ``SPLIT_LEVEL`` levels)."""
+        levels = self.plan.levels[:self.split]
+        self.declare_levels(levels)
+        self.initialize([("_n", "0")])
+        self.walk(levels, 0)
+        self.leaf()
+
+    def prologue(self) -> None:
+        """Before the walk: the count, and a chunk's split-node gate (:meth:`chunk_start`)."""
+        self.initialize([("_n", "0")])
+        if self.CHUNKED:
+            self.chunk_start()
+
+    def chunk_start(self) -> None:
+        """A chunk's walk starts: at split level 0 the root is the only split node, in the chunk
+        or not; else the split nodes seen are counted."""
+        if self.split == 0:
+            self.if_then(self.any_of(["_lo > 0", "_hi < 1"]), self.leave(),
+                         "the only split node is the root (SPLIT_LEVEL 0)")
+        else:
+            self.initialize([("_node", "0")], "split nodes seen (chunks: see SPLIT_LEVEL)")
+
+    def at_split(self) -> None:
+        """Right below the split level: what a function does at a split node (a chunk's walk:
+        :meth:`chunk_gate`)."""
+        if self.CHUNKED:
+            self.chunk_gate()
+
+    def chunk_gate(self) -> None:
+        """Past the split level: go on only below this chunk's split nodes (every level above the
+        split solved, no loop is open: the one node is this chunk's or not)."""
+        self.comment("split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi")
+        self.assign("_node", "1", operator="+=")
+        self.if_then("_node <= _lo", self.skip())
+        self.if_then("_node > _hi", self.skip() if self.WALKS_PAST_CHUNK else self.leave())
 
     def walk(self, levels, split: int) -> None:
         """Walk ``levels`` (the outermost first), marking the split node below level ``split - 1``."""
@@ -174,15 +240,13 @@ class NestWalker:
         while self.depth > 1:
             self.end()
 
-    def count_leaf(self, counted) -> None:
-        """Count the configuration reached, which stands for the product of the ``counted``
-        innermost domains (:func:`countable_tail`)."""
-        names = ", ".join(level.iterator.name for level in counted)
+    def leaf(self) -> None:
+        """Below the innermost level walked: count the configuration reached, which stands for the
+        product of the counted tail's domains (:attr:`counted`), and return the count."""
+        names = ", ".join(level.iterator.name for level in self.counted)
         why = f"the innermost loops ({names}) test nothing: a prefix, which the runtime multiplies by their size"
-        self.assign("_n", "1", why if counted else None, operator="+=")
-
-    def at_split(self) -> None:
-        """Right below the split level: what a chunked function does at a split node."""
+        self.assign("_n", "1", why if self.counted else None, operator="+=")
+        self.finish("_n")
 
     def ends_loop(self, item: Item) -> str | None:
         """The iterator whose loop ``item``, a filter, leaves when it rejects; None: it goes on."""
@@ -206,8 +270,26 @@ class NestWalker:
         """Close the innermost block."""
         raise NotImplementedError
 
+    def if_then(self, test: str, text: str, why: str | None = None) -> None:
+        """One simple statement ``text`` (:meth:`statement`'s) run where ``test`` holds."""
+        raise NotImplementedError
+
     def break_(self, why: str | None = None) -> None:
         self.statement("break", why)
+
+    def skip(self) -> str:
+        """The statement that goes on with the next value of the innermost loop, or outside every
+        loop leaves the function (:meth:`leave`)."""
+        return "continue" if self.loops else self.leave()
+
+    def leave(self) -> str:
+        """The statement that leaves the function outside every loop: returns :attr:`RESULT`."""
+        return f"return {self.RESULT}"
+
+    def reject(self, item: Item | None) -> None:
+        """Reject the configuration, ``item``'s rejection (a function counting rejections
+        extends it)."""
+        self.statement(self.skip())
 
     def return_(self, value: str) -> None:
         self.statement(f"return {value}")
@@ -216,7 +298,7 @@ class NestWalker:
         """Close an :meth:`if_` block and open the one run where its test fails."""
         raise NotImplementedError
 
-    def initialize(self, pairs: list[tuple[str, str]]) -> None:
+    def initialize(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
         """New 64-bit integer variables, each ``(name, value)``."""
         raise NotImplementedError
 
@@ -293,6 +375,10 @@ class NestWalker:
 
     def declare(self, names: list[str]) -> None:
         """Declare 64-bit integer variables ``names`` (set later)."""
+        raise NotImplementedError
+
+    def declare_levels(self, levels) -> None:
+        """Declare the variables of ``levels``' items, before the walk."""
         raise NotImplementedError
 
     def value(self, expr: L.Expr, item: Item | None) -> str:

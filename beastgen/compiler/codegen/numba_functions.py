@@ -6,64 +6,22 @@ bound terms, ``count_pruned``, ``cut_analysis`` and ``rank``. Each states what i
 from __future__ import annotations
 
 from ..specialize import Item
-from .facts import countable_tail, rejects_first, skips_only_solution_rejects, solved_below
+from .facts import rejects_first, skips_only_solution_rejects, solved_below
 from .numba_nest import NumbaNest, value_name
 
 
 class WalkedNest(NumbaNest):
-    """A walk of the whole nest (what a chunk does at its split nodes: :class:`ChunkedNest`)."""
+    """A walk of the whole nest (:meth:`~.nest.NestWalker.walk_nest`); ``CHUNKED``: of the
+    subtrees of split nodes ``_lo <= node < _hi`` (one chunk of the work)."""
 
     PARTED = True
-    COUNTS_TAIL = False  # the countable tail (:func:`countable_tail`) counted, not walked
 
     def write_body(self) -> None:
-        self.prologue()
-        levels = self.plan.levels
-        counted = countable_tail(levels) if self.COUNTS_TAIL else []
-        self.carry_levels = len(levels) - len(counted) - 1
-        self.walk(levels[:len(levels) - len(counted)], self.split)
-        if counted:
-            self.count_leaf(counted)
-            self.finish("_n")
-        else:
-            self.leaf()
-
-    def prologue(self) -> None:
-        self.emit("_n = 0")
-
-    def leaf(self) -> None:
-        self.emit("_n += 1")
-        self.finish("_n")
+        self.walk_nest()
 
 
-class ChunkedNest(WalkedNest):
-    """A walk of the subtrees of split nodes ``_lo <= node < _hi`` (one chunk of the work)."""
-
-    #: what a walk past the chunk's last split node does
-    PAST_CHUNK = "return _n"
-
-    def prologue(self) -> None:
-        super().prologue()
-        if self.split == 0:
-            self.emit("if _lo > 0 or _hi < 1:  # the only split node is the root (SPLIT_LEVEL 0)")
-            self.emit("    return _n")
-        else:
-            self.emit("_node = 0  # split nodes seen (chunks: see SPLIT_LEVEL)")
-
-    def at_split(self) -> None:
-        """Past the split level: go on only below this chunk's split nodes (every level above the
-        split solved, no loop is open: the one node is this chunk's or not)."""
-        done = f"return {self.top_return}"
-        self.emit("# split node (SPLIT_LEVEL): run only the subtrees of split nodes _lo <= _node - 1 < _hi")
-        self.emit("_node += 1")
-        self.emit("if _node <= _lo:")
-        self.emit(f"    {'continue' if self.loops else done}")
-        self.emit("if _node > _hi:")
-        self.emit(f"    {self.PAST_CHUNK if self.loops else done}")
-
-
-class Count(ChunkedNest):
-    ENDS_LOOPS = DIVISOR_LOOPS = CARRIES = True
+class Count(WalkedNest):
+    ENDS_LOOPS = DIVISOR_LOOPS = CARRIES = CHUNKED = True
     SIGNATURE = "count(_lo, _hi, _high)"
     DOC = ("Number of valid configurations below split nodes _lo <= node < _hi: the result (as\n"
            "    unsigned) plus _high[0] * 2**62 (see exact_count).")
@@ -73,14 +31,12 @@ class Count(ChunkedNest):
         return ["_high"]
 
 
-class CountWithStats(ChunkedNest):
+class CountWithStats(WalkedNest):
     SIGNATURE = "count_with_stats(_visits, _rejections, _lo, _hi, _high)"
     DOC = ("count(), also adding loop iterations per level to _visits and rejections (filters)\n"
            "    or errors (division by zero...) per STAT_SLOTS to _rejections. The levels above\n"
            "    SPLIT_LEVEL are walked whole whatever the chunk.")
-    # the statistics walk the levels above the split whole, so every chunk reports them alike
-    PAST_CHUNK = "continue"
-    ENDS_LOOPS = DIVISOR_LOOPS = CARRIES = True
+    ENDS_LOOPS = DIVISOR_LOOPS = CARRIES = CHUNKED = WALKS_PAST_CHUNK = True
 
     def part_state(self, index: int) -> list[str]:
         return ["_visits", "_rejections", "_high"]
@@ -114,8 +70,8 @@ class CountWithStats(ChunkedNest):
         self.emit(f"_visits[{index}] += 1")
 
 
-class Fill(ChunkedNest):
-    ENDS_LOOPS = DIVISOR_LOOPS = True
+class Fill(WalkedNest):
+    ENDS_LOOPS = DIVISOR_LOOPS = CHUNKED = True
     PART_CALL = "_n = {call}"
 
     def header(self) -> list[str]:
@@ -143,10 +99,7 @@ class SplitNodes(NumbaNest):
            "    the levels above the split alone, so a one-thread count can report its progress.")
 
     def write_body(self) -> None:
-        self.emit("_n = 0")
-        self.walk(self.plan.levels[:self.split], 0)
-        self.emit("_n += 1")
-        self.finish("_n")
+        self.walk_split_nodes()
 
 
 # --------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from ..language import semantics
 from ..language.identity import IdentityMapper
 from ..language.printer import PRECEDENCE, expr_source, wrap
 from ..specialize import Item, infer_type
-from .facts import split_level, stat_slots
+from .facts import stat_slots
 from .guards import guard_test, guards, operation_rule, proven_absent
 from .nest import NestWalker
 
@@ -117,14 +117,12 @@ class NumbaNest(NestWalker):
     PARTED = False
     PART_CALL = "_n += {call}"
     BOUNDS = False  # computes (and tests) the bound terms
-    RESULT = "_n"  # what a rejection outside every loop returns
 
     def __init__(self, plan, symbolic, ending=None):
         super().__init__(plan, symbolic, ending)
         self.slot = {item.name: i for i, item in enumerate(stat_slots(plan))}
         self.range_ends: dict[str, tuple[str, str]] = {}  # stop and step of each range loop printed
         self.temps = 0
-        self.split = split_level(plan)
         self.loops_per_function: int | None = None
         self.top_return = self.RESULT
 
@@ -205,13 +203,18 @@ class NumbaNest(NestWalker):
         self.depth += 1
         self.loops += 1
 
+    def if_then(self, test: str, text: str, why: str | None = None) -> None:
+        self.if_(test, why)
+        self.statement(text)
+        self.end()
+
     def else_(self) -> None:
         self.depth -= 1
         self.emit("else:")
         self.depth += 1
 
-    def initialize(self, pairs: list[tuple[str, str]]) -> None:
-        self.assign_each(pairs)
+    def initialize(self, pairs: list[tuple[str, str]], why: str | None = None) -> None:
+        self.assign_each(pairs, why)
 
     def initialize_choice(self, names: list[str], test: str, when_true: list[str], when_false: list[str]) -> None:
         self.assign(", ".join(names), f"({', '.join(when_true)}) if {test} else ({', '.join(when_false)})")
@@ -267,13 +270,16 @@ class NumbaNest(NestWalker):
     def declare(self, names: list[str]) -> None:
         pass  # Python declares by assigning
 
+    def declare_levels(self, levels) -> None:
+        pass
+
     def define_flag(self, target: str, test: str) -> None:
         self.emit(f"{target} = {test}")
 
     # -- rejection -------------------------------------------------------------------------------
-    def reject(self, item: Item) -> None:
-        # before the outermost loop, a rejection rejects everything
-        self.emit("continue" if self.loops else f"return {self.top_return}")
+    def leave(self) -> str:
+        """... what the function (or the part of it being written) returns."""
+        return f"return {self.top_return}"
 
     def value(self, expr: L.Expr, item: Item) -> str:
         """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
