@@ -38,10 +38,10 @@ def c_iterations(plan, directory: str) -> int:
     """Loop iterations of the C count: the checkout's own ``CCount`` with a counter at every level."""
     from beastgen.compiler import native
     from beastgen.compiler.analysis.symbolic import SymbolicContext
-    from beastgen.compiler.codegen import c_nest
-    from beastgen.compiler.codegen.c_expression import c_source, value_tables
+    from beastgen.compiler.codegen.c.expression import c_source, value_tables
+    from beastgen.compiler.codegen.c.functions import CCount
 
-    class IterationCount(c_nest.CCount):
+    class IterationCount(CCount):
         def enter(self, index: int) -> None:
             super().enter(index)
             self.emit("_iterations += 1;")

@@ -31,16 +31,19 @@ import beastgen  # noqa: E402
 from beastgen.compiler import native  # noqa: E402
 from beastgen.compiler.native import exact_count  # noqa: E402
 from beastgen.compiler.analysis.symbolic import SymbolicContext  # noqa: E402
-from beastgen.compiler.codegen import c_nest, numba_functions  # noqa: E402
-from beastgen.compiler.codegen.c_expression import c_source, value_tables  # noqa: E402
-from beastgen.compiler.codegen.module import generate_module  # noqa: E402
-from beastgen.compiler.codegen.monotone import loop_ending_filters  # noqa: E402
+from beastgen.compiler.codegen.c.builder import CNest  # noqa: E402
+from beastgen.compiler.codegen.c.expression import c_source, value_tables  # noqa: E402
+from beastgen.compiler.codegen.c.functions import CCount  # noqa: E402
+from beastgen.compiler.codegen.c.module import generate_c_module  # noqa: E402
 from beastgen.compiler.codegen.facts import counted_tail_size  # noqa: E402
+from beastgen.compiler.codegen.monotone import loop_ending_filters  # noqa: E402
+from beastgen.compiler.codegen.numba import functions as numba_functions  # noqa: E402
+from beastgen.compiler.codegen.numba.module import generate_module  # noqa: E402
 
 EVERYTHING = 2 ** 62
 
 
-class IterationCount(c_nest.CCount):
+class IterationCount(CCount):
     """The C count with a counter of the loop iterations (every level entered)."""
 
     def enter(self, index: int) -> None:
@@ -84,9 +87,9 @@ def numba_count(plan, symbolic, directory: str, name: str):
 
 def build(plan, symbolic, ends: bool, directory: str) -> dict:
     """The count of both targets, and the loop iterations, with loop-ending filters or without."""
-    c_nest.CNest.ENDS_LOOPS = numba_functions.Count.ENDS_LOOPS = ends
+    CNest.ENDS_LOOPS = numba_functions.Count.ENDS_LOOPS = ends
     name = f"{plan.specialized.space.name}_{'break' if ends else 'continue'}"
-    built = native.build_library(directory, name, c_nest.generate_c_module(plan, symbolic), "-O2")
+    built = native.build_library(directory, name, generate_c_module(plan, symbolic), "-O2")
     library = native.load(built)
     numba = numba_count(plan, symbolic, directory, name)
     count = library.count(0, EVERYTHING)

@@ -17,9 +17,9 @@ from beastgen.compiler.native import exact_count
 import beastgen
 from beastgen.commands.common import format_stats
 from beastgen.compiler.analysis.symbolic import SymbolicContext
-from beastgen.compiler.codegen import numba_functions
-from beastgen.compiler.codegen.module import generate_module
 from beastgen.compiler.codegen.facts import divides_next, divisor_narrowing, skips_only_solution_rejects, stat_slots
+from beastgen.compiler.codegen.numba import functions as numba_functions
+from beastgen.compiler.codegen.numba.module import generate_module
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import SpaceError
 from beastgen.reference import ReferenceEnumerator

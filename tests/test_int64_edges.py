@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, Phase, event, given, note, settings
 
 import beastgen
 from beastgen.cli import main
-from beastgen.compiler.codegen.c_nest import generate_c_module
+from beastgen.compiler.codegen.c.module import generate_c_module
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import BeastError, SpaceError
 from beastgen.interop.t1 import t1_space

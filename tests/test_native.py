@@ -1,4 +1,4 @@
-"""The C target of the count (codegen/c_nest.py, compiler/native.py): the same counts as the Numba
+"""The C target of the count (codegen/c/, compiler/native.py): the same counts as the Numba
 nest and the reference enumerator, Python's semantics where C's differ, and every way it can be
 absent (no compiler, a failing compiler, a plan it cannot print, BEASTGEN_NATIVE=0) falling back to
 Numba with the right count. tests/test_properties.py checks it on random spaces too."""
@@ -12,7 +12,8 @@ from conftest import PATIENCE_SECONDS, REFERENCE_DIR, REPO
 from beastgen.compiler.native import exact_count
 import beastgen
 from beastgen.compiler import native
-from beastgen.compiler.codegen.c_nest import Unsupported, c_comment, generate_c_module
+from beastgen.compiler.codegen.c.expression import Unsupported, c_comment
+from beastgen.compiler.codegen.c.module import generate_c_module
 from beastgen.compiler.runtime import compile_space
 from beastgen.plancache import CachedExecutable, compile_cached
 from beastgen.reference import ReferenceEnumerator

@@ -64,7 +64,8 @@ def check_exact(space, overrides, generated_dir, order=None):
 
 
 def _why_no_c_target(plan) -> str:
-    from beastgen.compiler.codegen.c_nest import Unsupported, generate_c_module
+    from beastgen.compiler.codegen.c.expression import Unsupported
+    from beastgen.compiler.codegen.c.module import generate_c_module
     try:
         generate_c_module(plan.plan)
     except Unsupported as e:

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from beastgen.compiler.analysis.symbolic import SymbolicContext
-from beastgen.compiler.codegen.c_expression import c_expression, c_source
+from beastgen.compiler.codegen.c.expression import c_expression, c_source
 from beastgen.compiler.codegen.guards import guard_test, guards
-from beastgen.compiler.codegen.numba_nest import NUMBA_SPELLING, NumbaForm, python_truth
+from beastgen.compiler.codegen.numba.builder import NUMBA_SPELLING, NumbaForm, python_truth
 from beastgen.compiler.language import nodes as L
 from beastgen.compiler.language import semantics
 from beastgen.compiler.language.printer import expr_source

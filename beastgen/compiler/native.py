@@ -1,4 +1,4 @@
-"""The native count and enumeration: the C target (:mod:`.codegen.c_nest`) compiled by the system C
+"""The native count and enumeration: the C target (:mod:`.codegen.c`) compiled by the system C
 compiler into a shared library beside the generated module, and called through ctypes (which
 releases the GIL, so threads share the work as the Numba nest's do).
 
@@ -241,7 +241,7 @@ def _compile(command: list[str], source_fd: int, directory_fd: int, while_compil
 
 
 _I64, _PTR = ctypes.c_int64, ctypes.c_void_p
-#: the library's functions (:data:`~beastgen.compiler.codegen.c_nest.C_FUNCTIONS`): argument
+#: the library's functions (:data:`~beastgen.compiler.codegen.c.functions.C_FUNCTIONS`): argument
 #: types; each returns an int64
 SIGNATURES = {"count": [_I64, _I64, _PTR], "split_nodes": [],
               "fill": [_PTR, _I64, _I64, _PTR, _PTR, _I64, _PTR, _PTR, _I64],  # rows of claimed split nodes
@@ -268,7 +268,7 @@ class NativeNest:
     """The library's ``count(lo, hi)`` (an exact integer: :func:`exact_count`) and ``split_nodes()``,
     as the runtime calls the Numba nest's, and
     its ``fill`` and ``count_claimed``, which threads share by claiming split nodes (see
-    :class:`beastgen.compiler.codegen.c_nest.CClaimingWriter`). A library may hold only some of
+    :class:`beastgen.compiler.codegen.c.functions.CClaimingWriter`). A library may hold only some of
     them (``functions``: a cold count compiles only what it calls); ``more()``, the library of
     them all, built on first use, answers the others."""
 

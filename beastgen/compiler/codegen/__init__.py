@@ -1,5 +1,4 @@
-"""Stage 6, code generation: one walk of a plan (:mod:`.nest`, target-neutral) printed by each
-target's builder. Numba: :mod:`.module` writes the module (header, constants, helpers) around the
-functions of :mod:`.numba_functions` and :mod:`.estimator`, printed by :mod:`.numba_nest`. C:
-:mod:`.c_nest` (expressions by :mod:`.c_expression`, helpers in ``prelude.h``).
-"""
+"""Stage 6, code generation: one walk of a plan (:mod:`.nest`, target-neutral, reading the plan's
+facts in :mod:`.facts` and the guards of :mod:`.guards`) printed by each target's builder, a folder
+per target: :mod:`.numba` (the module the runtime imports) and :mod:`.c` (the shared library of the
+count and enumeration)."""

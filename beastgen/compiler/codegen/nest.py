@@ -1,7 +1,7 @@
 """The plan walker, target-neutral: one walk of a :class:`~beastgen.compiler.plan.Plan`'s loop nest
 (each level's loop opened or solved, its items placed, the split node marked), the algorithm
-written once in a small statement vocabulary that every target's builder (:mod:`.numba_nest`,
-:mod:`.c_nest`) prints, as loopy's ``ASTBuilderBase`` and sympy's ``CodePrinter`` family do. The
+written once in a small statement vocabulary that every target's builder (:mod:`.numba.builder`,
+:mod:`.c.builder`) prints, as loopy's ``ASTBuilderBase`` and sympy's ``CodePrinter`` family do. The
 facts about the plan it reads are :mod:`.facts`'; the guards where Python raises, :mod:`.guards`'.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .monotone import loop_ending_filters
 
 class NestWalker:
     """One walk of the plan's nest: the walker holds the algorithm, each target (a subclass:
-    :class:`.numba_nest.NumbaNest`, :class:`.c_nest.CNest`) prints it. The algorithm, written once
+    :class:`.numba.builder.NumbaNest`, :class:`.c.builder.CNest`) prints it. The algorithm, written once
     here: a level opened (:meth:`open_level`: :meth:`values_loop`, :meth:`range_parts` then
     :meth:`range_loop`, :meth:`counted_range`, :meth:`solved_level` or :meth:`divisor_loop` with
     its :meth:`partner_bounds` and :meth:`divisibility`), its items placed (:meth:`place`:
@@ -40,7 +40,7 @@ class NestWalker:
     outside every loop leaves the function). ``ENDS_LOOPS``: a filter that rejects every later
     value of its level once it rejects one (:mod:`.monotone`) leaves the loop (:meth:`ends_loop`);
     a function that reports every loop iteration keeps walking. ``DIVISOR_LOOPS``: a level whose
-    values must divide the next level's numerator (:func:`divides_next`) visits only its divisors
+    values must divide the next level's numerator (:func:`.facts.divides_next`) visits only its divisors
     (:meth:`divisor_loop`)."""
 
     ENDS_LOOPS = False
@@ -59,7 +59,7 @@ class NestWalker:
     #: a chunk's walk that goes on past its last split node (the statistics walk the levels above
     #: the split whole, so every chunk reports them alike)
     WALKS_PAST_CHUNK = False
-    #: :meth:`walk_nest` counts the countable tail (:func:`countable_tail`) instead of walking it
+    #: :meth:`walk_nest` counts the countable tail (:func:`.facts.countable_tail`) instead of walking it
     COUNTS_TAIL = False
     #: what the function returns when it leaves outside every loop (:meth:`leave`)
     RESULT = "_n"
@@ -165,7 +165,7 @@ class NestWalker:
                 self.range_loop(it, index, lo, hi, step)
 
     def divisor_loops(self, index: int) -> bool:
-        """Whether level ``index`` opens as :meth:`divisor_loop`: where :func:`divides_next` says it
+        """Whether level ``index`` opens as :meth:`divisor_loop`: where :func:`.facts.divides_next` says it
         may and ``DIVISOR_LOOPS`` (a function that reports every loop iteration keeps scanning)."""
         return self.DIVISOR_LOOPS and divides_next(self.plan, index)
 
@@ -564,7 +564,7 @@ class NestWalker:
     def divisor_loop(self, level, index: int, lo: str, hi: str) -> None:
         """``for it in range(lo, hi)`` visiting only the divisors of the next level's numerator when
         that is cheaper (found once per numerator, in a cache declared at the function's top: it
-        rarely changes), else all; narrowed (:func:`divisor_narrowing`) to ``[__first, __last)`` by
+        rarely changes), else all; narrowed (:func:`.facts.divisor_narrowing`) to ``[__first, __last)`` by
         the solved iterator's range and to the multiples of ``__mul`` that divide ``__top`` by a
         filter (the numerator's own divisors then listed only where the statistics count the values
         skipped: :attr:`COUNTS_SKIPPED`)."""

@@ -46,7 +46,7 @@ def balanced_chunks(estimates, n_chunks: int) -> list[tuple[int, int]]:
 
 def claiming(jobs: int, work, next_node, progress=None) -> list:
     """``work(thread)`` on threads 0 to ``jobs - 1``, which claim split nodes from ``next_node[0]``
-    (see :class:`.codegen.c_nest.CClaimingWriter`); their results in order. ``progress()`` is
+    (see :class:`.codegen.c.functions.CClaimingWriter`); their results in order. ``progress()`` is
     called every :data:`POLL_SECONDS` while they run; Ctrl-C leaves them no node to claim (each
     ends with its node) and raises."""
     import concurrent.futures  # here: a count in the calling thread never needs it (logging...)

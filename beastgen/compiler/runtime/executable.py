@@ -434,7 +434,7 @@ class BuiltExecutable(Executable):
         """The generated Numba module's text: generated on first use (a count that the C library
         runs never needs it)."""
         if self._source is None:
-            from ..codegen.module import generate_module
+            from ..codegen.numba.module import generate_module
             self._source = deeply(generate_module, self.plan, self._symbolic) if self.plan else ""
         return self._source
 
@@ -451,9 +451,10 @@ class BuiltExecutable(Executable):
         return self.path
 
     def native_source(self, functions=None) -> str | None:
-        """The plan's ``functions`` (default :attr:`count_functions`) as C (:mod:`.codegen.c_nest`);
+        """The plan's ``functions`` (default :attr:`count_functions`) as C (:mod:`.codegen.c`);
         None when the C target cannot print the plan."""
-        from ..codegen.c_nest import Unsupported, generate_c_module
+        from ..codegen.c.expression import Unsupported
+        from ..codegen.c.module import generate_c_module
 
         try:
             return deeply(generate_c_module, self.plan, self._symbolic, functions or self.count_functions)

@@ -1,5 +1,5 @@
 """The C target's expressions: an expression printed as C with Python's semantics, from the
-semantics table (:mod:`..language.semantics`): each operation is its rule's value primitive (the
+semantics table (:mod:`...language.semantics`): each operation is its rule's value primitive (the
 helpers of ``prelude.h``, package data, :func:`c_source`: floor division and modulo as Python's,
 ``min``/``max`` as Python folds them, none of them ever traps), and each raise of its rule that is
 not proven absent is a guard (:func:`c_guards`) that the nest tests first, rejecting the
@@ -10,15 +10,15 @@ from __future__ import annotations
 import math
 from importlib import resources
 
-from ...quoting import comment_text
-from ..specialize.value_types import NodeTypes
-from ..analysis.symbolic import SymbolicContext
-from ..language import nodes as L
-from ..language import semantics
-from ..language.mapper import Mapper
-from ..plan import Plan
-from .facts import constant_values
-from .guards import guard_test, guards, operation_rule
+from ....quoting import comment_text
+from ...specialize.value_types import NodeTypes
+from ...analysis.symbolic import SymbolicContext
+from ...language import nodes as L
+from ...language import semantics
+from ...language.mapper import Mapper
+from ...plan import Plan
+from ..facts import constant_values
+from ..guards import guard_test, guards, operation_rule
 
 
 class Unsupported(Exception):
@@ -206,7 +206,7 @@ def c_expression(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> tuple[
 
 
 def c_guards(expr: L.Expr, items: dict, symbolic: SymbolicContext, printer: CExpression) -> list:
-    """Each raise of ``expr``'s operations not proven absent (:func:`.guards.guards`) as a C test,
+    """Each raise of ``expr``'s operations not proven absent (:func:`..guards.guards`) as a C test,
     with a comment naming it: ``(test, why)``."""
     return [(guard_test(guard, printer.source, C_SPELLING, c_truth),
              f"{guard.check.error} in Python: rejected")

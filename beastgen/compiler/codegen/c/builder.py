@@ -1,29 +1,24 @@
-"""The C target: the plan walker's statements and expressions (:mod:`.nest`) printed as C, for a shared
-library that :mod:`beastgen.compiler.native` compiles with the system C compiler and loads with
-ctypes. A warm count then imports neither Numba nor LLVM, and a cold one compiles in a fraction of
-Numba's time. The Numba module stays the full enumerator (every other function); this target covers
-the plans whose items are all expressions over int, bool and float values, and listed strings
-compared with constants (:class:`Unsupported` otherwise): ``count`` and ``split_nodes``
-(:class:`CCount`, :class:`CSplitNodes`), ``fill`` and ``count_claimed`` (:class:`CFill`,
-:class:`CCountClaimed`).
+"""The C target's builder: the plan walker's statements and expressions (:mod:`..nest`) printed as C,
+for a shared library (:mod:`.module`) that :mod:`beastgen.compiler.native` compiles with the system
+C compiler and loads with ctypes. A warm count then imports neither Numba nor LLVM, and a cold one
+compiles in a fraction of Numba's time. The Numba module stays the full enumerator (every other
+function); this target covers the plans whose items are all expressions over int, bool and float
+values, and listed strings compared with constants (:class:`.expression.Unsupported` otherwise).
+Each generated function is a subclass (:mod:`.functions`).
 
-Python's semantics are the semantics table's (:mod:`.c_expression`): where an operation raises in
+Python's semantics are the semantics table's (:mod:`.expression`): where an operation raises in
 Python, a guard tested before the expression rejects the configuration, as the Numba nest's do.
 Integers are 64-bit and wrap (compiled with ``-fwrapv``), as in Numba.
 """
 from __future__ import annotations
 
-from ..analysis.symbolic import SymbolicContext
-from ..language import nodes as L
-from ..plan import Plan
-from ..specialize import Item, infer_type
-from .c_expression import (C_TYPES, Unsupported, c_comment, c_expression, c_literal, c_name, c_source,
-                           derived_sources, needed_items, value_tables)
-from .monotone import loop_ending_filters
-from .facts import CARRY, split_level
-from .nest import NestWalker
-
-__all__ = ["Unsupported", "c_comment", "generate_c_module", "record_layout"]
+from ...analysis.symbolic import SymbolicContext
+from ...language import nodes as L
+from ...plan import Plan
+from ...specialize import Item, infer_type
+from ..facts import CARRY
+from ..nest import NestWalker
+from .expression import C_TYPES, Unsupported, c_comment, c_expression, c_name, derived_sources, needed_items
 
 
 class CNest(NestWalker):
@@ -35,7 +30,7 @@ class CNest(NestWalker):
 
     def __init__(self, plan: Plan, symbolic: SymbolicContext, ending: dict[str, str] | None = None,
                  derived: dict[str, tuple[list, str]] | None = None):
-        """``derived``: :func:`.c_expression.derived_sources`, when the caller has them."""
+        """``derived``: :func:`.expression.derived_sources`, when the caller has them."""
         super().__init__(plan, symbolic, ending)
         # needed_items asks which derived values may raise; place_derived prints them
         self.derived = derived_sources(plan, symbolic) if derived is None else derived
@@ -46,7 +41,7 @@ class CNest(NestWalker):
         return c_expression(expr, self.items, self.symbolic)
 
     def value(self, expr: L.Expr, item: Item | None) -> str:
-        """... a derived value's from :func:`.c_expression.derived_sources`."""
+        """... a derived value's from :func:`.expression.derived_sources`."""
         if item is not None and item.kind == "derived" and expr is item.expr:
             tests, source = self.derived[item.name]
         else:
@@ -194,7 +189,7 @@ class CNest(NestWalker):
     HOLDS_STRINGS = False  # a string as its index
 
     def values_table(self, it: Item) -> str:
-        """A table at file scope (:func:`.c_expression.value_tables`)."""
+        """A table at file scope (:func:`.expression.value_tables`)."""
         if it.value_type not in C_TYPES:
             raise Unsupported(f"values of {it.name!r} of type {it.value_type}")
         return f"{c_name(it.name)}__values"
@@ -273,181 +268,3 @@ class CNest(NestWalker):
         if item.function is not None:
             raise Unsupported(f"{item.kind} {item.name!r} is a space function")
         return item.kind != "derived" or item.name in self.needed
-
-
-class CCount(CNest):
-    """``count(_lo, _hi, _high)``: the valid configurations below split nodes ``_lo <= node < _hi``."""
-
-    CARRIES = CHUNKED = COUNTS_TAIL = True
-
-    def write(self) -> list[str]:
-        self.lines = ["/* Number of valid configurations below split nodes _lo <= node < _hi: the result (as",
-                      "   unsigned) plus *_high * 2**62. */",
-                      "int64_t count(int64_t _lo, int64_t _hi, int64_t *_high) {"]
-        self.walk_nest()
-        return self.lines
-
-
-class CSplitNodes(CNest):
-    """``split_nodes()``: how many valid prefixes of ``SPLIT_LEVEL`` levels there are."""
-
-    def write(self) -> list[str]:
-        self.lines = ["/* How many split nodes (valid prefixes of SPLIT_LEVEL levels) there are. */",
-                      "int64_t split_nodes(void) {"]
-        self.walk_split_nodes()
-        return self.lines
-
-
-#: bytes per value in a row of ``fill``: the result's field types (runtime's int64, bool, float64)
-FIELD_SIZES = {"int": 8, "bool": 1, "float": 8, "str": 8}  # a string as its index (int64)
-
-
-def record_layout(plan: Plan) -> list[tuple[str, str, int]]:
-    """(iterator, value type, byte offset) of each field of a row written by ``fill``: the iterators
-    in declaration order (``plan.columns``), packed as NumPy packs a structured dtype."""
-    items, offset, layout = plan.specialized.items, 0, []
-    for name in plan.specialized.space.iterators:
-        kind = items[name].value_type
-        if kind not in FIELD_SIZES:
-            raise Unsupported(f"iterator {name!r} of type {kind}")
-        layout.append((name, kind, offset))
-        offset += FIELD_SIZES[kind]
-    return layout
-
-
-class CClaimingWriter(CNest):
-    """A nest that threads share by claiming split nodes one at a time from a shared counter
-    (atomically, in increasing order: uneven nodes balance themselves), walking the subtrees of the
-    nodes they claim. ``RECORD``: it writes rows (``fill``); ``ROWS_BEFORE``, the rows written
-    before it starts; ``REDO``, the node it claims first where one is to be redone."""
-
-    RECORD = False
-    ROWS_BEFORE = "0"
-    REDO = ""
-
-    def leave(self) -> str:
-        return "goto _done"
-
-    def prologue(self) -> None:
-        """The first claim."""
-        done = "1" if self.RECORD else "0"
-        self.initialize([("_n", self.ROWS_BEFORE)], "configurations so far")
-        self.emit("int64_t _start = _n;  // ... before the claimed node")
-        self.emit(f"int64_t _claim = {self.REDO}__atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
-        self.emit("int64_t _node = 0;  // split nodes seen")
-        if self.RECORD:
-            self.emit("unsigned char *_row;")
-        self.emit(f"if (_claim >= _hi) return {done};")
-        if self.split == 0:
-            self.emit(f"if (_claim > 0) return {done};  // the only split node is the root")
-            self.emit("_node = 1;")
-
-    def finish(self, result: str) -> None:
-        """... with the label a rejection outside every loop jumps to (``goto _done``) before the
-        return, and the last node claimed recorded."""
-        self.close_blocks()
-        self.lines.append("_done:")
-        if self.RECORD:
-            self.emit("if (_claim < _node) {  // the last node claimed was walked")
-            self._record_node()
-            self.emit("}")
-        self.return_(result)
-        self.end_function()
-
-    def _record_node(self) -> None:
-        self.emit("    _node_rows[_claim - _lo] = _n - _start;")
-        self.emit("    _node_owner[_claim - _lo] = _thread;")
-
-    def at_split(self) -> None:
-        """Past the split level: once the claimed node is walked (recorded), claim the next; skip
-        the nodes before it."""
-        self.emit("// split node (SPLIT_LEVEL): walk the subtree of the node claimed, skip the others")
-        self.emit("_node += 1;")
-        self.emit("if (_node - 1 > _claim) {  // the claimed node is done: claim the next")
-        if self.RECORD:
-            self._record_node()
-            self.emit("    _start = _n;")
-        self.emit("    _claim = __atomic_fetch_add(_next, 1, __ATOMIC_RELAXED);")
-        self.emit(f"    if (_claim >= _hi) return {'1' if self.RECORD else '_n'};")
-        self.emit("}")
-        self.if_then("_node - 1 < _claim", self.skip())
-
-
-class CFill(CClaimingWriter):
-    """``fill``: each valid configuration of the claimed nodes as a row (the countable tail
-    iterated too)."""
-
-    RECORD = True
-    ROWS_BEFORE = "_state[1]"
-    REDO = "_state[0] >= 0 ? _state[0] : "
-    SIGNATURE = ("int64_t fill(int64_t *_next, int64_t _lo, int64_t _hi, int64_t *_state, unsigned char *_rows, "
-                 "int64_t _capacity, int64_t *_node_rows, int64_t *_node_owner, int64_t _thread)")
-
-    def write(self) -> list[str]:
-        self.lines = [
-            "/* Every valid configuration below split nodes _lo <= node < _hi, as rows of _rows (fields in",
-            "   declaration order, packed: int64, bool as one byte, double). The thread claims split nodes",
-            "   from *_next and writes the rows of each node it claims after the previous one's;",
-            "   _node_rows[node - _lo] gets their number and _node_owner[node - _lo] gets _thread. _state:",
-            "   the node to redo first (-1: claim one) and the rows already written. Returns 1 when no node",
-            "   is left; 0 when _capacity rows are not enough, with _state set to redo the node in progress",
-            "   (into a larger buffer holding the rows so far). */",
-            f"{self.SIGNATURE} {{"]
-        self.walk_nest()
-        return self.lines
-
-    def leaf(self) -> None:
-        """The configuration as the next row."""
-        layout = record_layout(self.plan)
-        self.emit("if (_n >= _capacity) {  // no room: redo this node into a larger buffer")
-        self.emit("    _state[0] = _claim;")
-        self.emit("    _state[1] = _start;")
-        self.emit("    return 0;")
-        self.emit("}")
-        self.emit(f"_row = _rows + _n * {c_literal(sum(FIELD_SIZES[kind] for _, kind, _ in layout))};")
-        for name, kind, offset in layout:
-            if kind == "bool":
-                self.emit(f"_row[{offset}] = (unsigned char)({c_name(name)} != 0);")
-            else:
-                value = c_name(name) + ("__index" if kind == "str" else "")
-                self.emit(f"memcpy(_row + {offset}, &{value}, 8);")
-        self.assign("_n", "1", operator="+=")
-        self.finish("1")
-
-
-class CCountClaimed(CClaimingWriter):
-    """``count_claimed``: the valid configurations of the claimed nodes."""
-
-    SIGNATURE = "int64_t count_claimed(int64_t *_next, int64_t _lo, int64_t _hi, int64_t *_high)"
-    CARRIES = COUNTS_TAIL = True
-
-    def write(self) -> list[str]:
-        self.lines = ["/* Valid configurations below the split nodes _lo <= node < _hi this thread claims from",
-                      "   *_next (see fill): the result (as unsigned) plus *_high * 2**62. */",
-                      f"{self.SIGNATURE} {{"]
-        self.walk_nest()
-        return self.lines
-
-
-#: the library's functions in their order in the module, and who writes each
-C_FUNCTIONS = {"count": CCount, "split_nodes": CSplitNodes, "fill": CFill, "count_claimed": CCountClaimed}
-
-
-def generate_c_module(plan: Plan, symbolic: SymbolicContext | None = None,
-                      functions=tuple(C_FUNCTIONS)) -> str:
-    """The C source of the plan's ``functions`` (of :data:`C_FUNCTIONS`: by default all of count,
-    split_nodes, fill and count_claimed); raises :class:`Unsupported`."""
-    spec = plan.specialized
-    symbolic = symbolic or SymbolicContext(spec.items)
-    header = [f"// beastgen C target of space {c_comment(spec.space.name)} on {c_comment(spec.device.key)}: "
-              "do not edit.",
-              f"// loop order: {', '.join(c_comment(name) for name in plan.order)}",
-              f"// SPLIT_LEVEL = {split_level(plan)}",
-              "// A filter REJECTS a configuration when it is true; so does a guard where Python raises.",
-              ""]
-    ending, derived = loop_ending_filters(plan, symbolic), derived_sources(plan, symbolic)
-    parts = ["\n".join(C_FUNCTIONS[name](plan, symbolic, ending, derived).write())
-             for name in C_FUNCTIONS if name in functions]
-    tables = value_tables(plan)
-    return "\n".join(header + [c_source("prelude.h"), c_source("divisors.h")] + tables
-                     + [""] * bool(tables) + ["\n\n".join(parts)]) + "\n"

@@ -1,19 +1,19 @@
-"""The Numba target's builder: the plan walker's statements and expressions (:mod:`.nest`) printed as a
+"""The Numba target's builder: the plan walker's statements and expressions (:mod:`..nest`) printed as a
 Numba function, with Python's semantics kept by guards (a zero divisor, a raising space function or
 an operation under a short-circuit rejects the configuration). Each generated function is a subclass
-(:mod:`.numba_functions`, :mod:`.estimator`)."""
+(:mod:`.functions`, :mod:`.estimator`)."""
 from __future__ import annotations
 
-from ...quoting import comment_text
-from ..analysis.symbolic import SymbolicContext
-from ..language import nodes as L
-from ..language import semantics
-from ..language.identity import IdentityMapper
-from ..language.printer import PRECEDENCE, expr_source, wrap
-from ..specialize import Item, infer_type
-from .facts import stat_slots
-from .guards import guard_test, guards, operation_rule, proven_absent
-from .nest import NestWalker
+from ....quoting import comment_text
+from ...analysis.symbolic import SymbolicContext
+from ...language import nodes as L
+from ...language import semantics
+from ...language.identity import IdentityMapper
+from ...language.printer import PRECEDENCE, expr_source, wrap
+from ...specialize import Item, infer_type
+from ..facts import stat_slots
+from ..guards import guard_test, guards, operation_rule, proven_absent
+from ..nest import NestWalker
 
 NJIT = "@numba.njit(cache=True, error_model='python', nogil=True)"  # nogil: chunks run on threads
 # Numba cannot lower a generator loaded from its disk cache into a new caller: generators are not cached
@@ -88,7 +88,7 @@ class NumbaForm(IdentityMapper):
 
 class RaisingPowers(IdentityMapper):
     """For an expression run in a try (one computing with a space function's checked integers):
-    each float ``**`` whose raises are not all proven absent (:func:`.guards.proven_absent`) as
+    each float ``**`` whose raises are not all proven absent (:func:`..guards.proven_absent`) as
     ``float_power`` (nestlib), which raises where Python does (Numba's ``**`` gives inf or nan)."""
 
     def __init__(self, items: dict, symbolic: SymbolicContext):
@@ -283,7 +283,7 @@ class NumbaNest(NestWalker):
 
     def value(self, expr: L.Expr, item: Item) -> str:
         """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
-        :func:`.guards.guards`), each rejecting where Python raises, then its source: so nothing
+        :func:`..guards.guards`), each rejecting where Python raises, then its source: so nothing
         raises in the compiled expression. An expression computing with a space function's checked
         integers (``analysis.checked_helpers``) runs in a try instead, its checks raising."""
         checked = self.plan.item_expression(item, expr)

@@ -1,17 +1,17 @@
 """The generated Numba functions, one class each: the chunked walks (``count``,
 ``count_with_stats``, ``fill``), ``split_nodes``, the samplers (``census``, ``probe``) and, with
 bound terms, ``count_pruned``, ``cut_analysis`` and ``rank``. Each states what it adds to the walk
-(:mod:`.numba_nest`): its prologue, its bookkeeping at a level, a split node or a bound, its leaf.
+(:mod:`.builder`): its prologue, its bookkeeping at a level, a split node or a bound, its leaf.
 """
 from __future__ import annotations
 
-from ..specialize import Item
-from .facts import rejects_first, skips_only_solution_rejects, solved_below
-from .numba_nest import NumbaNest, value_name
+from ...specialize import Item
+from ..facts import rejects_first, skips_only_solution_rejects, solved_below
+from .builder import NumbaNest, value_name
 
 
 class WalkedNest(NumbaNest):
-    """A walk of the whole nest (:meth:`~.nest.NestWalker.walk_nest`); ``CHUNKED``: of the
+    """A walk of the whole nest (:meth:`~..nest.NestWalker.walk_nest`); ``CHUNKED``: of the
     subtrees of split nodes ``_lo <= node < _hi`` (one chunk of the work)."""
 
     PARTED = True

@@ -1,21 +1,21 @@
 """The generated module: its header, constants, helper functions and every nest, each written by
-its class (:mod:`.numba_functions`, Chen's estimator in :mod:`.estimator`) through the Numba
-target's builder (:mod:`.numba_nest`)."""
+its class (:mod:`.functions`, Chen's estimator in :mod:`.estimator`) through the Numba
+target's builder (:mod:`.builder`)."""
 from __future__ import annotations
 
 import ast
 
-from ...quoting import comment_text, docstring_text, shell_command
-from ...version import __version__
-from ..analysis.checked_helpers import NESTLIB_NAMES
-from ..analysis.symbolic import SymbolicContext
-from ..language.printer import expr_source, literal
-from ..plan import Plan
+from ....quoting import comment_text, docstring_text, shell_command
+from ....version import __version__
+from ...analysis.checked_helpers import NESTLIB_NAMES
+from ...analysis.symbolic import SymbolicContext
+from ...language.printer import expr_source, literal
+from ...plan import Plan
+from ..facts import constant_values, divides_next, split_level, stat_slots
+from ..monotone import loop_ending_filters
+from .builder import CASTS, NJIT, NJIT_GENERATOR, NumbaForm, RaisingPowers
 from .estimator import ChenWriter
-from .monotone import loop_ending_filters
-from .facts import constant_values, divides_next, split_level, stat_slots
-from .numba_functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
-from .numba_nest import CASTS, NJIT, NJIT_GENERATOR, NumbaForm, RaisingPowers
+from .functions import BOUND_FUNCTIONS, FUNCTIONS, Probe
 
 
 def generate_module(plan: Plan, symbolic: SymbolicContext | None = None) -> str:

@@ -2,8 +2,8 @@
 the nests."""
 from __future__ import annotations
 
-from ..specialize import Item
-from .numba_nest import NJIT, NumbaNest, value_name
+from ...specialize import Item
+from .builder import NJIT, NumbaNest, value_name
 
 
 class ChenWriter(NumbaNest):
