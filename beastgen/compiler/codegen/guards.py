@@ -55,6 +55,11 @@ class Guard:
     operands: tuple  # (name, expression) pairs
     path: tuple = ()
 
+    @property
+    def why(self) -> str:
+        """The comment on a target's test of the guard."""
+        return f"{self.check.error} in Python: rejected"
+
 
 def guards(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> list[Guard]:
     """The guards of ``expr``, in the order Python evaluates it (operands before their operation,

@@ -382,7 +382,16 @@ class NestWalker:
         raise NotImplementedError
 
     def value(self, expr: L.Expr, item: Item | None) -> str:
-        """The source of ``expr``, after the guards that reject (as ``item``'s) where Python raises."""
+        """The source of ``expr``, after its guards (:meth:`expression`), each rejecting (as
+        ``item``'s) where Python raises: so nothing raises in the compiled expression."""
+        tests, source = self.expression(expr, item)
+        for test, why in tests:
+            self.reject_if(test, item, why)
+        return source
+
+    def expression(self, expr: L.Expr, item: Item | None) -> tuple[list, str]:
+        """The guards of ``expr`` (``(test, why)``, each test true where Python raises) and its
+        source, in the target's syntax."""
         raise NotImplementedError
 
     def compute(self, target: str, expr: L.Expr, item: Item | None) -> None:

@@ -36,22 +36,12 @@ class CNest(NestWalker):
         self.derived = derived_sources(plan, symbolic) if derived is None else derived
         self.needed = needed_items(plan, lambda item: bool(self.derived[item.name][0]))
 
-    def expression(self, expr: L.Expr) -> tuple[list, str]:
-        """The guards of ``expr`` (``(test, why)``: where Python raises) and its C source."""
-        return c_expression(expr, self.items, self.symbolic)
-
-    def value(self, expr: L.Expr, item: Item | None) -> str:
-        """... a derived value's from :func:`.expression.derived_sources`."""
+    def expression(self, expr: L.Expr, item: Item | None) -> tuple[list, str]:
+        """... (:func:`.expression.c_expression`; a derived value's from
+        :func:`.expression.derived_sources`)."""
         if item is not None and item.kind == "derived" and expr is item.expr:
-            tests, source = self.derived[item.name]
-        else:
-            tests, source = self.expression(expr)
-        self.guard(tests)
-        return source
-
-    def guard(self, tests: list) -> None:
-        for test, why in tests:
-            self.reject_if(test, None, why)
+            return self.derived[item.name]
+        return c_expression(expr, self.items, self.symbolic)
 
     # -- statements ------------------------------------------------------------------------------
     def var(self, name: str) -> str:

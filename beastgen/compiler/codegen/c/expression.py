@@ -208,8 +208,7 @@ def c_expression(expr: L.Expr, items: dict, symbolic: SymbolicContext) -> tuple[
 def c_guards(expr: L.Expr, items: dict, symbolic: SymbolicContext, printer: CExpression) -> list:
     """Each raise of ``expr``'s operations not proven absent (:func:`..guards.guards`) as a C test,
     with a comment naming it: ``(test, why)``."""
-    return [(guard_test(guard, printer.source, C_SPELLING, c_truth),
-             f"{guard.check.error} in Python: rejected")
+    return [(guard_test(guard, printer.source, C_SPELLING, c_truth), guard.why)
             for guard in guards(expr, items, symbolic)]
 
 

@@ -282,18 +282,19 @@ class NumbaNest(NestWalker):
         return f"return {self.top_return}"
 
     def value(self, expr: L.Expr, item: Item) -> str:
-        """The guards of ``expr`` (each raise of the semantics table not proven absent, on its path:
-        :func:`..guards.guards`), each rejecting where Python raises, then its source: so nothing
-        raises in the compiled expression. An expression computing with a space function's checked
-        integers (``analysis.checked_helpers``) runs in a try instead, its checks raising."""
+        """... An expression computing with a space function's checked integers
+        (``analysis.checked_helpers``) runs in a try instead, its checks raising."""
         checked = self.plan.item_expression(item, expr)
         if checked is not expr:
             return self._checked_value(item, expr, checked)
+        return super().value(expr, item)
+
+    def expression(self, expr: L.Expr, item: Item | None) -> tuple[list, str]:
+        """... of its Numba form (:class:`NumbaForm`), each guard a raise of the semantics table
+        not proven absent, on its path (:func:`..guards.guards`)."""
         expr = NumbaForm(self.items)(expr)
-        for guard in guards(expr, self.items, self.symbolic):
-            self.reject_if(guard_test(guard, _operand, NUMBA_SPELLING, python_truth), item,
-                           f"{guard.check.error} in Python: rejected")
-        return expr_source(expr)
+        return ([(guard_test(guard, _operand, NUMBA_SPELLING, python_truth), guard.why)
+                 for guard in guards(expr, self.items, self.symbolic)], expr_source(expr))
 
     def _checked_value(self, item: Item, original: L.Expr, checked: L.Expr) -> str:
         """``checked`` (``original`` with its checked integer operations) in a try that rejects on
