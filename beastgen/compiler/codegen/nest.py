@@ -17,31 +17,31 @@ from .monotone import loop_ending_filters
 
 class NestWalker:
     """One walk of the plan's nest: the walker holds the algorithm, each target (a subclass:
-    :class:`.numba.builder.NumbaNest`, :class:`.c.builder.CNest`) prints it. The algorithm, written once
-    here: a level opened (:meth:`open_level`: :meth:`values_loop`, :meth:`range_parts` then
+    :class:`.numba.builder.NumbaNest`, :class:`.c.builder.CNest`) prints it. The algorithm, written
+    once here: a level opened (:meth:`open_level`: :meth:`values_loop`, :meth:`range_parts` then
     :meth:`range_loop`, :meth:`counted_range`, :meth:`solved_level` or :meth:`divisor_loop` with
     its :meth:`partner_bounds` and :meth:`divisibility`), its items placed (:meth:`place`:
-    :meth:`place_derived`, :meth:`place_filter`), the count carried (:meth:`carry`), a chunk's
-    split nodes gated (:meth:`chunk_start`, :meth:`chunk_gate`), the leaf counted (:meth:`leaf`)
-    and the function ended (:meth:`finish`); and the two walks every target's functions make: the
-    whole nest (:meth:`walk_nest`) and the levels above the split (:meth:`walk_split_nodes`). It
-    is written in a small
-    statement vocabulary that each target prints (:meth:`statement`, :meth:`assign`,
-    :meth:`initialize`, :meth:`declare`, :meth:`define_flag`, :meth:`if_`, :meth:`else_`,
-    :meth:`end`, :meth:`if_then`, :meth:`for_range`, :meth:`for_array`, :meth:`for_trips`,
-    :meth:`break_`, :meth:`skip`, :meth:`leave`, :meth:`return_`, :meth:`comment`) over expressions it prints (:meth:`value`
-    of a space expression after its guards, :meth:`all_of`, :meth:`choose`, :meth:`in_range`,
-    ...). A target still writes the few forms that are its own: Numba's space-function calls
-    (:meth:`call`, :meth:`function_range`) and bound terms, C's declarations.
+    :meth:`place_derived`, :meth:`place_filter`, each :meth:`value` after its guards), the count
+    carried (:meth:`carry`), a chunk's split nodes gated (:meth:`chunk_start`, :meth:`chunk_gate`),
+    the leaf counted (:meth:`leaf`) and the function ended (:meth:`finish`); and the two walks
+    every target's functions make: the whole nest (:meth:`walk_nest`) and the levels above the
+    split (:meth:`walk_split_nodes`). It is written in a small statement vocabulary that each
+    target prints (:meth:`statement`, :meth:`assign`, :meth:`initialize`, :meth:`declare`,
+    :meth:`declare_levels`, :meth:`define_flag`, :meth:`if_`, :meth:`else_`, :meth:`end`,
+    :meth:`if_then`, :meth:`for_range`, :meth:`for_array`, :meth:`for_trips`, :meth:`break_`,
+    :meth:`skip`, :meth:`leave`, :meth:`return_`, :meth:`comment`) over expressions it prints
+    (:meth:`expression`: a space expression's guards and source, :meth:`all_of`, :meth:`choose`,
+    :meth:`in_range`, ...). A target still writes the few forms that are its own: Numba's
+    space-function calls (:meth:`call`, :meth:`function_range`) and bound terms, C's declarations.
 
     A generated function (a subclass of the target) gives what it does at a level it enters
     (:meth:`enter`), at the split node (:meth:`at_split`), before the walk (:meth:`prologue`) and
-    at its leaf (:meth:`leaf`). Lines are indented by :attr:`depth`; :attr:`loops` counts the loops open (a rejection
-    outside every loop leaves the function). ``ENDS_LOOPS``: a filter that rejects every later
-    value of its level once it rejects one (:mod:`.monotone`) leaves the loop (:meth:`ends_loop`);
-    a function that reports every loop iteration keeps walking. ``DIVISOR_LOOPS``: a level whose
-    values must divide the next level's numerator (:func:`.facts.divides_next`) visits only its divisors
-    (:meth:`divisor_loop`)."""
+    at its leaf (:meth:`leaf`). Lines are indented by :attr:`depth`; :attr:`loops` counts the
+    loops open (a rejection outside every loop leaves the function). ``ENDS_LOOPS``: a filter that
+    rejects every later value of its level once it rejects one (:mod:`.monotone`) leaves the loop
+    (:meth:`ends_loop`); a function that reports every loop iteration keeps walking.
+    ``DIVISOR_LOOPS``: a level whose values must divide the next level's numerator
+    (:func:`.facts.divides_next`) visits only its divisors (:meth:`divisor_loop`)."""
 
     ENDS_LOOPS = False
     DIVISOR_LOOPS = False
