@@ -6,7 +6,7 @@ import pytest
 
 from beastgen.compiler.runtime import enumerator
 from beastgen.devices import load_profile
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
 
 
 def test_h100_single_nn_count(gemm_h100):

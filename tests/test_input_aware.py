@@ -22,7 +22,7 @@ from beastgen.errors import BeastError
 from beastgen.harness import input_model
 from beastgen.harness.inputs import input_settings, parse_inputs, sample_rows
 from beastgen.harness.store import SCHEMA, Store, config_key
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
 
 from conftest import PATIENCE_SECONDS, REPO
 

@@ -24,7 +24,7 @@ from beastgen.interop import (
     write_kernel_tuner,
 )
 from beastgen.interop.restricted import build_condition, evaluate_values
-from beastgen.reference import reference_count
+from beastgen.compiler.reference import reference_count
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE_DIR = os.path.join(REPO, "data", "reference-spaces")

@@ -11,7 +11,7 @@ from test_vectorised import check_vectorised
 import beastgen
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import BeastError, SpaceError
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
 
 MIN_OF_A_NUMBER = """\
 import beastgen as beast

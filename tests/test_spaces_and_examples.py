@@ -18,7 +18,7 @@ import pytest
 
 import beastgen
 from beastgen.devices import load_profile
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
 
 from conftest import PATIENCE_SECONDS, REPO
 

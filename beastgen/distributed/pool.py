@@ -51,8 +51,8 @@ from ..harness.kernel import find_kernel
 from ..harness.store import config_key
 from ..harness.strategies import ALIASES, STRATEGIES
 from ..harness.tuning import TuneResult, measure, setup_backend, tune
-from ..loading import load
-from ..output import AtomicOutput
+from ..loading.load import load
+from ..support.output import AtomicOutput
 from ..version import __version__
 from .cluster import GPU, Cluster, import_distributed, raise_worker_error, shared, worker_count
 from .shipping import SpaceFiles, check_same_version, importable_beside

@@ -21,8 +21,8 @@ import math
 import numpy as np
 
 from ..errors import BeastError
-from ..output import AtomicOutput
-from ..plancache import compile_cached
+from ..support.output import AtomicOutput
+from ..loading.plancache import compile_cached
 from ..compiler.specialize import resolve_settings
 from .inputs import STRATEGY, every_row
 from .store import read_runs

@@ -21,7 +21,7 @@ from ..compiler.language.identity import IdentityMapper
 from ..compiler.codegen.nest import guards
 from ..compiler.language.printer import expr_source
 from ..errors import BeastError
-from ..output import AtomicOutput
+from ..support.output import AtomicOutput
 from . import results
 from ..compiler.specialize import specialize_space
 from ..compiler.analysis.symbolic import SymbolicContext

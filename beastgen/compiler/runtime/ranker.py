@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...bounds import Comparison, LevelCuts, Threshold, format_seconds
+from .comparison import Comparison, LevelCuts
+from ...support.units import Threshold, format_seconds
 from ...errors import BeastError
 from .counter import Counter
 from .enumerator import Enumerator

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..language import nodes as L
-from ...devices import DeviceProfile
+from ...devices.profiles import DeviceProfile
 from ..model import FunctionInfo, Space
 
 
