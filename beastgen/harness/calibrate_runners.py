@@ -56,7 +56,7 @@ class OpenCLRunner:
         self.kernels: dict = {}
         self.base_source = ("limits and unmeasured fields read from the OpenCL device (clGetDeviceInfo, "
                             "mapped as `--device opencl:N` does: see opencl_profile in "
-                            "beastgen/harness/backends/opencl.py)")
+                            "beastgen/devices/opencl.py)")
 
     def build(self, defines: dict, fp64: bool = False):
         defines = {**defines, "VW": self.vw64 if fp64 else self.vw32, "CHUNKED": int(self.is_cpu)}
