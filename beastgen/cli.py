@@ -9,10 +9,10 @@ import os
 import sys
 
 from . import __version__
-from .loading import warm_count
 from .errors import BeastError
-from .support.interrupt import Terminated, sigterm_as_interrupt
+from .loading import warm_count
 from .support.generated_dir import GENERATED_DIR_HELP
+from .support.interrupt import Terminated, sigterm_as_interrupt
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before a warm count
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from collections import Counter
 
 import beastgen
 from beastgen.cli import main
-from beastgen.errors import BeastError
 from beastgen.compiler.reference import ReferenceEnumerator
+from beastgen.errors import BeastError
 
 TARGETS = {"c": ("1", "0"), "numpy": ("0", "1"), "numba": ("0", "0")}
 ROWS_LIMIT = 4000  # enumerate only spaces this small (the reference's rows are Python objects)

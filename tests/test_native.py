@@ -13,9 +13,9 @@ from beastgen.compiler.native import exact_count
 import beastgen
 from beastgen.compiler import native
 from beastgen.compiler.codegen.c_nest import Unsupported, c_comment, generate_c_module
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.loading.plancache import CachedExecutable, compile_cached
-from beastgen.compiler.reference import ReferenceEnumerator
 
 WHOLE = (0, 2 ** 62)
 CHUNKS = [(0, 1), (1, 3), (3, 2 ** 62)]

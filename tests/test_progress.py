@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from beastgen.support import progress
 from beastgen.cli import main
+from beastgen.support import progress
 from beastgen.support.progress import Elapsed, ShareBar
 
 

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from beastgen.compiler.native import exact_count
 import beastgen
-from beastgen.errors import BeastError
 from beastgen.compiler.plan import item_graph, iterator_closure
 from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.compiler.specialize import specialize_space
+from beastgen.errors import BeastError
 from space_generators import spaces
 
 DEVICE = "v100"

@@ -11,10 +11,10 @@ import sys
 import pytest
 from conftest import PATIENCE_SECONDS, REFERENCE_DIR, REPO
 
-from beastgen.loading import warm_count
 from beastgen.cli import main
 from beastgen.compiler import native
 from beastgen.compiler.reference import ReferenceEnumerator
+from beastgen.loading import warm_count
 
 pytestmark = pytest.mark.skipif(native.c_compiler() is None, reason="needs a C compiler")
 

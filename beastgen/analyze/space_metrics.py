@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from ..loading.load import load as load_space
+from ..compiler.reference import ReferenceEnumerator
 from ..compiler.runtime import compile_space
 from ..compiler.vectorised import Unsupported, item_values
 from ..devices import load_profile
@@ -24,7 +24,7 @@ from ..errors import BeastError
 from ..harness.backends.replay import ReplayBackend
 from ..harness.kernel import find_kernel
 from ..harness.recorded import Replay
-from ..compiler.reference import ReferenceEnumerator
+from ..loading.load import load as load_space
 from .measurements import Measurements, Metric
 
 #: bound terms are seconds; these derived values' units are known from bound_terms' arguments

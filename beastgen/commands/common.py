@@ -8,12 +8,12 @@ import math
 import os
 import sys
 
-from ..support.units import Threshold, parse_threshold
+from ..compiler.runtime import Estimate
 from ..devices.profiles import DEFAULT_DEVICE
 from ..errors import BeastError
-from ..compiler.runtime import Estimate
 from ..loading.plancache import compile_cached
 from ..support.table import format_table
+from ..support.units import Threshold, parse_threshold
 
 
 def parse_settings(pairs: list[list[str]] | None) -> dict:

@@ -8,7 +8,6 @@ import math
 import sys
 import time
 
-from ..support.units import format_seconds
 from ..devices import load_profile
 from ..errors import BeastError, SettingError
 from ..harness import input_model
@@ -18,6 +17,7 @@ from ..harness.tuning import setup_backend
 from ..loading.load import load
 from ..support.output import AtomicOutput
 from ..support.table import format_table
+from ..support.units import format_seconds
 from .common import parse_settings
 
 EXPORT_FORMAT = "beastgen-best-configurations"

@@ -14,11 +14,11 @@ import types
 
 import networkx as nx
 
+from ..devices import load_profile
+from ..devices.profiles import DeviceProfile
+from ..support.deep import deeply, too_deep
 from .language import nodes as L
 from .language.evaluate import Evaluator
-from ..support.deep import deeply, too_deep
-from ..devices.profiles import DeviceProfile
-from ..devices import load_profile
 from .model import Space
 from .specialize import dependency_graph, function_globals, resolve_settings
 

@@ -10,9 +10,9 @@ import re
 import numpy as np
 
 from ..devices import load_profile
+from ..devices.opencl import get_device, opencl_profile
 from ..errors import BeastError, DeviceError
 from .backends.cuda import default_cache_dir, import_pycuda
-from ..devices.opencl import get_device, opencl_profile
 from .calibrate_kernels import CUDA_SOURCE, OPENCL_FP64_SOURCE, OPENCL_SOURCE
 from .nvcc import NvccError, compile_cuda, compile_target, nvcc_path, supported_arches
 

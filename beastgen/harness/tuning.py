@@ -18,21 +18,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..support.units import format_seconds
 from ..compiler.runtime import compile_space
 from ..devices import load_profile
+from ..devices.opencl import get_device, opencl_profile, parse_device
 from ..errors import BeastError
 from ..interop.results import kernel_tuner_header
 from ..loading.load import load
+from ..support.units import format_seconds
 from .backends.base import KernelFailure, time_problem
 from .backends.cuda import CUDABackend, import_pycuda
 from .backends.opencl import OpenCLBackend
-from ..devices.opencl import get_device, opencl_profile, parse_device
 from .backends.replay import ReplayBackend
 from .isolate import Isolated
 from .kernel import find_kernel, verify
-from .store import DEFAULT_PATH, Store, config_key
 from .priors import prior_matrix
+from .store import DEFAULT_PATH, Store, config_key
 from .strategies import ALIASES, DEFAULT, STRATEGIES, SearchState
 
 #: timed runs per configuration (after the verification run); the time kept is their minimum

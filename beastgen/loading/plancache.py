@@ -15,12 +15,12 @@ import os
 import sys
 
 from ..compiler import native
-from ..support.deep import deeply
 from ..compiler.model import display_path, imported_module_names
 from ..compiler.runtime import (BuiltExecutable, CompiledPlan, Executable, Target, compile_space,
                                 file_name_part)
-from ..devices.profiles import DEFAULT_DEVICE, DeviceProfile
 from ..devices import load_profile
+from ..devices.profiles import DEFAULT_DEVICE, DeviceProfile
+from ..support.deep import deeply
 from ..support.generated_dir import PrivateDirectory, generated_directory, open_private_directory, sha256_of
 from ..version import __version__
 from .warm_count import MAX_RECORD_BYTES, PACKAGE_DIR, index_name, package_digest, read_json

@@ -24,8 +24,8 @@ import time
 
 from ..compiler import native
 from ..errors import BeastError, display_path
-from ..support.interrupt import SMALL_NEST_ITERATIONS
 from ..support.generated_dir import PrivateDirectory, generated_directory, open_private_directory
+from ..support.interrupt import SMALL_NEST_ITERATIONS
 from ..version import __version__
 
 INDEX_SUFFIX = ".warm.json"

@@ -20,11 +20,11 @@ import time
 import types
 from typing import TYPE_CHECKING
 
-from ...support.deep import deeply
 from ...errors import BeastError
+from ...support.deep import deeply
+from ...support.generated_dir import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
 from ...support.interrupt import (SMALL_NEST_ITERATIONS, call_interruptibly, interruptions_noted,
                                   wait_interruptibly)
-from ...support.generated_dir import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
 from .. import native
 from ..native import NativeNest
 from .files import file_name_part, generated_path
