@@ -10,7 +10,7 @@ from .version import __version__
 #: loaded on first use, so that a space file's ``import beastgen`` (and a command answered from
 #: the plan cache) does not import the compiler, Numba or the harness, and the command line
 #: (``beastgen.cli``, which imports this package first) not even the space language
-_LAZY = {"Space": ("compiler.runtime", "Space"), "load": ("loading", "load"),
+_LAZY = {"Space": ("compiler.runtime", "Space"), "load": ("loading.load", "load"),
          "kernel": ("harness.kernel", "kernel"), "bound_terms": ("compiler.language.bound_terms", None),
          **{name: ("compiler.language.nodes", name) for name in (
              "bound", "derived", "device", "filter", "iterator", "max", "min", "range", "setting",

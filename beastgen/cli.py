@@ -8,10 +8,11 @@ import importlib
 import os
 import sys
 
-from . import __version__, warm_count
+from . import __version__
 from .errors import BeastError
-from .interrupt import Terminated, sigterm_as_interrupt
-from .trust import GENERATED_DIR_HELP
+from .loading import warm_count
+from .support.generated_dir import GENERATED_DIR_HELP
+from .support.interrupt import Terminated, sigterm_as_interrupt
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before a warm count
 if TYPE_CHECKING:
@@ -46,9 +47,10 @@ def _set_before_positionals(argv: list[str]) -> list[str]:
 def _add_space_args(p: argparse.ArgumentParser, device=True) -> None:
     p.add_argument("space", help="space file (.py) or T1 JSON space (.json)")
     if device:
+        from .devices.profiles import DEFAULT_DEVICE  # here: a warm count builds no parser
         p.add_argument("--device", "-d", default=None,
                        help="device profile: a built-in name (see `beastgen devices`), a .toml file, "
-                            "or 'auto' (default: h100)")
+                            f"or 'auto' (default: {DEFAULT_DEVICE})")
     p.add_argument("--set", dest="settings", nargs="+", action="append", metavar="NAME=VALUE",
                    help="override settings (repeatable)")
     p.add_argument("--generated-dir", default=None,
@@ -178,6 +180,7 @@ def _check_bounds_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _tune_arguments(p: argparse.ArgumentParser) -> None:
+    from .harness.store import DEFAULT_PATH  # here: only the tune command's parser names the store
     _add_space_args(p, device=False)
     p.add_argument("--device", "-d", default=None,
                    help="opencl: opencl:N (default opencl:0, its profile read from the device) or a profile "
@@ -197,8 +200,8 @@ def _tune_arguments(p: argparse.ArgumentParser) -> None:
                    help="stop once the default search's models are C sure (0.95: 95%%) that no "
                         "configuration left is more than 1%% faster than the best (a model's "
                         "estimate, not a proof, and not calibrated yet: docs/search.md)")
-    p.add_argument("--results", default="beastgen-results.db", metavar="DB",
-                   help="SQLite results store; a run resumes from it (default beastgen-results.db)")
+    p.add_argument("--results", default=DEFAULT_PATH, metavar="DB",
+                   help=f"SQLite results store; a run resumes from it (default {DEFAULT_PATH})")
     p.add_argument("--strategy", default="guided",
                    choices=["guided", "bound_order", "exhaustive", "random_search", "genetic",
                             "branch_and_bound", "random"],
@@ -392,7 +395,7 @@ SUBCOMMANDS = {
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand; of ``command`` alone when given (a run parses one command:
     building the others' parsers would cost it a few milliseconds)."""
-    import argparse  # here: a warm count (beastgen.warm_count) parses no arguments
+    import argparse  # here: a warm count (beastgen.loading.warm_count) parses no arguments
     parser = argparse.ArgumentParser(
         prog="beastgen",
         description="Compile declarative GPU tuning spaces into fast exact enumerators. "

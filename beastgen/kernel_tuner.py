@@ -273,8 +273,8 @@ def searchspace_options(tune_params: dict, restrictions=None, path: str | None =
     device allows 1024 threads per block (CUDA and HIP GPUs; not simulation mode) and reads it
     with pandas."""
     from .interop import from_kernel_tuner
-    from .output import AtomicOutput
-    from .trust import generated_directory
+    from .support.output import AtomicOutput
+    from .support.generated_dir import generated_directory
 
     space = from_kernel_tuner(tune_params, restrictions, max_threads=1024, name="kt_searchspace")
     if path is None:

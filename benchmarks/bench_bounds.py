@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import beastgen  # noqa: E402
 from beastgen.harness.recorded import load_replay, term_samples  # noqa: E402
-from beastgen.table import format_table  # noqa: E402
+from beastgen.support.table import format_table  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

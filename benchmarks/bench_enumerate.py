@@ -7,7 +7,7 @@ fill in census-balanced chunks), measured alternately in the same rounds.
 Rows (M configurations/s, the median of the rounds, warm: every library and cache built first):
 
 - ``numpy native/numba, jobs J``: rows / ``plan.last_seconds`` of ``plan.enumerate(jobs=J)``;
-- ``parquet native, jobs J``: rows / (that enumeration + :func:`beastgen.output.write_parquet`),
+- ``parquet native, jobs J``: rows / (that enumeration + :func:`beastgen.support.output.write_parquet`),
   what ``beastgen enumerate -o X.parquet`` does; ``parquet numba+pandas``: the Numba enumeration
   and the former writer (``pd.DataFrame(rows).to_parquet``).
 
@@ -29,7 +29,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 import beastgen  # noqa: E402
-from beastgen.output import write_parquet  # noqa: E402
+from beastgen.support.output import write_parquet  # noqa: E402
 
 FLAGSHIP_COUNT = 459_316
 

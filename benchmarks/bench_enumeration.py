@@ -594,7 +594,7 @@ def fmt_ratio(outcome: Outcome, base: Outcome | None, cap: float) -> str:
 
 
 def report(results, spaces, tools, args) -> tuple[str, list[str]]:
-    from beastgen.table import format_table
+    from beastgen.support.table import format_table
 
     mismatches = []
     for space in spaces:

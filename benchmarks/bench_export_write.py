@@ -24,7 +24,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 import beastgen  # noqa: E402
 from beastgen.interop import export  # noqa: E402
-from beastgen.table import format_table  # noqa: E402
+from beastgen.support.table import format_table  # noqa: E402
 
 
 def _timed(work) -> tuple[float, object]:

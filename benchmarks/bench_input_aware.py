@@ -32,8 +32,8 @@ from beastgen.harness import input_model  # noqa: E402
 from beastgen.harness.inputs import collect, input_settings, parse_inputs  # noqa: E402
 from beastgen.harness.store import config_key, read_runs  # noqa: E402
 from beastgen.harness.tuning import setup_backend, tune  # noqa: E402
-from beastgen.loading import load  # noqa: E402
-from beastgen.table import format_table  # noqa: E402
+from beastgen.loading.load import load  # noqa: E402
+from beastgen.support.table import format_table  # noqa: E402
 
 SPACE = os.path.join(os.path.dirname(__file__), "..", "spaces", "gemm.py")
 

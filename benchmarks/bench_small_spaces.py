@@ -121,7 +121,7 @@ def t1_path(space: str, work: str) -> str:
 #: prints [median seconds, first count's seconds, count]
 WARM_COUNT = """\
 import json, statistics, sys, time
-from beastgen.plancache import compile_cached
+from beastgen.loading.plancache import compile_cached
 path, generated, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 compile_cached(path, generated_dir=generated).count()
 plan = compile_cached(path, generated_dir=generated)
@@ -209,7 +209,7 @@ def in_process(args, work: str) -> None:
     from constraint import Problem
 
     from beastgen.compiler.vectorised import VectorisedNest
-    from beastgen.plancache import compile_cached
+    from beastgen.loading.plancache import compile_cached
 
     def median_seconds(run, expect) -> float:
         times = []

@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from beastgen.harness.calibrate import open_runner  # noqa: E402
-from beastgen.table import format_table  # noqa: E402
+from beastgen.support.table import format_table  # noqa: E402
 
 
 def main() -> None:

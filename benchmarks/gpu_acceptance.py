@@ -339,7 +339,7 @@ class Acceptance:
         return {**result, "status": "passed"}
 
     def calibrate(self) -> dict:
-        from beastgen.devices import PERFORMANCE_PROPERTIES, REQUIRED_PROPERTIES
+        from beastgen.devices.profiles import PERFORMANCE_PROPERTIES, REQUIRED_PROPERTIES
         from beastgen.harness.calibrate import RATE_MARGIN, TIME_MARGIN
 
         profile = self.path("calibrated.toml")
@@ -552,7 +552,7 @@ def check_proof(store: str, tune_json: str) -> int:
     claims optimal and a configuration is open."""
     sys.path.insert(0, REPO)
     import beastgen
-    from beastgen.reference import ReferenceEnumerator
+    from beastgen.compiler.reference import ReferenceEnumerator
 
     with open(tune_json, encoding="utf-8") as f:
         record = json.load(f)

@@ -76,7 +76,7 @@ def _generated_code_outside_the_repository(tmp_path_factory):
     a plan that one worker compiled, and Numba's cache of it, serve the others."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         directory = tmp_path_factory.getbasetemp().parent / "generated-default"
-        directory.mkdir(mode=0o700, exist_ok=True)  # private, as beastgen.trust asks
+        directory.mkdir(mode=0o700, exist_ok=True)  # private, as beastgen.support.generated_dir asks
     else:
         directory = tmp_path_factory.mktemp("generated-default")
     os.environ["BEASTGEN_GENERATED_DIR"] = str(directory)
@@ -167,7 +167,7 @@ PIP_BRINGS_OPENCL = sys.platform == "linux" and platform.machine() == "x86_64"
 def _no_opencl_device() -> str | None:
     """Why no OpenCL device can run a kernel here (None when one can)."""
     try:
-        from beastgen.harness.backends.opencl import list_devices
+        from beastgen.devices.opencl import list_devices
         return None if list_devices() else "no OpenCL device"
     except Exception as error:  # noqa: BLE001 - no pyopencl, no platform: said below
         return str(error)

@@ -6,7 +6,7 @@ Request (one JSON line on stdin): ``{"file", "settings": {name: text}, "paths": 
 Before each path it writes ``{"begin": path}``; then ``{"results": {path: outcome}}``, each outcome
 ``{"count": n}``, ``{"refused": one line}`` (a clear error) or ``{"error": text}`` (anything else:
 a traceback, a message of several lines, a count that is no integer or is negative).
-Paths: ``reference`` (:class:`beastgen.reference.ReferenceEnumerator`), ``api-<target>``
+Paths: ``reference`` (:class:`beastgen.compiler.reference.ReferenceEnumerator`), ``api-<target>``
 (``beastgen.load(file).specialize(...).count()``), ``cli-<target>`` (``beastgen count FILE --json``
 in this process), ``enumerate-<target>`` (``enumerate()``'s rows against the reference's), with
 target ``c`` (the default), ``numpy`` (``BEASTGEN_NATIVE=0``: NumPy where it counts, else Numba)
@@ -25,8 +25,8 @@ from collections import Counter
 
 import beastgen
 from beastgen.cli import main
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.errors import BeastError
-from beastgen.reference import ReferenceEnumerator
 
 TARGETS = {"c": ("1", "0"), "numpy": ("0", "1"), "numba": ("0", "0")}
 ROWS_LIMIT = 4000  # enumerate only spaces this small (the reference's rows are Python objects)

@@ -215,7 +215,7 @@ def test_every_replay_file(tmp_path, replay):
 
 def _opencl_available():
     try:
-        from beastgen.harness.backends.opencl import list_devices
+        from beastgen.devices.opencl import list_devices
         return bool(list_devices())
     except Exception:  # noqa: BLE001 - no pyopencl or no platform
         return False

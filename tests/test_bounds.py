@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import beastgen
-from beastgen.bounds import Threshold, parse_threshold
 from beastgen.cli import main
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
+from beastgen.support.units import Threshold, parse_threshold
 
 from conftest import REPLAY
 

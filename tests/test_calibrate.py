@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from beastgen.devices import parse_toml  # tomllib, or tomli on Python 3.10
+from beastgen.devices.profiles import parse_toml  # tomllib, or tomli on Python 3.10
 from beastgen.errors import BeastError
 from beastgen.harness.calibrate import (CHAINS, LOCAL_OFFSET_SPAN, STRIDES, calibrate, parse_target,
                                         wavefronts, write_profile)

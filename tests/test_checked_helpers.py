@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import beastgen
 from beastgen import nestlib
+from beastgen.compiler.reference import reference_count
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import BeastError, SpaceError
-from beastgen.reference import reference_count
 from space_strategies import edge_helper_spaces
 
 EDGES = (0, 1, -1, 2, -2, 3, 7, 62, 63, 64, 65, 2 ** 31, -2 ** 32, 3037000499, 3037000500,

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from beastgen.cli import main
-from beastgen.plancache import compile_cached
+from beastgen.loading.plancache import compile_cached
 
 from conftest import PATIENCE_SECONDS, REPLAY, REPO
 

@@ -238,7 +238,7 @@ def _ended(pid: int) -> bool:
 def test_cuda_calibrate_runner_writes_a_complete_profile(standin, monkeypatch, tmp_path):
     """The CUDA runner end to end on the stand-in (its times are made up: only the flow and the
     profile's completeness are tested, no number)."""
-    from beastgen.devices import DERIVED_PEAKS, KNOWN_PROPERTIES
+    from beastgen.devices.profiles import DERIVED_PEAKS, KNOWN_PROPERTIES
     from beastgen.harness.calibrate import calibrate, write_profile
 
     monkeypatch.setenv("PATH", os.path.join(STANDIN, "bin") + os.pathsep + os.environ["PATH"])

@@ -10,8 +10,9 @@ import sys
 import pytest
 
 import beastgen
-from beastgen.devices import (DERIVED_PEAKS, GPU_OWN_PROPERTIES, REQUIRED_PROPERTIES,
-                              architecture_profiles, builtin_profiles, derive_peaks, load_profile)
+from beastgen.devices import load_profile
+from beastgen.devices.profiles import (DERIVED_PEAKS, GPU_OWN_PROPERTIES, REQUIRED_PROPERTIES,
+                                       architecture_profiles, builtin_profiles, derive_peaks)
 from beastgen.errors import DeviceError
 
 from conftest import PATIENCE_SECONDS, REPO

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from beastgen import devices
-from beastgen.devices import (DEFAULT_DEVICE, KNOWN_PROPERTIES, RATE_PROPERTIES, REQUIRED_PROPERTIES, DeviceProfile,
-                              architecture_profiles, builtin_profiles, format_profiles_table,
-                              load_profile)
+from beastgen.devices import cuda, load_profile
+from beastgen.devices import profiles as device_profiles
+from beastgen.devices.profiles import (DEFAULT_DEVICE, KNOWN_PROPERTIES, RATE_PROPERTIES,
+                                       REQUIRED_PROPERTIES, DeviceProfile, architecture_profiles,
+                                       builtin_profiles, format_profiles_table, match_name)
 from beastgen.errors import DeviceError
 
 KEYS = ["c2050", "k40", "v100", "rtx2080ti", "titanrtx", "a100", "rtx3090",
@@ -164,7 +165,7 @@ def test_auto_with_fake_driver(monkeypatch):
              "MAX_SHARED_MEMORY_PER_BLOCK": 49152, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448,
              "L2_CACHE_SIZE": 52428800, "CLOCK_RATE": 1755000,
              "COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0}
-    monkeypatch.setattr(devices, "_pycuda_device", lambda: ("NVIDIA H100 PCIe", attrs.get))
+    monkeypatch.setattr(cuda, "_pycuda_device", lambda: ("NVIDIA H100 PCIe", attrs.get))
     prof = load_profile("auto")
     h100 = builtin_profiles()["h100"].properties
     assert prof.key == "auto" and prof.name == "NVIDIA H100 PCIe"
@@ -173,9 +174,9 @@ def test_auto_with_fake_driver(monkeypatch):
     assert prof.get("max_blocks_per_sm") == 32  # not reported: taken from the matched h100
     assert prof.get("max_clock_mhz") == 1980.0
     assert prof.get("peak_flops_fp32") == pytest.approx(h100["peak_flops_fp32"] * 114 / 132)
-    assert devices.match_name("NVIDIA GeForce RTX 3090 Ti") is None
-    assert devices.match_name("NVIDIA L40") is None
-    assert devices.match_name("Tesla K40c").key == "k40"
+    assert match_name("NVIDIA GeForce RTX 3090 Ti") is None
+    assert match_name("NVIDIA L40") is None
+    assert match_name("Tesla K40c").key == "k40"
 
 
 def test_get_unknown_property():
@@ -209,12 +210,12 @@ def test_profiles_table():
 def test_no_alias_collisions():
     from importlib import resources
 
-    from beastgen.devices import parse_toml  # tomllib, or tomli on Python 3.10
+    from beastgen.devices.profiles import parse_toml  # tomllib, or tomli on Python 3.10
 
     data = parse_toml((resources.files("beastgen") / "data" / "devices.toml").read_text())
     seen = {}
     for key, table in data.items():
         for alias in (key, table["name"], *table["aliases"]):
             assert alias == table["name"] or alias == alias.lower()
-            assert seen.setdefault(devices._norm(alias), key) == key, alias
+            assert seen.setdefault(device_profiles._norm(alias), key) == key, alias
     assert isinstance(load_profile("a100"), DeviceProfile)

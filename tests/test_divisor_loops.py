@@ -20,9 +20,9 @@ from beastgen.compiler.analysis.symbolic import SymbolicContext
 from beastgen.compiler.codegen.facts import divides_next, divisor_narrowing, skips_only_solution_rejects, stat_slots
 from beastgen.compiler.codegen.numba import functions as numba_functions
 from beastgen.compiler.codegen.numba.module import generate_module
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import SpaceError
-from beastgen.reference import ReferenceEnumerator
 
 DEVICE = "v100"
 EVERYTHING = 2 ** 62

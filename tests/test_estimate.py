@@ -7,7 +7,7 @@ from hypothesis import given, note, settings
 
 import beastgen
 from beastgen.cli import main
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 
 from conftest import REPO

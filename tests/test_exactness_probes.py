@@ -117,7 +117,7 @@ def test_convert_prints_negative_zero_in_parentheses(tmp_path):
     shown = subprocess.run([*run, "show", str(source)], check=True, capture_output=True, text=True).stdout
     assert "(-0.0) **" in shown and "-0.0 **" not in shown.replace("(-0.0) **", "")
     import beastgen
-    from beastgen.reference import reference_count
+    from beastgen.compiler.reference import reference_count
     assert reference_count(beastgen.load(str(converted))) == 3
 
 

@@ -4,9 +4,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import enumerator
 from beastgen.devices import load_profile
-from beastgen.reference import ReferenceEnumerator
 
 
 def test_h100_single_nn_count(gemm_h100):

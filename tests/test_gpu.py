@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from beastgen import devices
+from beastgen.devices import cuda
 from beastgen.devices import load_profile
 from beastgen.harness.backends.base import KernelFailure
 from beastgen.harness.backends.cuda import CUDABackend
@@ -79,10 +79,10 @@ def test_a_hung_kernel_is_a_timeout_and_the_next_runs(gpu):
 
 def test_auto_reads_the_same_gpu_through_pycuda_and_cuda_bindings():
     pytest.importorskip("cuda.bindings", reason="cuda-bindings (cuda-python) is not installed")
-    name, get = devices._pycuda_device()
-    other_name, other_get = devices._cuda_python_device()
+    name, get = cuda._pycuda_device()
+    other_name, other_get = cuda._cuda_python_device()
     assert name == other_name
-    attributes = [*devices._ATTRIBUTES.values(), "COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR",
+    attributes = [*cuda.ATTRIBUTES.values(), "COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR",
                   "CLOCK_RATE", "MEMORY_CLOCK_RATE", "GLOBAL_MEMORY_BUS_WIDTH", "PCI_BUS_ID"]
     assert {a: get(a) for a in attributes} == {a: other_get(a) for a in attributes}
     profile = load_profile("auto")

@@ -18,11 +18,11 @@ from hypothesis import given, settings, strategies as st
 
 import beastgen
 from beastgen.cli import main
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.errors import BeastError
 from beastgen.harness import input_model
 from beastgen.harness.inputs import input_settings, parse_inputs, sample_rows
 from beastgen.harness.store import SCHEMA, Store, config_key
-from beastgen.reference import ReferenceEnumerator
 
 from conftest import PATIENCE_SECONDS, REPO
 

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, Phase, event, given, note, settings
 import beastgen
 from beastgen.cli import main
 from beastgen.compiler.codegen.c.module import generate_c_module
+from beastgen.compiler.reference import ReferenceEnumerator, reference_count
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import BeastError, SpaceError
 from beastgen.interop.t1 import t1_space
-from beastgen.plancache import compile_cached
-from beastgen.reference import ReferenceEnumerator, reference_count
+from beastgen.loading.plancache import compile_cached
 from space_strategies import edge_spaces, many_iterator_spaces
 
 HEADER = "import math\nimport beastgen as beast\n"

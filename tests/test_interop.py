@@ -15,6 +15,7 @@ import pytest
 import beastgen
 from beastgen import cli
 from beastgen.compiler.language import nodes as L
+from beastgen.compiler.reference import reference_count
 from beastgen.errors import BeastError, SpaceError
 from beastgen.interop import (
     from_kernel_tuner,
@@ -24,7 +25,6 @@ from beastgen.interop import (
     write_kernel_tuner,
 )
 from beastgen.interop.restricted import build_condition, evaluate_values
-from beastgen.reference import reference_count
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE_DIR = os.path.join(REPO, "data", "reference-spaces")

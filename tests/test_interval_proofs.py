@@ -134,7 +134,7 @@ def test_the_64_bit_check_shares_the_proofs_modulo_bound(tmp_path):
     """One interval arithmetic (analysis.intervals) for the 64-bit check and the proofs: ``x % 8``
     lies in 0..7, so ``x % 8 + 2**63 - 8`` fits in 64 bits and counts (it was refused: 0..8)."""
     from beastgen.compiler.runtime import compile_space
-    from beastgen.reference import reference_count
+    from beastgen.compiler.reference import reference_count
 
     path = tmp_path / "space.py"
     path.write_text("import beastgen as beast\nx = beast.range(0, 20)\n"

@@ -17,9 +17,9 @@ import beastgen
 from beastgen.compiler.analysis.symbolic import SymbolicContext
 from beastgen.compiler.codegen.monotone import loop_ending_filters
 from beastgen.compiler.plan import make_plan
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.compiler.specialize import specialize_space
-from beastgen.reference import ReferenceEnumerator
 
 DEVICE = "v100"
 

@@ -14,9 +14,9 @@ import beastgen
 from beastgen.compiler import native
 from beastgen.compiler.codegen.c.expression import Unsupported, c_comment
 from beastgen.compiler.codegen.c.module import generate_c_module
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
-from beastgen.plancache import CachedExecutable, compile_cached
-from beastgen.reference import ReferenceEnumerator
+from beastgen.loading.plancache import CachedExecutable, compile_cached
 
 WHOLE = (0, 2 ** 62)
 CHUNKS = [(0, 1), (1, 3), (3, 2 ** 62)]

@@ -12,7 +12,7 @@ from conftest import PATIENCE_SECONDS, REPO
 
 from beastgen.compiler.model import load
 from beastgen.compiler.runtime import Executable, compile_space
-from beastgen.plancache import CachedExecutable, compile_cached
+from beastgen.loading.plancache import CachedExecutable, compile_cached
 
 SPACE = """\
 import beastgen as beast
@@ -174,7 +174,7 @@ def test_a_cold_build_works_out_its_key_while_the_compiler_runs(space_with_helpe
     """Where nothing is recorded for the space and device, the record's key (beastgen's source and
     the space's local imports hashed) is worked out while the C compiler runs; where a record for
     other settings is there, before the build (it may answer). Either way the next run reads it."""
-    from beastgen import plancache
+    from beastgen.loading import plancache
     from beastgen.compiler import native
     if native.c_compiler() is None:
         pytest.skip("needs a C compiler")

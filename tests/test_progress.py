@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from beastgen import progress
 from beastgen.cli import main
-from beastgen.progress import Elapsed, ShareBar
+from beastgen.support import progress
+from beastgen.support.progress import Elapsed, ShareBar
 
 
 class Terminal(io.StringIO):

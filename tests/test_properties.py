@@ -3,7 +3,7 @@
 A hypothesis strategy (``space_generators.spaces``) writes random small space files (every iterator
 kind, dependent and raising bounds, derived values and filters as expressions and as functions,
 settings overridden at specialization), and each is compiled and compared, as a multiset of configurations, with
-:class:`beastgen.reference.ReferenceEnumerator`. Every example costs a Numba compilation, so the
+:class:`beastgen.compiler.reference.ReferenceEnumerator`. Every example costs a Numba compilation, so the
 example counts are small, derandomized and fixed; the hand-written tests below pin the bugs found.
 """
 from __future__ import annotations
@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from beastgen.compiler.native import exact_count
 import beastgen
-from beastgen.errors import BeastError
 from beastgen.compiler.plan import item_graph, iterator_closure
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.compiler.specialize import specialize_space
+from beastgen.errors import BeastError
 from space_generators import spaces
 
 DEVICE = "v100"

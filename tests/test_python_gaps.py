@@ -9,9 +9,9 @@ from test_properties import CI, DEVICE, check_exact, write_space
 from test_vectorised import check_vectorised
 
 import beastgen
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import BeastError, SpaceError
-from beastgen.reference import ReferenceEnumerator
 
 MIN_OF_A_NUMBER = """\
 import beastgen as beast

@@ -253,7 +253,7 @@ def test_an_interruption_a_callback_swallows_is_noted(name, raised):
     with its own exit status (130, 143, 129), not an error."""
     import ctypes
     import signal
-    from beastgen import interrupt
+    from beastgen.support import interrupt
 
     signum = getattr(signal, name)
     callback = ctypes.CFUNCTYPE(None)(lambda: os.kill(os.getpid(), signum))
@@ -311,8 +311,8 @@ def test_sighup_while_an_output_is_written_removes_it(tmp_path):
     SIGTERM inside beastgen's handler, and the temporary file goes; an output checked but never
     entered (the work failed first: M6) leaves nothing either."""
     import signal
-    from beastgen.interrupt import Terminated, sigterm_as_interrupt
-    from beastgen.output import AtomicOutput
+    from beastgen.support.interrupt import Terminated, sigterm_as_interrupt
+    from beastgen.support.output import AtomicOutput
 
     with sigterm_as_interrupt():
         with pytest.raises(Terminated) as e:
@@ -405,7 +405,7 @@ def test_enumerate_into_read_only_directory(tmp_path, capsys):
 
 def test_failed_write_leaves_no_file(tmp_path):
     from beastgen.errors import BeastError
-    from beastgen.output import AtomicOutput
+    from beastgen.support.output import AtomicOutput
 
     target = tmp_path / "out.csv"
     with pytest.raises(BeastError, match="No space left on device"):

@@ -12,7 +12,7 @@ from conftest import PATIENCE_SECONDS, REFERENCE_DIR, REPO
 import beastgen
 from beastgen.compiler import native, runtime
 from beastgen.compiler.runtime import compile_space, counter
-from beastgen.plancache import CachedExecutable, compile_cached
+from beastgen.loading.plancache import CachedExecutable, compile_cached
 
 SMALL = ("import beastgen as beast\nx = beast.range(1, 40)\ny = beast.values(1, 2, 3, 5, 8)\n"
          "z = beast.range(0, 12, 3)\nf = beast.filter((x * y + z) % 7 == 0)\n")
@@ -46,7 +46,7 @@ def test_a_small_count_runs_in_the_calling_thread(with_c, write_space, tmp_path,
             os.path.dirname(plan.path), "space", plan.native_source(), "-O0")
     plan.count()  # compiles (Numba) before the threads are watched
     plan.enumerate()
-    plan.stats()  # generates the Numba module (in a big-stack thread: beastgen.deep) and compiles
+    plan.stats()  # generates the Numba module (in a big-stack thread: beastgen.support.deep) and compiles
     thread_starts.clear()
     assert plan.count(jobs=4) == SMALL_COUNT
     assert plan.stats().count == SMALL_COUNT

@@ -17,8 +17,8 @@ import sys
 import pytest
 
 import beastgen
+from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.devices import load_profile
-from beastgen.reference import ReferenceEnumerator
 
 from conftest import PATIENCE_SECONDS, REPO
 

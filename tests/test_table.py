@@ -1,5 +1,5 @@
 """format_table: numeric columns (signed, with units) right-aligned, text left-aligned."""
-from beastgen.table import format_table
+from beastgen.support.table import format_table
 
 
 def test_signed_numbers_align_on_their_last_digit():

@@ -139,7 +139,7 @@ def test_a_library_not_built_here_is_compiled_again_unread(tmp_path, cached):
     """In a private directory, a library already under the expected name that beastgen did not
     record (planted earlier, copied in) is replaced before anything maps it: its constructor never runs."""
     from beastgen.compiler import native
-    from beastgen.plancache import compile_cached
+    from beastgen.loading.plancache import compile_cached
 
     gen = tmp_path / "gen"
     gen.mkdir()
@@ -150,7 +150,7 @@ def test_a_library_not_built_here_is_compiled_again_unread(tmp_path, cached):
     assert plan.count() == 42 and plan.native is not None
     assert not (tmp_path / "pwned").exists()
     assert _sha256(target) != planted
-    from beastgen.trust import open_private_directory
+    from beastgen.support.generated_dir import open_private_directory
     recorded = native.recorded_digest(open_private_directory(str(gen)), os.path.basename(target))
     assert recorded.sha256 == _sha256(target) == plan.native.sha256
 
@@ -382,7 +382,7 @@ def test_the_library_loaded_is_the_one_hashed(tmp_path):
     name afterwards (here by its owner) changes nothing that is loaded."""
     from beastgen.compiler import native
 
-    from beastgen.trust import open_private_directory
+    from beastgen.support.generated_dir import open_private_directory
 
     if native.c_compiler() is None:
         pytest.skip("needs a C compiler")

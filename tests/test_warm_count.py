@@ -1,4 +1,4 @@
-"""The warm count's short way (beastgen/warm_count.py): a warm ``beastgen count SPACE.json`` answered
+"""The warm count's short way (beastgen/loading/warm_count.py): a warm ``beastgen count SPACE.json`` answered
 from the plan record and its library prints what the full command prints, and goes the full way
 wherever anything it reads does not hold (the plan cache's trust rules)."""
 import json
@@ -11,10 +11,10 @@ import sys
 import pytest
 from conftest import PATIENCE_SECONDS, REFERENCE_DIR, REPO
 
-from beastgen import warm_count
 from beastgen.cli import main
 from beastgen.compiler import native
-from beastgen.reference import ReferenceEnumerator
+from beastgen.compiler.reference import ReferenceEnumerator
+from beastgen.loading import warm_count
 
 pytestmark = pytest.mark.skipif(native.c_compiler() is None, reason="needs a C compiler")
 

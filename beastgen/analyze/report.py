@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 
-from ..output import AtomicOutput
-from ..table import format_table
+from ..support.output import AtomicOutput
+from ..support.table import format_table
 from . import figures
 
 #: hull configurations listed per metric (the report; the JSON has them all)

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from ..loading import load as load_space
+from ..compiler.reference import ReferenceEnumerator
 from ..compiler.runtime import compile_space
 from ..compiler.vectorised import Unsupported, item_values
 from ..devices import load_profile
@@ -24,7 +24,7 @@ from ..errors import BeastError
 from ..harness.backends.replay import ReplayBackend
 from ..harness.kernel import find_kernel
 from ..harness.recorded import Replay
-from ..reference import ReferenceEnumerator
+from ..loading.load import load as load_space
 from .measurements import Measurements, Metric
 
 #: bound terms are seconds; these derived values' units are known from bound_terms' arguments
@@ -87,7 +87,7 @@ def _profile(found: Measurements, device: str | None, space):
     if spec is not None:
         live = re.fullmatch(r"opencl:?(\d+)", str(spec).strip().lower())
         if live:
-            from ..harness.backends.opencl import get_device, opencl_profile  # pyopencl: here only
+            from ..devices.opencl import get_device, opencl_profile  # pyopencl: here only
             return opencl_profile(get_device(int(live.group(1))), int(live.group(1)))
         try:
             return load_profile(spec)

@@ -5,7 +5,7 @@ import json
 import os
 
 from ..errors import BeastError
-from ..progress import ShareBar
+from ..support.progress import ShareBar
 from .common import parse_settings, shows_progress
 
 

@@ -8,12 +8,12 @@ import math
 import os
 import sys
 
-from ..bounds import Threshold, parse_threshold
-from ..devices import DEFAULT_DEVICE
-from ..errors import BeastError
 from ..compiler.runtime import Estimate
-from ..plancache import compile_cached
-from ..table import format_table
+from ..devices.profiles import DEFAULT_DEVICE
+from ..errors import BeastError
+from ..loading.plancache import compile_cached
+from ..support.table import format_table
+from ..support.units import Threshold, parse_threshold
 
 
 def parse_settings(pairs: list[list[str]] | None) -> dict:
@@ -30,7 +30,7 @@ def parse_settings(pairs: list[list[str]] | None) -> dict:
 
 def parse_kernel_time(text: str | None, option: str) -> float | None:
     """A kernel's run time written as ``0.6ms``, ``550us``, ``2e-3`` (seconds) ... in seconds
-    (:func:`beastgen.bounds.parse_threshold` reads it; a factor, zero or infinity is refused)."""
+    (:func:`beastgen.support.units.parse_threshold` reads it; a factor, zero or infinity is refused)."""
     if text is None:
         return None
     try:

@@ -1,7 +1,8 @@
 """``beastgen compare``: exhaustive versus bound-pruned counts, and where the cuts happen."""
 import json
 
-from ..bounds import format_seconds, parse_threshold, plot_comparison
+from ..compiler.runtime.comparison import plot_comparison
+from ..support.units import format_seconds, parse_threshold
 from .common import check_plot, compile_target, describe_target
 
 

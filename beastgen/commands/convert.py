@@ -6,7 +6,7 @@ from ..errors import BeastError
 from ..interop import from_kernel_tuner, load_t1
 from ..interop.python_restrictions import PythonRestrictionWarning
 from ..interop.space_file import block_size_names, kernel_tuner_call, script_origins, space_file_source
-from ..output import AtomicOutput
+from ..support.output import AtomicOutput
 
 
 def run(args) -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import time
 
-from ..bounds import format_seconds, parse_threshold
 from ..errors import BeastError
-from ..progress import Elapsed, ShareBar
+from ..support.progress import Elapsed, ShareBar
+from ..support.units import format_seconds, parse_threshold
 from .common import announce_compiling, compile_target, describe_target, jobs, report_count, shows_progress, target_record
 
 

@@ -2,8 +2,9 @@
 one profile's every property (``auto``: the GPU the driver reports)."""
 import json
 
-from ..devices import (GPU_OWN_PROPERTIES, format_architectures_table, format_profile,
-                       format_profiles_table, load_profile)
+from ..devices import load_profile
+from ..devices.profiles import (GPU_OWN_PROPERTIES, format_architectures_table, format_profile,
+                                format_profiles_table)
 
 
 def run(args) -> int:

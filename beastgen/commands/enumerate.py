@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..errors import BeastError
-from ..output import AtomicOutput, write_csv, write_parquet
-from ..progress import Elapsed, ShareBar
+from ..support.output import AtomicOutput, write_csv, write_parquet
+from ..support.progress import Elapsed, ShareBar
 from .common import compile_target, describe_target, jobs, learn_size, shows_progress, size_text
 
 

@@ -3,7 +3,7 @@ import json
 import sys
 
 from ..errors import BeastError
-from ..progress import Elapsed
+from ..support.progress import Elapsed
 from .common import compile_target, describe_target, shows_progress, target_record
 
 #: the time budget of `beastgen estimate` without --samples

@@ -1,7 +1,7 @@
 """``beastgen export``: the space for another tool (Kernel Tuner's valid configurations, T1 JSON)."""
 from ..interop.export import to_t1, write_kernel_tuner
-from ..loading import load
-from ..progress import ShareBar
+from ..loading.load import load
+from ..support.progress import ShareBar
 from .common import (compile_target, describe_target, learn_size, parse_settings, shows_progress,
                      size_text)
 

@@ -8,16 +8,16 @@ import math
 import sys
 import time
 
-from ..bounds import format_seconds
 from ..devices import load_profile
 from ..errors import BeastError, SettingError
 from ..harness import input_model
 from ..harness.inputs import InputBench
 from ..harness.kernel import find_kernel
 from ..harness.tuning import setup_backend
-from ..loading import load
-from ..output import AtomicOutput
-from ..table import format_table
+from ..loading.load import load
+from ..support.output import AtomicOutput
+from ..support.table import format_table
+from ..support.units import format_seconds
 from .common import parse_settings
 
 EXPORT_FORMAT = "beastgen-best-configurations"

@@ -2,9 +2,9 @@
 import json
 import math
 
-from ..bounds import format_seconds, parse_threshold
 from ..errors import BeastError
-from ..table import format_table
+from ..support.table import format_table
+from ..support.units import format_seconds, parse_threshold
 from .common import compile_target, describe_target, target_record
 
 

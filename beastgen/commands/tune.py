@@ -6,6 +6,7 @@ import sys
 from ..errors import BeastError
 from ..harness.tuning import tune
 from ..harness.store import latest_run_size
+from ..harness.strategies import DEFAULT as DEFAULT_STRATEGY
 from ..harness.strategies.options import parse_assignments
 from .common import check_plot, parse_kernel_time, parse_settings
 
@@ -22,7 +23,7 @@ def collect_inputs(args) -> int:
 
     for option in ("strategy", "prior", "budget", "time", "good_enough", "plot", "replay",
                    "strategy_option", "confidence"):
-        if getattr(args, option) not in (None, [], "guided"):
+        if getattr(args, option) not in (None, [], DEFAULT_STRATEGY):
             raise BeastError(f"--inputs draws its pairs at random: --{option.replace('_', '-')} "
                              "does not apply to it")
     try:

@@ -6,7 +6,7 @@ The library's file name holds the sha256 of its C source, so a changed plan neve
 library; its own sha256 is recorded beside it (``<library>.sha256``, written by the build) and in
 the plan cache, and checked before the library is loaded: a file under that name that was not
 built here, or was damaged since, is compiled again, never loaded. Everything goes through the
-descriptor of the checked generated directory (:class:`beastgen.trust.PrivateDirectory`): the
+descriptor of the checked generated directory (:class:`beastgen.support.generated_dir.PrivateDirectory`): the
 compiler reads the source from a descriptor and writes through ``/proc/self/fd``, and the library
 mapped is the descriptor whose bytes were hashed. Where no C
 compiler is found (``$CC``, ``cc``, ``gcc``, ``clang``), the plan is one the C target does not print,
@@ -24,7 +24,7 @@ import stat
 import sys
 from typing import NamedTuple
 
-from ..trust import PrivateDirectory, open_private_directory, read_all, sha256_of
+from ..support.generated_dir import PrivateDirectory, open_private_directory, read_all, sha256_of
 
 NATIVE_ENV = "BEASTGEN_NATIVE"
 #: -fwrapv: 64-bit integers wrap as Numba's do; no -ffast-math (NaN and infinities must follow IEEE);
@@ -180,7 +180,7 @@ def build_library(directory: PrivateDirectory | str, space_name: str, c_source: 
         print(f"beastgen: the C compiler ({compiler}) failed on the C source of "
               f"{directory.file_path(name)}: {reason or e}; counting with Numba", file=sys.stderr)
         return None
-    finally:  # an error, Ctrl-C, SIGTERM or SIGHUP (see beastgen.interrupt) leaves no temporary file
+    finally:  # an error, Ctrl-C, SIGTERM or SIGHUP (see beastgen.support.interrupt) leaves no temporary file
         os.close(source_fd)
         for leftover in tmp_names:
             directory.remove(leftover)

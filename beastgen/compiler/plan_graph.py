@@ -11,7 +11,7 @@ import os
 import networkx as nx  # the plan's own graph type; imported where the plan is
 
 from ..errors import BeastError
-from ..output import AtomicOutput
+from ..support.output import AtomicOutput
 from .plan import Plan
 
 #: kind -> (label in the legend, marker, colour): Okabe and Ito's colour-blind-safe palette

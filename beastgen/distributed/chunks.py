@@ -27,8 +27,8 @@ import numpy as np
 from ..compiler.runtime import Estimate, Stats, compile_space
 from ..compiler.runtime.chunking import balanced_chunks
 from ..errors import BeastError
-from ..loading import load
-from ..output import AtomicOutput, write_parquet
+from ..loading.load import load
+from ..support.output import AtomicOutput, write_parquet
 from ..version import __version__
 from .cluster import import_distributed, raise_worker_error, shared, worker_count
 from .shipping import SpaceFiles, check_same_enumerator, importable_beside, worker_generated_dir

@@ -49,10 +49,10 @@ from ..harness.backends.base import Runner
 from ..harness.isolate import DaemonicProcess
 from ..harness.kernel import find_kernel
 from ..harness.store import config_key
-from ..harness.strategies import ALIASES, STRATEGIES
+from ..harness.strategies import ALIASES, DEFAULT, STRATEGIES
 from ..harness.tuning import TuneResult, measure, setup_backend, tune
-from ..loading import load
-from ..output import AtomicOutput
+from ..loading.load import load
+from ..support.output import AtomicOutput
 from ..version import __version__
 from .cluster import GPU, Cluster, import_distributed, raise_worker_error, shared, worker_count
 from .shipping import SpaceFiles, check_same_version, importable_beside
@@ -453,7 +453,7 @@ def _outcomes(future):
 
 
 def tune_on_cluster(space_path: str, scheduler: str, backend: str = "opencl", device=None,
-                    replay: str | None = None, strategy: str = "guided",
+                    replay: str | None = None, strategy: str = DEFAULT,
                     **options) -> TuneResult:
     """:func:`beastgen.harness.tuning.tune` with every candidate run on a Dask worker holding a GPU
     (``scheduler``: a Dask scheduler address or ``local:N``)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..compiler.model import imported_module_names
 from ..errors import BeastError
-from ..trust import generated_directory, open_private_directory
+from ..support.generated_dir import generated_directory, open_private_directory
 from ..version import __version__
 
 #: the most a space's shipped files may hold (they travel with every recipe)
@@ -62,7 +62,7 @@ class SpaceFiles:
 
     def materialize(self) -> str:
         """Write the files into this process's generated directory (once per digest), through the
-        descriptors of directories created there and checked (:mod:`beastgen.trust`); the path of
+        descriptors of directories created there and checked (:mod:`beastgen.support.generated_dir`); the path of
         the space file there."""
         directory = open_private_directory(worker_generated_dir())
         directory = directory.subdirectory("shipped-spaces").subdirectory(self.digest[:24])

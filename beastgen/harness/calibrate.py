@@ -31,7 +31,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..devices import DeviceProfile, load_profile
+from ..devices import load_profile
+from ..devices.profiles import DeviceProfile
 from ..errors import BeastError
 from .calibrate_kernels import CHAINS, LOCAL_LOADS, LOCAL_OFFSET_SPAN
 from .calibrate_runners import open_runner, parse_target  # noqa: F401 - parse_target: commands/calibrate.py

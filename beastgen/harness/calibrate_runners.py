@@ -10,9 +10,9 @@ import re
 import numpy as np
 
 from ..devices import load_profile
+from ..devices.opencl import get_device, opencl_profile
 from ..errors import BeastError, DeviceError
 from .backends.cuda import default_cache_dir, import_pycuda
-from .backends.opencl import get_device, opencl_profile
 from .calibrate_kernels import CUDA_SOURCE, OPENCL_FP64_SOURCE, OPENCL_SOURCE
 from .nvcc import NvccError, compile_cuda, compile_target, nvcc_path, supported_arches
 
@@ -56,7 +56,7 @@ class OpenCLRunner:
         self.kernels: dict = {}
         self.base_source = ("limits and unmeasured fields read from the OpenCL device (clGetDeviceInfo, "
                             "mapped as `--device opencl:N` does: see opencl_profile in "
-                            "beastgen/harness/backends/opencl.py)")
+                            "beastgen/devices/opencl.py)")
 
     def build(self, defines: dict, fp64: bool = False):
         defines = {**defines, "VW": self.vw64 if fp64 else self.vw32, "CHUNKED": int(self.is_cpu)}

@@ -20,10 +20,10 @@ import math
 
 import numpy as np
 
-from ..errors import BeastError
-from ..output import AtomicOutput
-from ..plancache import compile_cached
 from ..compiler.specialize import resolve_settings
+from ..errors import BeastError
+from ..loading.plancache import compile_cached
+from ..support.output import AtomicOutput
 from .inputs import STRATEGY, every_row
 from .store import read_runs
 

@@ -26,9 +26,9 @@ from ..compiler.runtime import compile_space
 from ..compiler.specialize import resolve_settings
 from ..errors import BeastError
 from ..interop.results import kernel_tuner_header
-from ..loading import load
+from ..loading.load import load
 from .kernel import find_kernel
-from .store import Store, config_key
+from .store import DEFAULT_PATH, Store, config_key
 from .strategies.base import candidate_of
 from .tuning import DEFAULT_ITERATIONS, measure, setup_backend
 
@@ -165,7 +165,7 @@ class Collection:
 
 
 def collect(space_path: str, spec_text: str, pairs: int, per_input: int = 4, backend: str = "opencl",
-            device=None, settings: dict | None = None, results: str = "beastgen-results.db",
+            device=None, settings: dict | None = None, results: str = DEFAULT_PATH,
             seed: int = 0, iterations: int | None = None, generated_dir: str | None = None,
             log=None) -> Collection:
     """Measure ``pairs`` random (input, configuration) pairs, ``per_input`` configurations of each

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..compiler.reference import ReferenceEnumerator
 from ..compiler.runtime import compile_space
 from ..devices import load_profile
 from ..errors import BeastError
-from ..loading import load
-from ..reference import ReferenceEnumerator
-from ..table import format_table
+from ..loading.load import load
+from ..support.table import format_table
 from .kernel import find_kernel
 from .nvcc import nvcc_path, supported_arches
 

@@ -11,11 +11,11 @@ import math
 import zlib
 from dataclasses import dataclass, field
 
-from ..bounds import format_seconds
 from ..compiler.language.nodes import DeviceProperty
 from ..compiler.model import walk_expr
+from ..compiler.reference import ReferenceEnumerator
 from ..errors import BeastError
-from ..reference import ReferenceEnumerator
+from ..support.units import format_seconds
 from .backends.base import time_problem
 
 

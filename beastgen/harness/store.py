@@ -33,7 +33,11 @@ import threading
 import time
 
 from ..errors import BeastError
-from ..interrupt import TERMINATING
+from ..support.interrupt import TERMINATING
+
+#: the store a tuning writes to and resumes from when none is named (``tune``, ``--inputs`` collection,
+#: ``beastgen tune --results``): this is its one owner
+DEFAULT_PATH = "beastgen-results.db"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

@@ -18,20 +18,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..bounds import format_seconds
 from ..compiler.runtime import compile_space
 from ..devices import load_profile
+from ..devices.opencl import get_device, opencl_profile, parse_device
 from ..errors import BeastError
 from ..interop.results import kernel_tuner_header
-from ..loading import load
+from ..loading.load import load
+from ..support.units import format_seconds
 from .backends.base import KernelFailure, time_problem
 from .backends.cuda import CUDABackend, import_pycuda
-from .backends.opencl import OpenCLBackend, get_device, opencl_profile, parse_device
+from .backends.opencl import OpenCLBackend
 from .backends.replay import ReplayBackend
 from .isolate import Isolated
 from .kernel import find_kernel, verify
-from .store import Store, config_key
 from .priors import prior_matrix
+from .store import DEFAULT_PATH, Store, config_key
 from .strategies import ALIASES, DEFAULT, STRATEGIES, SearchState
 
 #: timed runs per configuration (after the verification run); the time kept is their minimum
@@ -228,7 +229,7 @@ def setup_backend(backend: str, device, replay_path, space=None):
 
 def tune(space_path: str, backend: str = "opencl", device=None, settings: dict | None = None,
          replay: str | None = None, budget: int | None = None, time_limit: float | None = None,
-         results: str = "beastgen-results.db", strategy: str = DEFAULT, seed: int = 0,
+         results: str = DEFAULT_PATH, strategy: str = DEFAULT, seed: int = 0,
          iterations: int | None = None, generated_dir: str | None = None, progress: bool = True,
          plot: str | None = None, log=None, pool=None, priors: list[str] | None = None,
          good_enough: float | None = None, strategy_options: dict | None = None,

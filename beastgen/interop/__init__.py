@@ -9,7 +9,7 @@ Kernel Tuner's ``tune_params`` / ``restrictions``.
 JSON and restriction strings are data: the restricted evaluator (:mod:`beastgen.interop.restricted`)
 parses them with :mod:`ast`; nothing is passed to ``eval``.
 """
-from ..lazy import lazy_getattr
+from ..support.lazy import lazy_getattr
 
 #: where each public name lives: imported on first use, so that reading a T1 file (``.t1``)
 #: imports neither NumPy (``.kernel_tuner``'s Python restrictions) nor the code writers (``.export``)

@@ -16,15 +16,15 @@ from __future__ import annotations
 import json
 import math
 
+from ..compiler.analysis.symbolic import SymbolicContext
+from ..compiler.codegen.guards import guards
 from ..compiler.language import nodes as L
 from ..compiler.language.identity import IdentityMapper
-from ..compiler.codegen.guards import guards
 from ..compiler.language.printer import expr_source
-from ..errors import BeastError
-from ..output import AtomicOutput
-from . import results
 from ..compiler.specialize import specialize_space
-from ..compiler.analysis.symbolic import SymbolicContext
+from ..errors import BeastError
+from ..support.output import AtomicOutput
+from . import results
 
 _CASTS = {"int": int, "float": float}
 _T1_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "string"}

@@ -21,7 +21,7 @@ import json
 import math
 
 from ..errors import BeastError
-from ..output import AtomicOutput
+from ..support.output import AtomicOutput
 
 T4_SCHEMA_VERSION = "1.0.0"
 

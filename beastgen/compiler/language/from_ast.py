@@ -37,7 +37,7 @@ class AstTranslator:
     other node type), ``in`` (:meth:`membership`), unary minus (:meth:`negative`), and a check of each binary
     operation (:meth:`binary`); :meth:`reject` refuses a node by raising. ``translate`` is one
     method, so an operator chain costs one stack frame per term (a condition of 500 terms that
-    arrives as data is read without :func:`beastgen.deep.deeply`).
+    arrives as data is read without :func:`beastgen.support.deep.deeply`).
     """
 
     def reject(self, node: ast.AST, what: str | None = None) -> NoReturn:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from ...errors import BeastError
-from ...interrupt import POLL_SECONDS
+from ...support.interrupt import POLL_SECONDS
 
 WHOLE = (0, 2 ** 62)  # a chunk holding every split node
 #: Knuth descents per split node of the census that balances chunks: a rough census is enough

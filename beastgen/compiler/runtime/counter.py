@@ -9,7 +9,7 @@ import ctypes
 import time
 
 from ...errors import BeastError
-from ...interrupt import SMALL_NEST_ITERATIONS
+from ...support.interrupt import SMALL_NEST_ITERATIONS
 from .chunking import CENSUS_SAMPLES_PER_NODE, WHOLE, as_chunk, balanced_chunks, claiming
 from .executable import Executable, bounded_small
 from .results import Census, Stats
@@ -94,7 +94,7 @@ class Counter:
 
     def _count_here(self, start: float, progress) -> tuple[int | None, int]:
         """The first split nodes counted in the calling thread, in steps of growing size (the first
-        at most 1/:data:`_FIRST_STEP_SHARE` of :data:`~beastgen.interrupt.SMALL_NEST_ITERATIONS`
+        at most 1/:data:`_FIRST_STEP_SHARE` of :data:`~beastgen.support.interrupt.SMALL_NEST_ITERATIONS`
         loop iterations by the nest's bound, each next one twice as many up to all of them, so
         that Ctrl-C is heard between them) until :data:`HELPERS_AFTER_SECONDS` have passed:
         (the first node not counted, or None when none is left; the count so far). Where a split

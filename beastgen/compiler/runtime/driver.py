@@ -2,7 +2,7 @@
 executable in a :class:`~.compiled_plan.CompiledPlan`, and ``Space.specialize()`` calls it."""
 from __future__ import annotations
 
-from ...deep import deeply
+from ...support.deep import deeply
 from ..model import Space as SpaceModel
 from .compiled_plan import CompiledPlan
 from .executable import BuiltExecutable

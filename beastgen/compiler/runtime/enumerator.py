@@ -52,7 +52,10 @@ class Enumerator:
         items = run.specialized.items
         strings = {name for name in run.columns if items[name].value_type == "str"}
         dtype = [(name, self.column_dtype(items[name])) for name in run.columns if name not in strings]
-        result = np.empty(0, dtype=dtype)  # compile fill for the result's (strided) field views
+        # compile fill for the result's field views: strided ones (Numba's layout 'A') where the
+        # result has several fields; a view of under 2 rows would be typed contiguous ('C'), a
+        # second compile of fill that the whole enumeration never calls
+        result = np.empty(2, dtype=dtype)
         run.compiled("fill", *(np.empty(0, np.int64) if name in strings else result[name]
                                for name in run.plan.order), 0, 0)
         self.counter.compile_chunking(jobs)

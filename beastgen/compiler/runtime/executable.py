@@ -6,7 +6,7 @@ only when it changed, imported, compiled on first use and cached on disk) and th
 not wait for.
 
 Two kinds: :class:`BuiltExecutable`, compiled from the specialized space and its plan, and the plan
-cache's (:class:`beastgen.plancache.CachedExecutable`), known from its record, which builds one only
+cache's (:class:`beastgen.loading.plancache.CachedExecutable`), known from its record, which builds one only
 for what the record does not hold. The roles (:mod:`.counter`, :mod:`.enumerator`,
 :mod:`.estimator`, :mod:`.ranker`) share one executable in :class:`.compiled_plan.CompiledPlan`.
 """
@@ -20,10 +20,11 @@ import time
 import types
 from typing import TYPE_CHECKING
 
-from ...deep import deeply
 from ...errors import BeastError
-from ...interrupt import SMALL_NEST_ITERATIONS, call_interruptibly, interruptions_noted, wait_interruptibly
-from ...trust import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
+from ...support.deep import deeply
+from ...support.generated_dir import GENERATED_DIR_ENV, NUMBA_CACHE, PrivateDirectory, open_private_directory
+from ...support.interrupt import (SMALL_NEST_ITERATIONS, call_interruptibly, interruptions_noted,
+                                  wait_interruptibly)
 from .. import native
 from ..native import NativeNest
 from .files import file_name_part, generated_path
@@ -92,7 +93,7 @@ class Executable:
     @property
     def directory(self) -> PrivateDirectory:
         """The generated directory, created where missing, checked and held open
-        (:func:`~beastgen.trust.open_private_directory`): what is written, compiled and loaded
+        (:func:`~beastgen.support.generated_dir.open_private_directory`): what is written, compiled and loaded
         there goes through it."""
         if self._directory is None:
             self._directory = open_private_directory(os.path.dirname(self.path))
@@ -317,7 +318,7 @@ class Executable:
 
     def call(self, function_name: str, function, *args):
         """``function(*args)``: in the calling thread when it walks a small nest, else in a thread
-        that Ctrl-C does not wait for (:func:`~beastgen.interrupt.call_interruptibly`)."""
+        that Ctrl-C does not wait for (:func:`~beastgen.support.interrupt.call_interruptibly`)."""
         if function_name in _NEST_WALKS and (self.small or function_name == "split_nodes"
                                              and bounded_small(self.split_iteration_bound)):
             return function(*args)
@@ -504,7 +505,7 @@ def bounded_small(iterations: int | None) -> bool:
 
 
 def _interruption(error: BaseException):
-    """The KeyboardInterrupt (or :class:`~beastgen.interrupt.Terminated`) that ``error`` is, or was
+    """The KeyboardInterrupt (or :class:`~beastgen.support.interrupt.Terminated`) that ``error`` is, or was
     raised from or during; None if none."""
     seen = set()
     while error is not None and id(error) not in seen:

@@ -7,7 +7,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from ...trust import generated_directory, open_private_directory
+from ...support.generated_dir import generated_directory, open_private_directory
 
 if TYPE_CHECKING:
     from ..specialize.ir import Specialized
@@ -32,5 +32,5 @@ def write_if_changed(path: str, source: str) -> bool:
     """Write ``source`` unless the file already holds it (keeps Numba's cache valid) and is one of
     yours no one else may write; True if written: whole and writable by you alone, through the
     descriptor of its directory, created private where missing and checked
-    (:meth:`beastgen.trust.PrivateDirectory.write_if_changed`)."""
+    (:meth:`beastgen.support.generated_dir.PrivateDirectory.write_if_changed`)."""
     return open_private_directory(os.path.dirname(path)).write_if_changed(os.path.basename(path), source)

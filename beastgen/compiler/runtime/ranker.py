@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...bounds import Comparison, LevelCuts, Threshold, format_seconds
 from ...errors import BeastError
+from ...support.units import Threshold, format_seconds
+from .comparison import Comparison, LevelCuts
 from .counter import Counter
 from .enumerator import Enumerator
 from .executable import Executable

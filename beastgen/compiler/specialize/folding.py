@@ -12,11 +12,12 @@ import types
 
 import networkx as nx  # the dependency graph (a warm count and the plan cache never specialize)
 
+from ...devices import load_profile
+from ...devices.profiles import DeviceProfile
+from ...errors import SpaceError
 from ..language import nodes as L
 from ..language.mapper import Mapper
 from ..language.printer import expr_source
-from ...devices import DeviceProfile, load_profile
-from ...errors import SpaceError
 from ..model import Space, Variable, expr_dependencies
 from .functions import (FunctionExpression, NoExpression, OpaqueTests, PythonBuiltins,
                         RangeReturnsToTuples, body_expression, body_statements, check_compilable,

@@ -9,10 +9,10 @@ import copy
 import math
 import types
 
+from ...devices.profiles import DeviceProfile
+from ...errors import SpaceError
 from ..language import nodes as L
 from ..language.from_ast import AstTranslator
-from ...devices import DeviceProfile
-from ...errors import SpaceError
 from ..model import FUNCTION_BUILTINS, FunctionInfo, Space
 from .ir import named_const
 

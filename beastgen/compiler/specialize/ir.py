@@ -9,8 +9,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from ...devices.profiles import DeviceProfile
 from ..language import nodes as L
-from ...devices import DeviceProfile
 from ..model import FunctionInfo, Space
 
 

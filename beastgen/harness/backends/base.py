@@ -106,7 +106,7 @@ class Backend(Runner):
 
     @abstractmethod
     def device_profile(self):
-        """The device's :class:`~beastgen.devices.DeviceProfile` (None: the caller's --device)."""
+        """The device's :class:`~beastgen.devices.profiles.DeviceProfile` (None: the caller's --device)."""
 
     @abstractmethod
     def compile(self, launch):

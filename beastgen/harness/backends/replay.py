@@ -11,7 +11,8 @@ import re
 
 from ...compiler.language.nodes import DeviceProperty
 from ...compiler.model import walk_expr
-from ...devices import DeviceProfile, load_profile, match_name
+from ...devices import load_profile
+from ...devices.profiles import DeviceProfile, match_name
 from ...errors import BeastError
 from ..kernel import Launch
 from ..recorded import Replay, load_replay

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from .errors import SpaceError
+from ..errors import SpaceError
 
 STACK_BYTES = 512 << 20  # virtual memory: only the pages a deep walk touches are used
 RECURSION_LIMIT = 200_000

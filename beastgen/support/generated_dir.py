@@ -25,7 +25,7 @@ import hashlib
 import os
 import stat
 
-from .errors import BeastError
+from ..errors import BeastError
 
 _FIX = "set BEASTGEN_GENERATED_DIR (or --generated-dir) to a private directory of yours (chmod go-w)"
 GENERATED_DIR_ENV = "BEASTGEN_GENERATED_DIR"

@@ -8,7 +8,7 @@ worker thread cannot be stopped inside compiled code; it is a daemon thread, and
 exits at once (``beastgen.cli.main``). Chunks not started yet are cancelled.
 
 SIGTERM and SIGHUP (a closed terminal) are handled the same way (:class:`Terminated`, a
-``KeyboardInterrupt``), so that temporary files (:class:`beastgen.output.AtomicOutput`, a C
+``KeyboardInterrupt``), so that temporary files (:class:`beastgen.support.output.AtomicOutput`, a C
 compile's) are removed, and a running C compiler stopped, on the way out.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 
-from .errors import BeastError
+from ..errors import BeastError
 
 
 class AtomicOutput:

@@ -4,7 +4,7 @@ beside the generated module, so it neither reads the space nor imports the speci
 planner, sympy or networkx.
 
 The record is data (JSON, never pickle) in the generated directory, read only after that
-directory passes the trust check, through its descriptor (:class:`beastgen.trust.PrivateDirectory`);
+directory passes the trust check, through its descriptor (:class:`beastgen.support.generated_dir.PrivateDirectory`);
 it names the generated module and the sha256 of its text, checked before the module is used.
 """
 from __future__ import annotations
@@ -14,14 +14,15 @@ import json
 import os
 import sys
 
-from .compiler import native
-from .deep import deeply
-from .compiler.model import display_path, imported_module_names
-from .compiler.runtime import (BuiltExecutable, CompiledPlan, Executable, Target, compile_space,
-                               file_name_part)
-from .devices import DEFAULT_DEVICE, DeviceProfile, load_profile
-from .trust import PrivateDirectory, generated_directory, open_private_directory, sha256_of
-from .version import __version__
+from ..compiler import native
+from ..compiler.model import display_path, imported_module_names
+from ..compiler.runtime import (BuiltExecutable, CompiledPlan, Executable, Target, compile_space,
+                                file_name_part)
+from ..devices import load_profile
+from ..devices.profiles import DEFAULT_DEVICE, DeviceProfile
+from ..support.deep import deeply
+from ..support.generated_dir import PrivateDirectory, generated_directory, open_private_directory, sha256_of
+from ..version import __version__
 from .warm_count import MAX_RECORD_BYTES, PACKAGE_DIR, index_name, package_digest, read_json
 
 RECORD_SUFFIX = ".plan.json"
@@ -37,7 +38,7 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     settings = settings or {}
     source = _read_bytes(shown)
     if source is None:  # the normal build reports why
-        from .loading import load
+        from .load import load
         return deeply(lambda: compile_space(load(path), device=device, settings=settings,
                                             generated_dir=generated_dir))
     # the default device's profile is package data (beastgen's source in the key covers it): it is
@@ -50,7 +51,7 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
     stem = f"{file_name_part(_space_name(shown))}__{file_name_part(device_key)}__"
 
     def build() -> CompiledPlan:
-        from .loading import load
+        from .load import load
         return deeply(lambda: compile_space(load(path), device=profile or load_profile(None),
                                             settings=settings, generated_dir=generated_dir))
 
@@ -59,7 +60,7 @@ def compile_cached(path: str | os.PathLike, device=None, settings: dict | None =
         return f"{stem}{digest[:16]}{RECORD_SUFFIX}", digest
 
     opened = open_private_directory(directory, create=False)  # None: not there yet
-    # a default-device T1 count's short way (beastgen.warm_count) finds the record by this index
+    # a default-device T1 count's short way (beastgen.loading.warm_count) finds the record by this index
     index = index_name(shown) if device is None and shown.endswith(".json") else None
     if opened is None or not _records_begin_with(opened, stem):
         return _recording(build(), key, index)
@@ -363,7 +364,7 @@ def _write_record(directory: PrivateDirectory, record_name: str, digest: str,
 
 
 def _write_index(directory: PrivateDirectory, index: str | None, digest: str, record_name: str) -> None:
-    """The index of :mod:`beastgen.warm_count` (when ``index`` is a name): the record's name and key."""
+    """The index of :mod:`beastgen.loading.warm_count` (when ``index`` is a name): the record's name and key."""
     if index is not None:
         _update_record(directory, index, {"key": digest, "record": record_name})
 

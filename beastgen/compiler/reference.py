@@ -14,12 +14,13 @@ import types
 
 import networkx as nx
 
-from .compiler.language import nodes as L
-from .compiler.language.evaluate import Evaluator
-from .deep import deeply, too_deep
-from .devices import DeviceProfile, load_profile
-from .compiler.model import Space
-from .compiler.specialize import dependency_graph, function_globals, resolve_settings
+from ..devices import load_profile
+from ..devices.profiles import DeviceProfile
+from ..support.deep import deeply, too_deep
+from .language import nodes as L
+from .language.evaluate import Evaluator
+from .model import Space
+from .specialize import dependency_graph, function_globals, resolve_settings
 
 
 class _Raised(Exception):

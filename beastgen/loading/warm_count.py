@@ -4,7 +4,7 @@ nothing else imported: no argparse, device database, dataclasses or compiled-pla
 small space Python's start-up and imports are most of a warm count; this way they are those of
 ``json``, ``hashlib`` and ``ctypes``.
 
-The plan cache (:mod:`beastgen.plancache`) writes, beside its record, an index named by a key of
+The plan cache (:mod:`beastgen.loading.plancache`) writes, beside its record, an index named by a key of
 what a default-device T1 count depends on (beastgen's version and source, the file's path and
 content; the default device's profile is package data, so beastgen's source covers it): the
 record's name and key. The short way reads it under the same trust rules as the plan cache (the
@@ -22,16 +22,17 @@ import json
 import os
 import time
 
-from .compiler import native
-from .errors import BeastError, display_path
-from .interrupt import SMALL_NEST_ITERATIONS
-from .trust import PrivateDirectory, generated_directory, open_private_directory
-from .version import __version__
+from ..compiler import native
+from ..errors import BeastError, display_path
+from ..support.generated_dir import PrivateDirectory, generated_directory, open_private_directory
+from ..support.interrupt import SMALL_NEST_ITERATIONS
+from ..version import __version__
 
 INDEX_SUFFIX = ".warm.json"
 #: the most a plan record or index may hold (a record is a few hundred bytes)
 MAX_RECORD_BYTES = 1 << 20
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: the beastgen package's folder (this file is in its loading/)
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHOLE = (0, 2 ** 62)  # every split node (as runtime.chunking.WHOLE)
 TARGET_FIELDS = {"space", "path", "device", "device_name", "device_source", "settings"}
 
