@@ -22,7 +22,7 @@ Each step runs the user's commands with its own time limit, inside one deadline 
                 valid configuration measured or cut (bound at least the best time), "optimal" only
                 if so
   tests         ``pytest -m gpu``: the suite's tests that need a GPU
-  calibrated_bounds  the same ``check-bounds`` against the calibrated profile (tighter)
+  calibrated_bounds  the same ``check-bounds`` against the calibrated profile (the measured rates × 1.25)
   kernel_tuner  one ``tune_kernel(..., lang="CUDA")`` with ``beastgen.kernel_tuner.Strategy``, warm-
                 started by the tune's store, where that module and Kernel Tuner are there
 
