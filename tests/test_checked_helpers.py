@@ -518,6 +518,19 @@ NEST_MEETINGS = {  # the helper's value, the space's tail, the refusal
 }
 
 
+def test_min_of_a_generators_ints_and_a_float_counts_as_python(tmp_path):
+    """``min(max(c, a), 2.25)`` of a generator's c compared in a filter: the ints are checked
+    within 2**53 as c runs, so the nest's float compares as Python's int does (found by
+    test_vectorised's generated spaces, which this refused)."""
+    path = tmp_path / "space.py"
+    path.write_text("import beastgen as beast\na = beast.range(-2, 3)\n\n@beast.iterator\ndef c():\n"
+                    "    x = a\n    while x < 4:\n        yield x\n        x += 1\n\n"
+                    "f = beast.filter(0 < beast.min(beast.max(c, a), 2.25))\n")
+    space = beastgen.load(str(path))
+    assert reference_count(space, "h100") == 6  # the filter rejects c > 0
+    assert _both_paths(space, tmp_path) == [6] * 3
+
+
 @pytest.mark.parametrize("case", list(NEST_MEETINGS), ids=list(NEST_MEETINGS))
 def test_a_nest_expression_letting_a_helpers_int_meet_a_float_is_refused(tmp_path, case):
     """``range(0, min(d, 2.5))`` of a looping derived d = 0..3: Python's min keeps the int d

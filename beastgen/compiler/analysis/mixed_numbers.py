@@ -216,14 +216,36 @@ def _check_meeting(item, node, typed: dict, helpers: set, magnitude, checkable: 
     if "float" not in types:
         return set()
     from_helper = [any(isinstance(n, L.Ref) and n.target in helpers for n in L.walk(p)) for p in parts]
-    unknown = [p for t, h, p in zip(types, from_helper, parts)
-               if t in ("int", "bool", "any") and h and not magnitude.exact(p)]
-    exact = {p.target for p in unknown if isinstance(p, L.Ref) and p.target in checkable}
-    if len(exact) < len(unknown):
-        raise SpaceError(f"{item.kind} '{item.name}': {expr_source(node)} gives a space function's "
-                         "integer or a float: compiled code makes both a float, Python keeps the "
-                         "integer; write float(...) where you mean a float", item.origin)
+    exact = set()
+    for t, h, part in zip(types, from_helper, parts):
+        if t not in ("int", "bool", "any") or not h:
+            continue
+        checked = _checked_within_exact(part, magnitude, checkable)
+        if checked is None:
+            raise SpaceError(f"{item.kind} '{item.name}': {expr_source(node)} gives a space function's "
+                             "integer or a float: compiled code makes both a float, Python keeps the "
+                             "integer; write float(...) where you mean a float", item.origin)
+        exact |= checked
     return exact
+
+
+def _checked_within_exact(part, magnitude, checkable: set) -> set | None:
+    """The helpers whose results, checked within 2**53 as they run, keep the integer ``part``
+    within 2**53: none where its size is known, the helper itself where it is one's name, and
+    those of each argument of a ``min``/``max`` (its result is one of them); None otherwise."""
+    if magnitude.exact(part):
+        return set()
+    if isinstance(part, L.Ref) and part.target in checkable:
+        return {part.target}
+    if isinstance(part, L.Call) and part.func in ("min", "max"):
+        checked = set()
+        for argument in part.children():
+            inner = _checked_within_exact(argument, magnitude, checkable)
+            if inner is None:
+                return None
+            checked |= inner
+        return checked
+    return None
 
 
 class _Magnitude:
