@@ -44,7 +44,6 @@ import argparse
 import fnmatch
 import glob
 import gzip
-import hashlib
 import json
 import math
 import os

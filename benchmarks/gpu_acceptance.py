@@ -22,7 +22,7 @@ Each step runs the user's commands with its own time limit, inside one deadline 
                 valid configuration measured or cut (bound at least the best time), "optimal" only
                 if so
   tests         ``pytest -m gpu``: the suite's tests that need a GPU
-  calibrated_bounds  the same ``check-bounds`` against the calibrated profile (tighter)
+  calibrated_bounds  the same ``check-bounds`` against the calibrated profile (the measured rates × 1.25)
   kernel_tuner  one ``tune_kernel(..., lang="CUDA")`` with ``beastgen.kernel_tuner.Strategy``, warm-
                 started by the tune's store, where that module and Kernel Tuner are there
 
@@ -85,8 +85,8 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=300, help="tune: at most this many configurations")
     parser.add_argument("--tune-time", type=float, default=75, metavar="SECONDS",
                         help="tune: stop searching after this long (default 75)")
-    parser.add_argument("--proof-time", type=float, default=45, metavar="SECONDS",
-                        help="proof: stop searching after this long (default 45: not proven then)")
+    parser.add_argument("--proof-time", type=float, default=75, metavar="SECONDS",
+                        help="proof: stop searching after this long (default 75: not proven then)")
     parser.add_argument("--site", default=os.path.join(tempfile.gettempdir(), "beastgen-gpu-site"),
                         help="where the carried wheels are installed (pip --target)")
     parser.add_argument("--check-proof", nargs=2, metavar=("STORE", "TUNE_JSON"), help=argparse.SUPPRESS)
@@ -618,9 +618,13 @@ def kernel_tuner_run(folder: str) -> int:
     header = "".join(f"#define {macro} {name}\n" for name, macro in names.items())
     header += ("#define REAL float\n#define REAL_IS_DOUBLE 0\n#define COMPLEX 0\n#define TRANS_A 0\n"
                "#define TRANS_B 0\n#if vector\n#define VL 4\n#else\n#define VL 1\n#endif\n")  # VL: one token
-    tune_params = {"dim_m": [8, 16, 32], "dim_n": [8, 16, 32], "blk_m": [32, 64], "blk_n": [32, 64],
-                   "blk_k": [8, 16], "vector": [0, 1], "blk_m_a": [8, 16, 32], "blk_n_a": [4, 8, 16],
-                   "blk_m_b": [2, 4, 8, 16], "blk_n_b": [8, 16, 32, 64], "tex_a": [0, 1], "tex_b": [0, 1]}
+    # the powers of two of spaces/gemm.py's ranges, so that the tune's measured configurations of
+    # power-of-two tiles are in the grid (a prior none of whose configurations is in the space is refused)
+    tune_params = {"dim_m": [4, 8, 16, 32], "dim_n": [4, 8, 16, 32], "blk_m": [16, 32, 64, 128],
+                   "blk_n": [16, 32, 64, 128], "blk_k": [2, 4, 8, 16, 32], "vector": [0, 1],
+                   "blk_m_a": [4, 8, 16, 32, 64, 128], "blk_n_a": [1, 2, 4, 8, 16, 32],
+                   "blk_m_b": [1, 2, 4, 8, 16, 32], "blk_n_b": [4, 8, 16, 32, 64, 128], "tex_a": [0, 1],
+                   "tex_b": [0, 1]}
     restrictions = [  # spaces/gemm.py's filters of these parameters (type_len = 1 + 3 * vector)
         "dim_m * dim_n <= 1024", "(dim_m * dim_n) % 32 == 0",
         "blk_m % dim_m == 0", "blk_n % dim_n == 0",

@@ -15,7 +15,7 @@ import pytest
 
 from beastgen.errors import BeastError
 
-from conftest import DATA, REPO
+from conftest import DATA
 
 pytest.importorskip("kernel_tuner")
 

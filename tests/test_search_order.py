@@ -209,7 +209,7 @@ def test_replay_run_reports_a_true_certificate(tmp_path):
     assert not result.proven and result.evaluated == 30
     assert 0 < result.lower_bound <= 0.011466 <= result.best_time
     ratio = result.best_time / result.lower_bound
-    assert result.certificate() == (f"within {ratio - 1:.1%} of optimal" if ratio < 2 else
+    assert result.certificate() == (f"at most {ratio - 1:.1%} above the optimum" if ratio < 2 else
                                     f"at most {ratio:.1f}x the optimum")
     assert f"; the best is {result.certificate()}" in result.report()
     assert result.as_dict()["certificate"] == result.certificate()

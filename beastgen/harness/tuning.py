@@ -126,8 +126,8 @@ class TuneResult:
                 "measure_seconds": self.measure_seconds}
 
     def certificate(self) -> str:
-        """"optimal" (proven), "within X% of optimal" / "at most N.Nx the optimum" (best time over
-        the lower bound of the optimum), or "" (nothing is known)."""
+        """"optimal" (proven), "at most X% above the optimum" / "at most N.Nx the optimum" (best time
+        over the lower bound of the optimum), or "" (nothing is known)."""
         if self.proven:
             return "optimal"
         return _certificate(self.best_time, self.lower_bound)
@@ -483,7 +483,7 @@ def _certificate(best: float, lower: float) -> str:
     if lower >= best:
         return "optimal"
     ratio = best / lower
-    return f"within {ratio - 1:.1%} of optimal" if ratio < 2 else f"at most {ratio:.1f}x the optimum"
+    return f"at most {ratio - 1:.1%} above the optimum" if ratio < 2 else f"at most {ratio:.1f}x the optimum"
 
 
 def _surviving(plan, strategy, best: float) -> int | None:
