@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 import beastgen
+import property_sizes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "data")
@@ -117,6 +118,12 @@ def pytest_cmdline_main(config):
         if config.option.dist == "no":
             config.option.dist = "worksteal"
     yield
+
+
+def pytest_configure(config):
+    """The quick set (``-m 'not slow'``) draws fewer examples in each property test
+    (tests/property_sizes.py); every other run, the README's whole suite included, draws them all."""
+    property_sizes.QUICK = property_sizes.leaves_out_slow(config.option.markexpr)
 
 
 def pytest_addoption(parser):

@@ -14,6 +14,7 @@ from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.support.units import Threshold, parse_threshold
 
 from conftest import REPLAY
+from property_sizes import examples
 
 # -- random spaces with random bound terms ------------------------------------------------------
 TERMS = [
@@ -53,7 +54,7 @@ def bounded_spaces(draw):
                          f"(a + b + c) % {modulus} == 0", terms, FUNCTION_TERM if draw(st.booleans()) else None)
 
 
-@settings(max_examples=12, deadline=None, derandomize=True,
+@settings(max_examples=examples(12), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=bounded_spaces(), k=st.integers(1, 6))
 def test_pruning_and_rank_agree_with_the_reference(text, k, tmp_path_factory):
@@ -111,7 +112,7 @@ def signed_bounded_spaces(draw):
                          terms, SIGNED_FUNCTION_TERM if draw(st.booleans()) else None)
 
 
-@settings(max_examples=6, deadline=None, derandomize=True,
+@settings(max_examples=examples(6), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=signed_bounded_spaces(), drawn=st.lists(st.floats(-20, 0), max_size=3))
 def test_negative_and_zero_thresholds_and_bounds_agree_with_the_reference(text, drawn, tmp_path_factory):

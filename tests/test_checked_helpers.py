@@ -19,6 +19,7 @@ from beastgen.compiler.reference import reference_count
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import BeastError, SpaceError
 from space_strategies import edge_helper_spaces
+from property_sizes import examples
 
 EDGES = (0, 1, -1, 2, -2, 3, 7, 62, 63, 64, 65, 2 ** 31, -2 ** 32, 3037000499, 3037000500,
          -3037000500, 2 ** 62, -2 ** 62, 2 ** 63 - 2, 2 ** 63 - 1, -2 ** 63 + 1, -2 ** 63)
@@ -180,7 +181,7 @@ def helper_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("helpers")
 
 
-@settings(HELPERS_CI, max_examples=10)
+@settings(HELPERS_CI, max_examples=examples(10))
 @given(source=edge_helper_spaces())
 def test_looping_helpers_at_the_64_bit_edge_count_like_the_reference_or_stop_clearly(helper_dir, source):
     """Both targets (the C target falls back to Numba for helpers) and the stats count what the
@@ -601,7 +602,7 @@ def mixed_helper_spaces(draw) -> str:
             f"    for i in range(1):\n        pass\n    {use}\n")
 
 
-@settings(HELPERS_CI, max_examples=12)
+@settings(HELPERS_CI, max_examples=examples(12))
 @given(source=mixed_helper_spaces())
 def test_helpers_mixing_ints_and_floats_count_like_the_reference_or_are_refused(helper_dir, source):
     """Compiled code (a helper is Numba's on every path) counts what the reference counts, or

@@ -15,6 +15,7 @@ from beastgen.interop import from_kernel_tuner, load_t1
 from beastgen.interop.space_file import space_file_source
 
 from conftest import REFERENCE_DIR
+from property_sizes import examples
 from test_kernel_tuner_forms import NAMES, NONZERO, PARAMS, TEMPLATES, _load, render_restrictions
 
 searchspace = pytest.importorskip("kernel_tuner.searchspace")
@@ -98,7 +99,7 @@ def test_the_description_reads_back_as_text(tmp_path, generated_dir):
     assert converted.count() == space.specialize(generated_dir=generated_dir).count()
 
 
-@settings(max_examples=int(os.environ.get("BEASTGEN_KT_EXAMPLES", "10")), deadline=None,
+@settings(max_examples=int(os.environ.get("BEASTGEN_KT_EXAMPLES") or examples(10)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(specs=st.lists(st.tuples(st.sampled_from(TEMPLATES), st.permutations(NAMES),
                                 st.sampled_from(NONZERO), st.integers(1, 40), st.integers(0, 4),

@@ -33,9 +33,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, settings
 
 from space_strategies import differential_spaces
+import property_sizes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-#: spaces of each form (space file, T1) in every test run, and how often Numba runs among them
+#: spaces of each form (space file, T1) in every test run (the quick set: its share,
+#: tests/property_sizes.py), and how often Numba runs among them
 DEFAULT_BUDGET = 14
 NUMBA_EVERY_DEFAULT = 4
 #: spaces of each form in the slow-marked deeper variant (another seed, Numba on each)
@@ -45,7 +47,7 @@ REQUEST_SECONDS = 300  # a path that takes longer hangs
 
 def budget(config) -> int:
     chosen = config.getoption("--fuzz-budget", default=None) or os.environ.get("BEASTGEN_FUZZ_BUDGET")
-    return int(chosen) if chosen else DEFAULT_BUDGET
+    return int(chosen) if chosen else property_sizes.examples(DEFAULT_BUDGET)
 
 
 class Worker:

@@ -24,6 +24,8 @@ from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import SpaceError
 
+from property_sizes import examples
+
 DEVICE = "v100"
 EVERYTHING = 2 ** 62
 CI = settings(deadline=None, derandomize=True, database=None, phases=[Phase.generate],
@@ -165,7 +167,7 @@ EMPTY_RANGE_NEGATIVE_NUMERATOR = (
     1)
 
 
-@settings(CI, max_examples=24, phases=[Phase.explicit, Phase.generate])
+@settings(CI, max_examples=examples(24), phases=[Phase.explicit, Phase.generate])
 @given(case=divisor_spaces())
 @example(case=EMPTY_RANGE_NEGATIVE_NUMERATOR)
 def test_divisor_loops_count_like_the_reference(tmp_path_factory, case):

@@ -12,6 +12,7 @@ from beastgen.compiler.runtime import compile_space
 
 from conftest import REPO
 from space_generators import spaces
+from property_sizes import examples
 from test_properties import CI, DEVICE, write_space
 
 GEMM_H100 = 459_316
@@ -159,7 +160,7 @@ def test_chen_defaults_and_errors(mixed):
         mixed.estimate(10, method="bogus")
 
 
-@settings(CI, max_examples=12)
+@settings(CI, max_examples=examples(12))
 @given(case=spaces(max_iterators=3))
 def test_chen_within_its_interval_of_the_reference_count(spaces_dir, case):
     """On random small spaces, Chen's mean over many runs is within three standard errors of the

@@ -6,9 +6,11 @@ from hypothesis import strategies as st
 
 from beastgen.harness.strategies.models.extra_trees import ExtraTrees
 
+from property_sizes import examples
+
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(1, 4), st.integers(1, 3))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_forest_fits_its_samples_and_stays_in_their_range(seed, n, width, leaf):
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 4, (n, width)).astype(float)

@@ -19,6 +19,8 @@ from beastgen.compiler.specialize.functions import FunctionExpression, NoExpress
 from beastgen.errors import SpaceError
 from beastgen.interop.restricted import ConditionBuilder
 
+from property_sizes import examples
+
 NAMES = ("a", "b", "c")  # a, b: ints; c: a bool
 
 LEAVES = st.sampled_from(NAMES + ("-2", "0", "1", "3", "0.5", "-1.5", "True", "False"))
@@ -74,7 +76,7 @@ def _function(text: str) -> L.Expr:
     return FunctionExpression(items, {}, {}).translate(ast.parse(text, mode="eval").body)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(300), deadline=None, derandomize=True, database=None)
 @given(text=EXPRESSIONS, a=st.integers(-3, 3), b=st.integers(-3, 3), c=st.booleans())
 def test_both_translators_keep_pythons_semantics(text, a, b, c):
     values = {"a": a, "b": b, "c": c}

@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 
 from beastgen.harness.strategies.models.gaussian_process import GaussianProcess, likelihood
 
+from property_sizes import examples
+
 
 @given(st.integers(0, 2**32 - 1))
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 def test_likelihood_gradient_matches_finite_differences(seed):
     rng = np.random.default_rng(seed)
     x = rng.random((30, 3))
@@ -37,7 +39,7 @@ def test_fit_interpolates_and_is_unsure_far_from_the_data():
 
 
 @given(st.integers(0, 2**32 - 1))
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 def test_adding_rows_and_watching_give_what_a_fit_from_scratch_gives(seed):
     """``extend`` (the factorisation grown a row at a time) and ``watch`` (the watched rows'
     posterior kept current through it) predict what a fit on all the rows predicts."""

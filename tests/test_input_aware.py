@@ -25,6 +25,7 @@ from beastgen.harness.inputs import input_settings, parse_inputs, sample_rows
 from beastgen.harness.store import SCHEMA, Store, config_key
 
 from conftest import PATIENCE_SECONDS, REPO
+from property_sizes import examples
 
 SCALE = os.path.join(REPO, "tests", "harness_spaces", "scale.py")
 SPEC = "n=4..64 mode=plain,wide"
@@ -57,7 +58,7 @@ def test_spec_parsing(scale_space):
         assert says in e.value.message and "\n" not in e.value.message
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(n=st.sampled_from([4, 6, 8, 12, 16, 24, 64]), mode=st.sampled_from(["plain", "wide"]),
        k=st.integers(1, 14), seed=st.integers(0, 3))
 def test_sampled_configurations_are_distinct_and_valid_per_the_reference(scale_space, generated_dir,
@@ -175,7 +176,7 @@ def law_model(tmp_path_factory, scale_space):
     return input_model.fit(path, scale_space)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(n=st.integers(1, 400), mode=st.sampled_from(["plain", "wide"]),
        wg=st.lists(st.integers(1, 64), min_size=1, max_size=30), per=st.integers(1, 9),
        bound=st.floats(0, 1e-3))

@@ -21,6 +21,7 @@ from beastgen.errors import BeastError, SpaceError
 from beastgen.interop.t1 import t1_space
 from beastgen.loading.plancache import compile_cached
 from space_strategies import edge_spaces, many_iterator_spaces
+from property_sizes import examples
 
 HEADER = "import math\nimport beastgen as beast\n"
 
@@ -311,13 +312,13 @@ def edge_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("edges")
 
 
-@settings(EDGE_CI, max_examples=12)
+@settings(EDGE_CI, max_examples=examples(12))
 @given(source=edge_spaces())
 def test_edge_spaces_count_like_the_reference_or_are_refused(edge_dir, source):
     event(check_or_refused(source, edge_dir))
 
 
-@settings(EDGE_CI, max_examples=2)
+@settings(EDGE_CI, max_examples=examples(2))
 @given(source=many_iterator_spaces())
 def test_nests_of_20_and_more_iterators_count_like_the_reference(edge_dir, source):
     assert check_or_refused(source, edge_dir) == "counted"

@@ -13,6 +13,7 @@ from beastgen.compiler.analysis.symbolic import SymbolicContext
 from beastgen.compiler.specialize import specialize_space
 from beastgen.errors import SpaceError
 from conftest import REPO
+from property_sizes import examples
 
 X_VALUES = (-3, 0, 2, 5)
 Y_RANGE = (1, 9, 3)  # 1, 4, 7
@@ -36,7 +37,7 @@ def expressions():
     return st.recursive(leaves, extend, max_leaves=6)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(150), deadline=None, derandomize=True, database=None)
 @given(expression=expressions())
 def test_every_value_lies_in_the_interval(tmp_path_factory, expression):
     space_text, python = expression
@@ -77,7 +78,7 @@ def test_what_intervals_prove_needs_no_sympy(tmp_path):
     assert not context.provably_nonzero(spec.items["y"].domain[1])  # a constant 0 is never proven
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(100), deadline=None, derandomize=True, database=None)
 @given(divisor=expressions(), rest=expressions(), multiple=st.integers(-2, 2))
 def test_a_quotient_of_a_sum_holding_its_divisor_lies_in_the_interval(tmp_path_factory, divisor,
                                                                       rest, multiple):

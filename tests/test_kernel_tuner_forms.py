@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from beastgen.interop import from_kernel_tuner
 from beastgen.interop.python_restrictions import PythonRestrictionWarning
 
+from property_sizes import examples
+
 searchspace = pytest.importorskip("kernel_tuner.searchspace")
 constraint = pytest.importorskip("constraint")
 
@@ -145,7 +147,7 @@ restriction_specs = st.lists(
 COUNTER = itertools.count()
 
 
-@settings(max_examples=int(os.environ.get("BEASTGEN_KT_EXAMPLES", "10")), deadline=None,
+@settings(max_examples=int(os.environ.get("BEASTGEN_KT_EXAMPLES") or examples(10)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(specs=restriction_specs, constraint_kind=st.sampled_from([None, "MaxProdConstraint",
                                                                   "MinSumConstraint"]))

@@ -21,6 +21,8 @@ from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.compiler.specialize import specialize_space
 
+from property_sizes import examples
+
 DEVICE = "v100"
 
 
@@ -143,7 +145,7 @@ def nests(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(CI, max_examples=24)
+@settings(CI, max_examples=examples(24))
 @given(source=nests())
 def test_ending_loops_count_like_the_reference(tmp_path_factory, source):
     note(source)

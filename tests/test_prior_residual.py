@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from beastgen.harness.strategies.guided import GuidedSearch
 from beastgen.harness.strategies.models.residual import linear_part
 
+from property_sizes import examples
 
-@settings(max_examples=40, deadline=None)
+
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_linear_part_recovers_a_linear_relation(seed):
     """Log times exactly linear in the sources' scores (holes counted at 0): a small penalty

@@ -13,12 +13,14 @@ from beastgen.harness.strategies.guided.history import History
 from beastgen.harness.strategies.guided.proposers import ModelMinimum
 from beastgen.harness.strategies.models.transfer import Transfer, rank_correlation
 
+from property_sizes import examples
+
 
 def _history(n):
     return History(np.zeros((n, 1), dtype=np.int64), np.full(n, np.nan), np.zeros(n, dtype=np.int64))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.floats(-1e6, 1e6), min_size=3, max_size=40, unique=True), st.randoms())
 def test_rank_correlation_is_pearson_of_the_ranks(values, random):
     a = np.array(values)
@@ -52,7 +54,7 @@ def test_source_column_is_the_normal_score_of_the_rank():
     assert np.allclose(column[~np.isnan(column)], scaled[~np.isnan(scaled)])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_a_source_that_disagrees_loses_its_say(seed):
     """Two sources: one ranks like this GPU, the other backwards (holes in both). After a few

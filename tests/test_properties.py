@@ -25,6 +25,7 @@ from beastgen.compiler.runtime import compile_space
 from beastgen.compiler.specialize import specialize_space
 from beastgen.errors import BeastError
 from space_generators import spaces
+from property_sizes import examples
 
 DEVICE = "v100"
 # every example compiles, so no shrinking (minutes): a failure shows its whole space file instead
@@ -136,7 +137,7 @@ def workdir(tmp_path_factory):
 _counter = itertools.count()
 
 
-@settings(CI, max_examples=44)
+@settings(CI, max_examples=examples(44))
 @given(case=spaces())
 def test_compiled_matches_reference(workdir, case):
     source, overrides, features = case
@@ -152,7 +153,7 @@ def test_compiled_matches_reference(workdir, case):
         event("C target" if plan.native else "no C target: " + _why_no_c_target(plan))
 
 
-@settings(CI, max_examples=14)
+@settings(CI, max_examples=examples(14))
 @given(case=spaces(max_iterators=3), data=st.data())
 def test_any_loop_order_matches_reference(workdir, case, data):
     source, overrides, features = case
@@ -168,7 +169,7 @@ def test_any_loop_order_matches_reference(workdir, case, data):
     event(size_class(check_exact(space, overrides, directory, order=order)[1]))
 
 
-@settings(CI, max_examples=8)
+@settings(CI, max_examples=examples(8))
 @given(case=spaces(max_iterators=3))
 def test_census_numbers_the_split_nodes(workdir, case):
     """One census entry per split node: the nodes' chunks add up to the count, nothing lies past

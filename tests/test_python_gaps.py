@@ -13,6 +13,8 @@ from beastgen.compiler.reference import ReferenceEnumerator
 from beastgen.compiler.runtime import compile_space
 from beastgen.errors import BeastError, SpaceError
 
+from property_sizes import examples
+
 MIN_OF_A_NUMBER = """\
 import beastgen as beast
 a = beast.range(0, 5)
@@ -210,7 +212,7 @@ def python_expressions(leaves):
     return st.recursive(st.sampled_from(leaves), grow, max_leaves=8)
 
 
-@settings(CI, max_examples=150)
+@settings(CI, max_examples=examples(150))
 @given(derived=python_expressions(["a", "b", "x", "0", "2", "-3", "0.5", "-0.0", "True"]),
        test=python_expressions(["a", "b", "x", "y", "1", "-1.5", "7"]),
        xs=st.sets(st.sampled_from(["-2.5", "-0.0", "0.5", "3", "1e300", "-7.0"]), min_size=1, max_size=3))

@@ -8,6 +8,8 @@ from beastgen.compiler.language.evaluate import Evaluator
 from beastgen.compiler.language.printer import expr_source
 from beastgen.compiler.language.readable import readable
 
+from property_sizes import examples
+
 NAMES = ("x", "y", "z")
 
 
@@ -61,7 +63,7 @@ def _outcome(expr, values, test):
     return bool(value) if test else value
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(EXPRESSIONS, VALUES, st.booleans())
 def test_readable_has_the_same_value_or_the_same_error(expr, values, test):
     before = expr_source(expr)

@@ -24,6 +24,8 @@ from beastgen.harness.strategies.guided.proposers import (Crossover, Local, Mode
 from beastgen.harness.strategies.models.base import Model, Schedule
 from beastgen.harness.strategies.models.transfer import Transfer
 
+from property_sizes import examples
+
 
 def _space(seed):
     """Random configurations, a run time from a fixed roofline-like formula, bound terms below it
@@ -127,7 +129,7 @@ def _search(order, bounds, terms, times):
 
 
 @given(st.integers(0, 2**32 - 1))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_the_machinery_proves_the_exhaustive_best_whatever_the_models_say(seed):
     codes, bounds, terms, times = _space(seed % 5000)
     order = StandInSearch(codes, bounds, terms, seed)
@@ -138,7 +140,7 @@ def test_the_machinery_proves_the_exhaustive_best_whatever_the_models_say(seed):
 
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["agree", "disagree", "random"]))
 @example(180959, "agree")  # the optimum's bound is wrong, and no measurement shows its term violated
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_priors_never_change_what_is_proven(seed, kind):
     """Whatever the priors say (the truth, its opposite, noise, holes), the search proves the same
     best as exhaustive search and its certificate stays true: priors only order it."""

@@ -14,6 +14,7 @@ from beastgen.compiler import vectorised
 from beastgen.compiler.runtime import compile_space
 from beastgen.compiler.vectorised import Unsupported, VectorisedNest
 from conftest import REFERENCE_DIR
+from property_sizes import examples
 
 
 def check_vectorised(space, overrides, directory, block_rows=vectorised.BLOCK_ROWS) -> str:
@@ -33,7 +34,7 @@ def check_vectorised(space, overrides, directory, block_rows=vectorised.BLOCK_RO
     return "checked"
 
 
-@settings(CI, max_examples=200)
+@settings(CI, max_examples=examples(200))
 @given(case=spaces(), block_rows=st.sampled_from([1, 3, 64, vectorised.BLOCK_ROWS]))
 def test_vectorised_matches_reference(tmp_path_factory, case, block_rows):
     source, overrides, _ = case
