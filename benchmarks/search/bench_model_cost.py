@@ -1,0 +1,120 @@
+"""The default search's own cost on a large space, without a GPU: the CPU time of its models per
+proposal (``model_ms_per_proposal`` of ``beastgen tune --json``) on the flagship space
+``spaces/gemm.py`` (default settings, h200 profile: 459,316 valid configurations), beside the same
+on a 17,956-configuration replay file of ``data/replay``.
+
+    python benchmarks/search/bench_model_cost.py [--budget 100] [--repeats 3] [--keep DIR]
+
+The flagship space has no replay file, so this script writes one (Kernel Tuner's cache format, what
+``--backend replay --replay FILE`` reads) holding every valid configuration with a SYNTHETIC time:
+its lower bound (``beastgen rank``'s, the plan's ``rank_all``) times a deterministic pseudo-random
+factor ``1.2 * 2**u``, ``u`` uniform in [0, 2) (NumPy's generator, seed 0, in enumeration order).
+The times are made up: this measures what the search costs on a space this large, never how fast
+any configuration is or how well the search finds the best (a real GPU's times order differently).
+
+Each run is the whole command (this tree's beastgen: ``python -m beastgen`` in the repository), ``beastgen tune SPACE --device h200 --backend replay --replay FILE
+--budget N --json`` (a fresh results store, default settings: no thread variables set), repeated;
+the table gives the median over the repeats of the model's milliseconds per proposal (its set-up
+included, as the tune reports it) and of the command's wall seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPACE = os.path.join(REPO, "spaces", "gemm.py")
+DEVICE = "h200"
+SMALL = (os.path.join(REPO, "spaces", "gemm_clblast.py"),
+         os.path.join(REPO, "data", "replay", "gemm_clblast_rtx_titan.json.gz"))
+
+
+def write_synthetic_replay(path: str, generated_dir: str) -> int:
+    """Every valid configuration of ``spaces/gemm.py`` (default settings, h200) with a synthetic
+    time (module docstring) into the Kernel Tuner cache file ``path``; returns their count."""
+    sys.path.insert(0, REPO)
+    import beastgen
+    from beastgen.devices import load_profile
+    from beastgen.harness.strategies.base import all_rows
+
+    space = beastgen.load(SPACE)
+    plan = space.specialize(device=load_profile(DEVICE), generated_dir=generated_dir)
+    rows = all_rows(plan)
+    columns = list(plan.columns)
+    factor = 1.2 * 2.0 ** (2.0 * np.random.default_rng(0).random(len(rows)))
+    milliseconds = rows["bound"].astype(float) * factor * 1e3
+    settings = plan.specialized.settings
+    values = [rows[c].tolist() for c in columns]
+    cache = {}
+    for k, ms in enumerate(milliseconds.tolist()):
+        config = [column[k] for column in values]
+        record = dict(zip(columns, config))
+        record["time"] = ms
+        cache[",".join(map(str, config))] = record
+    data = {"device_name": "NVIDIA H200", "kernel_name": "gemm",
+            "problem_size": [settings["M"], settings["N"], settings["K"]],
+            "tune_params_keys": columns,
+            "tune_params": {c: sorted(set(v)) for c, v in zip(columns, values)},
+            "objective": "time",
+            "note": "SYNTHETIC times (bound x 1.2 x 2**U(0,2)): a cost benchmark, not measurements",
+            "cache": cache}
+    with gzip.open(path, "wt", compresslevel=1) as out:
+        json.dump(data, out)
+    return len(rows)
+
+
+def tune(space: str, replay: str, budget: int, workdir: str, device: str | None) -> dict:
+    """One ``beastgen tune --json`` run (a fresh store): its JSON and the command's wall time."""
+    store = tempfile.mktemp(suffix=".db", dir=workdir)
+    command = [sys.executable, "-m", "beastgen", "tune", space, "--backend", "replay", "--replay", replay,
+               "--budget", str(budget), "--results", store, "--no-progress", "--json",
+               "--generated-dir", os.path.join(workdir, "generated")]
+    if device:
+        command[5:5] = ["--device", device]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)  # this tree's beastgen
+    wall = time.perf_counter() - started
+    if done.returncode:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["wall_seconds"] = wall
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=int, default=100, help="proposals per run (default 100)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per file (default 3)")
+    parser.add_argument("--keep", help="write the synthetic file here (reused when present)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as workdir:
+        path = os.path.join(args.keep or workdir, "gemm_synthetic_h200.json.gz")
+        if not os.path.exists(path):
+            started = time.perf_counter()
+            count = write_synthetic_replay(path, os.path.join(workdir, "generated"))
+            print(f"wrote {path}: {count:,} configurations, synthetic times "
+                  f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        cases = [("spaces/gemm.py (synthetic h200 file)", SPACE, path, DEVICE),
+                 (f"spaces/gemm_clblast.py ({os.path.basename(SMALL[1])})", *SMALL, None)]
+        print(f"| space (replay) | configurations | proposals | model ms/proposal | "
+              f"wall s | runs |\n|---|---:|---:|---:|---:|---:|")
+        for name, space, replay, device in cases:
+            runs = [tune(space, replay, args.budget, workdir, device) for _ in range(args.repeats)]
+            per = statistics.median(r["model_ms_per_proposal"] for r in runs)
+            wall = statistics.median(r["wall_seconds"] for r in runs)
+            print(f"| {name} | {runs[0]['surviving'] if runs[0].get('surviving') else '?'} | "
+                  f"{runs[0]['proposals']} | {per:.1f} | {wall:.1f} | "
+                  f"{', '.join(format(r['model_ms_per_proposal'], '.1f') for r in runs)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
