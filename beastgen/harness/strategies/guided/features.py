@@ -118,11 +118,17 @@ def forest_inputs(history) -> list:
 
 
 def derived_inputs(values: np.ndarray) -> list:
-    """Pairwise sums and differences of the numeric parameters' log values, as functions of the
-    candidates."""
+    """Pairwise sums and differences of the numeric parameters' log values, as one function of
+    the candidates giving all of them (each log value read once)."""
     logs = _numeric_logs(values, standard=False)
-    return [lambda indices, a=a, b=b, sign=sign: logs[a](indices) + sign * logs[b](indices)
-            for a in range(len(logs)) for b in range(a + 1, len(logs)) for sign in (1, -1)]
+    if len(logs) < 2:
+        return []
+
+    def block(indices):
+        own = [log(indices) for log in logs]
+        return np.stack([own[a] + sign * own[b] for a in range(len(own))
+                         for b in range(a + 1, len(own)) for sign in (1, -1)], axis=1)
+    return [block]
 
 
 def source_inputs(sources: np.ndarray) -> list:
@@ -134,13 +140,16 @@ def source_inputs(sources: np.ndarray) -> list:
 
 
 def stacked(columns: list) -> Rows:
-    """The columns (functions of the candidates) side by side as floats (one column of zeros when
-    there is none)."""
+    """The columns (functions of the candidates giving one value, or a block of values, per
+    candidate) side by side as floats (one column of zeros when there is none)."""
     def make(indices):
         if not columns:
             return np.zeros((len(indices), 1))
-        return np.stack([column(indices) for column in columns], axis=1).astype(float)
-    return Rows(make, max(len(columns), 1))
+        parts = [column(indices) for column in columns]
+        return np.concatenate([part.reshape(len(indices), -1).astype(float) for part in parts],
+                              axis=1)
+    width = 0 if columns else 1
+    return Rows(make, width or sum(column(np.zeros(1, np.int64)).size for column in columns))
 
 
 def process_inputs(history) -> np.ndarray:
