@@ -308,23 +308,27 @@ def test_tune_on_the_cluster_matches_the_local_search_and_resumes(cluster, tmp_p
 
     # the deterministic bound order: the learnt order adapts to when results come back, which
     # differs between one process and a cluster running candidates side by side. Its first 29
-    # candidates hold 9 that the replay file measured, among 20 it did not (unmeasured: answered by
-    # the workers, never stored); the 10th measured one comes only after 21,700 more unmeasured
-    # ones, which a budget past 9 would send to the workers in some 2,000 tasks (a minute of CPU)
-    options = dict(backend="replay", replay=REPLAY, device="titanrtx", budget=6, strategy="bound_order",
+    # candidates hold 9 that the replay file measured, among 20 it did not; the 10th measured one
+    # comes only after 21,700 more unmeasured ones. The search loop answers those on the driver, as
+    # locally (unmeasured, never stored): only measured candidates are sent to the workers
+    options = dict(backend="replay", replay=REPLAY, device="titanrtx", budget=30, strategy="bound_order",
                    generated_dir=generated_dir, progress=False, log=lambda m: None)  # the session's plan
     local = tune(GEMM_CLBLAST, results=str(tmp_path / "local.db"), **options)
-    remote = tune_on_cluster(GEMM_CLBLAST, cluster.scheduler.address, results=str(tmp_path / "remote.db"),
-                             **options)
-    assert remote.ran_now == local.ran_now == 6 and local.unmeasured > 0
+    with distributed.get_task_stream(client=cluster) as tasks:
+        remote = tune_on_cluster(GEMM_CLBLAST, cluster.scheduler.address,
+                                 results=str(tmp_path / "remote.db"), **options)
+    batches = [t for t in tasks.data if str(t["key"]).startswith("beastgen-measure-")
+               and not str(t["key"]).startswith("beastgen-measure-recipe")]
+    assert 0 < len(batches) <= remote.ran_now  # none holding unmeasured candidates alone
+    assert remote.ran_now == local.ran_now == 30 and local.unmeasured > 21_700
     assert remote.best_config == local.best_config and remote.best_time == local.best_time
     assert remote.unmeasured == local.unmeasured and remote.stopped == local.stopped
     assert _rows(tmp_path / "remote.db") == _rows(tmp_path / "local.db")
-    # resumed on the cluster: the 6 recorded runs are answered by the store, 3 more run (past
-    # unmeasured candidates, which the store does not answer: they are sent again)
+    # resumed on the cluster: the 30 recorded runs are answered by the store, 10 more run (past
+    # unmeasured candidates, which the store does not answer: they are answered again)
     again = tune_on_cluster(GEMM_CLBLAST, cluster.scheduler.address, results=str(tmp_path / "remote.db"),
-                            **(options | {"budget": 3}))
-    assert again.resumed == 6 and again.ran_now == 3 and len(_rows(tmp_path / "remote.db")) == 9
+                            **(options | {"budget": 10}))
+    assert again.resumed == 30 and again.ran_now == 10 and len(_rows(tmp_path / "remote.db")) == 40
     assert again.unmeasured > 0
 
 

@@ -4,8 +4,9 @@
 - :mod:`.chunks`: the outer loop levels cut into chunks balanced by estimated subtree size; every
   worker runs the same generated enumerator on its chunks; counts and statistics are merged, and an
   enumeration is written as a partitioned Parquet dataset.
-- :mod:`.pool`: the candidates of a search run in batches on workers holding a GPU (the Dask worker
-  resource ``GPU``), the best time shared among them; the driver keeps the one results store.
+- :mod:`.pool`: the batch runner of the harness's search loop on workers holding a GPU (the Dask
+  worker resource ``GPU``), the best time shared among them; the driver runs the search and keeps
+  the one results store.
 - :mod:`.shipping`: what travels to the workers (the space file and what it imports from beside
   it, the kernel sources), and the check that a worker generates the driver's enumerator.
 

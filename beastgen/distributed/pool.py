@@ -1,6 +1,8 @@
 """``beastgen tune --scheduler``: the candidates run on Dask workers holding a GPU (the worker
-resource ``GPU``), one batch at a time per GPU worker; the driver runs the strategy and records
-every result in the one results store (on its machine only) as it arrives.
+resource ``GPU``), one batch at a time per GPU worker. The search itself is the harness's one loop
+(:meth:`beastgen.harness.tuning.Tuning.search`: the strategy, the results store on the driver's
+machine, the limits, branch and bound's cuts); this module is its batch runner on the cluster
+(:class:`OnGPUWorkers`), and answers the loop's set-up (:meth:`TunePool.setup_backend`).
 
 Batches: a Dask task costs milliseconds of scheduling, more than a replayed measurement, so the
 driver sends candidates in batches sized to take about :data:`BATCH_SECONDS` on a worker (learnt
@@ -12,15 +14,17 @@ Pruning (a branch-and-bound strategy's: ``Strategy.prunes``; any other strategy,
 them, runs every candidate it proposes) stays exact and shared: a batch carries the best time and
 the violated bound terms known when it was sent, and a worker reads newer ones from a Dask
 ``Variable`` (published by the driver whenever its best improves, and by a worker when it measures
-a better time), so a cut made on one worker prunes on all. A worker cuts a candidate whose valid bound is not below the best it knows
-(never runs it); the driver hands cut candidates back to the search only if their bound term was
-later violated. Branch and bound proves its best only after every batch in flight has come back;
-a bound violation among them reopens the search.
+a better time), so a cut made on one worker prunes on all. A worker cuts a candidate whose valid
+bound is not below the best it knows (never runs it); the search loop sends cut candidates again
+only if their bound term was later violated. Branch and bound proves its best only after every
+batch in flight has come back; a bound violation among them reopens the search.
 
 Nothing of the driver's file system is needed on a worker: the space file, the modules beside it
 that it imports and the kernel sources travel in the recipe (:mod:`.shipping`), and so does a
-replay file's content. A search stopped (Ctrl-C, a kill) resumes from the store as locally: what
-was recorded is answered from it, the batches in flight run again.
+replay file's content. The driver reads the replay file too: a configuration missing from it is
+answered there by the search loop, as locally, and never sent to a worker. A search stopped
+(Ctrl-C, a kill) resumes from the store as locally: what was recorded is answered from it, the
+batches in flight run again.
 
 On the worker, the backend is the local one, built once per worker process: OpenCL and CUDA kernels
 run in a child process under the same watchdog (a hang past the kernel's timeout is killed and
@@ -46,9 +50,9 @@ from dataclasses import dataclass
 from ..devices import load_profile
 from ..errors import BeastError
 from ..harness.backends.base import Runner
+from ..harness.batches import CUT, BatchRunner
 from ..harness.isolate import DaemonicProcess
 from ..harness.kernel import find_kernel
-from ..harness.store import config_key
 from ..harness.strategies import ALIASES, DEFAULT, STRATEGIES
 from ..harness.tuning import TuneResult, measure, setup_backend, tune
 from ..loading.load import load
@@ -166,7 +170,7 @@ def _measure_batch(recipe: MeasureRecipe, batch: list, best: float, violated: tu
     """Measure a batch of (config, bound, bottleneck) on this worker, in order; where the strategy
     ``prunes`` (branch and bound), a candidate whose valid bound is not below the best known (on
     any worker) is cut, not run. (outcomes, seconds): per candidate (status, time, times, message),
-    status "cut" for the cut ones."""
+    status :data:`~beastgen.harness.batches.CUT` for the cut ones."""
     start = time.perf_counter()
     context = _CONTEXTS.get(recipe.key())
     if context is None:
@@ -176,7 +180,7 @@ def _measure_batch(recipe: MeasureRecipe, batch: list, best: float, violated: tu
     for config, bound, bottleneck in batch:
         known.refresh()
         if prunes and known.cuts(bound, bottleneck):
-            outcomes.append(("cut", None, None, None))
+            outcomes.append((CUT, None, None, None))
             continue
         outcome = context.measure(recipe, config)
         known.learn(bound, bottleneck, outcome[0], outcome[1])
@@ -265,16 +269,13 @@ class TunePool:
                              tuple(settings.items()), int(iterations),
                              hashlib.sha256(source.encode()).hexdigest() if source else "", __version__)
 
-    def search(self, strategy, state, recipe: MeasureRecipe, previous: dict, measured, resumed,
-               limits, start, result) -> str:
-        """Run the search; why it stopped ("" when every candidate was run or pruned).
-
-        ``measured(candidate, key, status, time, times, message)`` records and accounts a fresh
-        result, ``resumed(candidate, key)`` one answered from the store; the ``limits``
-        (:class:`beastgen.harness.tuning.Limits`) mean what they mean locally (checked before sending
-        a batch, the runs in flight counted as run)."""
-        return _Search(self.client, self.slots, strategy, state, recipe, previous, measured, resumed,
-                       limits, start, result).run()
+    def batches(self, space, profile, settings, iterations, source, prunes: bool,
+                state) -> OnGPUWorkers:
+        """The search loop's batch runner on this cluster's GPU workers; ``prunes``: whether the
+        strategy is branch and bound (the workers cut by the best time); ``state``: the search's
+        (its best time and violated terms are shared with the workers)."""
+        return OnGPUWorkers(self.client, self.slots, self.recipe(space, profile, settings, iterations,
+                                                                 source), prunes, state)
 
 
 #: a batch is sized to take about this long on a worker (a task costs milliseconds of scheduling)
@@ -287,123 +288,41 @@ MAX_BATCH = 256
 QUEUE_BELOW_SECONDS = 0.005
 
 
-class _Search:
-    """The driver's side of a search on the cluster: candidates go out in batches, results come back
-    into the strategy and the store (on this machine only), the best is shared with the workers."""
+class OnGPUWorkers(BatchRunner):
+    """The search loop's batch runner on a cluster: each batch is one Dask task on a GPU worker,
+    the search's best time and violated terms shared with the workers (a Dask ``Variable``)."""
 
-    def __init__(self, client, slots, strategy, state, recipe, previous, measured, resumed, limits,
-                 start, result):
+    def __init__(self, client, slots: int, recipe: MeasureRecipe, prunes: bool, state):
         self.distributed = import_distributed()
-        self.client, self.slots, self.strategy, self.state = client, slots, strategy, state
-        self.previous, self.measured, self.resumed = previous, measured, resumed
-        self.limits, self.start, self.result = limits, start, result
+        self.client, self.slots, self.prunes, self.state = client, slots, prunes, state
         self.recipe = shared(client, recipe, "measure-recipe")  # rerun when its workers are lost
         self.shared_name = f"beastgen-best-{os.urandom(8).hex()}"
         self.shared = self.distributed.Variable(self.shared_name, client=client)
         self.published = None  # set before the first batch goes out: workers read it
-        self.inflight: dict = {}  # future -> [(candidate, key), ...]
-        self.queued = 0  # candidates in flight
-        self.seen: set[str] = set()  # keys sent or answered in this invocation
-        self.cut: list = []  # (candidate, key) cut on a worker by the best it knew
-        self.again: list = []  # candidates to send before the strategy's next ones
-        self.one_by_one: list = []  # candidates of a batch that killed its workers
+        self.completions = self.distributed.as_completed(loop=client.loop)
+        self.tasks: dict = {}  # future -> its [(candidate, key), ...]
+        self.in_flight = 0
         self.seconds_per_candidate = None  # on a worker, learnt from the batches
 
-    def run(self) -> str:
-        completions = self.distributed.as_completed(loop=self.client.loop)
-        proposals = self.strategy.propose(self.state)
-        violations_at_end = None
-        try:
-            while True:
-                self.collect(block=False)
-                if len(self.inflight) >= self.depth() * self.slots or (self.over() and self.inflight):
-                    self.collect(block=True, completions=completions)
-                    continue
-                batch, exhausted = self.next_batch(proposals)
-                if batch:
-                    stop = self.over()
-                    if stop:
-                        return stop
-                    self.send(batch, completions)
-                    continue
-                if exhausted is not None:
-                    return exhausted
-                # the strategy ran out
-                if violations_at_end is None:
-                    violations_at_end = len(self.state.violated_terms)
-                if self.inflight:
-                    self.collect(block=True, completions=completions)
-                    continue
-                if self.state.proven and len(self.state.violated_terms) > violations_at_end:
-                    # a run in flight at the proof violated a bound: what it pruned comes back
-                    self.state.proven, violations_at_end = False, None
-                    proposals = self.strategy.propose(self.state)
-                    continue
-                # cut on a worker by a bound that a later run proved wrong: run them after all
-                self.again = [(c, k) for c, k in self.cut if k not in self.state.times
-                              and (c.bottleneck in self.state.violated_terms
-                                   or not c.bound >= self.state.best_time)]
-                self.cut = []
-                if not self.again:
-                    return ""
-        finally:
-            if self.inflight:
-                self.client.cancel(list(self.inflight))
-            with contextlib.suppress(OSError, TimeoutError):  # the scheduler may be gone
-                self.shared.delete()
-
-    def over(self) -> str:
-        return self.limits.reached(self.result.ran_now + self.queued, self.start, self.state.best_time,
-                                   self.state)
-
-    def depth(self) -> int:
-        """Batches in flight per GPU worker."""
-        fast = self.seconds_per_candidate is not None and self.seconds_per_candidate < QUEUE_BELOW_SECONDS
-        return 2 if fast else 1
-
     def batch_size(self) -> int:
-        if self.one_by_one:
+        if self.seconds_per_candidate is None:
             return 1
-        size = 1 if self.seconds_per_candidate is None else \
-            max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(self.seconds_per_candidate, 1e-9))))
-        if self.limits.budget is not None:
-            size = min(size, self.limits.budget - self.result.ran_now - self.queued)
-        return max(size, 1)
+        return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(self.seconds_per_candidate, 1e-9))))
 
-    def next_batch(self, proposals):
-        """(the next batch of (candidate, key), None), or ([], why the search stops) when the
-        budget or time limit is reached on a candidate that must run, or ([], None) when the
-        strategy ran out."""
-        if self.one_by_one:
-            return [self.one_by_one.pop()], None
-        batch, size = [], self.batch_size()
-        while len(batch) < size:
-            if self.again:
-                candidate, key = self.again.pop()
-            else:
-                candidate = next(proposals, None)
-                if candidate is None:
-                    break
-                key = config_key(candidate.config)
-            if key in self.seen:
-                continue
-            self.seen.add(key)
-            if key in self.previous:
-                self.resumed(candidate, key)
-                continue
-            batch.append((candidate, key))
-        return batch, None
+    def full(self) -> bool:
+        """One batch per GPU worker in flight, two when candidates are fast."""
+        fast = self.seconds_per_candidate is not None and self.seconds_per_candidate < QUEUE_BELOW_SECONDS
+        return len(self.tasks) >= (2 if fast else 1) * self.slots
 
-    def send(self, batch, completions) -> None:
+    def send(self, batch: list) -> None:
         self.publish()
         future = self.client.submit(
             _measure_batch, self.recipe, [(c.config, c.bound, c.bottleneck) for c, _ in batch],
             self.state.best_time, tuple(sorted(map(str, self.state.violated_terms))), self.shared_name,
-            self.strategy.prunes, resources={GPU: 1}, pure=False,
-            key=f"beastgen-measure-{os.urandom(8).hex()}")
-        self.inflight[future] = batch
-        self.queued += len(batch)
-        completions.add(future)
+            self.prunes, resources={GPU: 1}, pure=False, key=f"beastgen-measure-{os.urandom(8).hex()}")
+        self.tasks[future] = batch
+        self.in_flight += len(batch)
+        self.completions.add(future)
 
     def publish(self) -> None:
         """The best and violated terms into the shared Variable, when they changed."""
@@ -412,35 +331,40 @@ class _Search:
             self.shared.set(now)
             self.published = now
 
-    def collect(self, block: bool, completions=None) -> None:
-        while block and self.inflight:  # until one still in flight is done (skip those collected)
-            if next(completions) in self.inflight:
+    def collect(self, block: bool) -> list:
+        if self.tasks:
+            self.publish()  # what the search learnt since: for the batches running now
+        while block and self.tasks:  # until one still in flight is done (skip those collected)
+            if next(self.completions) in self.tasks:
                 break
-        for future in [f for f in self.inflight if f.done()]:
-            batch = self.inflight.pop(future)
-            self.queued -= len(batch)
+        done = []
+        for future in [f for f in self.tasks if f.done()]:
+            batch = self.tasks.pop(future)
+            self.in_flight -= len(batch)
             outcomes = _outcomes(future)
-            if outcomes is None:  # it killed its workers: run its candidates one by one
+            if outcomes is None:  # it killed its workers: its candidates again, one per task
                 if len(batch) == 1:
                     candidate, key = batch[0]
-                    self.measured(candidate, key, "launch", None, None, "the configuration killed "
-                                  "every Dask worker that ran it")
+                    done.append((candidate, key, ("launch", None, None, "the configuration killed "
+                                                  "every Dask worker that ran it")))
                 else:
-                    self.one_by_one += batch
+                    for one in batch:
+                        self.send([one])
                 continue
             outcomes, seconds = outcomes
-            ran = sum(1 for o in outcomes if o[0] != "cut")
+            ran = sum(1 for o in outcomes if o[0] != CUT)
             if ran:
                 per = seconds / ran
                 self.seconds_per_candidate = per if self.seconds_per_candidate is None else \
                     0.5 * (self.seconds_per_candidate + per)
-            for (candidate, key), outcome in zip(batch, outcomes):
-                if outcome[0] == "cut":
-                    self.seen.discard(key)
-                    self.cut.append((candidate, key))
-                else:
-                    self.measured(candidate, key, *outcome)
-        self.publish()
+            done += [(candidate, key, outcome) for (candidate, key), outcome in zip(batch, outcomes)]
+        return done
+
+    def close(self) -> None:
+        if self.tasks:
+            self.client.cancel(list(self.tasks))
+        with contextlib.suppress(OSError, TimeoutError):  # the scheduler may be gone
+            self.shared.delete()
 
 
 def _outcomes(future):

@@ -1,5 +1,7 @@
 """The tuning loop: a strategy proposes configurations, a backend measures them (verified against a
-NumPy reference the first time each runs), the store records every result as it arrives.
+NumPy reference the first time each runs), the store records every result as it arrives. One loop
+(:meth:`Tuning.search`) holds the search; a batch runner (:mod:`.batches`) measures, in this
+process or on a Dask pool's GPU workers.
 
 Failures (compile error, launch failure, wrong result, timeout) are recorded with their message
 and the search goes on. A measured time below a configuration's lower bound is a violated bound:
@@ -29,6 +31,7 @@ from .backends.base import KernelFailure, time_problem
 from .backends.cuda import CUDABackend, import_pycuda
 from .backends.opencl import OpenCLBackend
 from .backends.replay import ReplayBackend
+from .batches import CUT, BatchRunner, MeasureHere
 from .isolate import Isolated
 from .kernel import find_kernel, verify
 from .priors import prior_matrix
@@ -46,7 +49,7 @@ class Limits:
     invocation, ``seconds`` of wall time, or a measured time of at most ``good_enough`` seconds
     (the kernel is fast enough for its user), or once the strategy's models are ``confidence``
     sure that nothing left is faster by more than their tolerance (a model's estimate, not a
-    proof). The local loop and the cluster's check the same."""
+    proof). The one search loop checks them, wherever the candidates run."""
     budget: int | None = None
     seconds: float | None = None
     good_enough: float | None = None
@@ -256,8 +259,9 @@ def tune(space_path: str, backend: str = "opencl", device=None, settings: dict |
 
 class Tuning:
     """One search: :meth:`setup` (space, backend, plan, results store, strategy), :meth:`run` (the
-    loop, or the pool's), and the accounting of every result (:meth:`account`) into the
-    :class:`TuneResult` and the :class:`SearchState` the strategy reads."""
+    search loop, :meth:`search`, with the candidates measured here or on a pool's GPU workers), and
+    the accounting of every result (:meth:`account`) into the :class:`TuneResult` and the
+    :class:`SearchState` the strategy reads."""
 
     def __init__(self, space_path: str, backend: str, strategy: str, seed: int, limits: Limits,
                  log, pool, priors, strategy_options: dict | None = None):
@@ -354,12 +358,11 @@ class Tuning:
                          row["bottleneck"], row["message"], False)
         try:
             if pool is not None:  # every candidate runs on a Dask GPU worker
-                recipe = pool.recipe(self.space, self.profile, self.settings, self.iterations, self.source)
-                result.stopped = pool.search(self.chosen, self.state, recipe, self.previous, self.measured,
-                                             self.resumed, self.limits, self.start,
-                                             result) or "every candidate was run"
+                batches = pool.batches(self.space, self.profile, self.settings, self.iterations,
+                                       self.source, self.chosen.prunes, self.state)
             else:
-                result.stopped = self.search() or "every candidate was run"
+                batches = MeasureHere(self.measure_here)
+            result.stopped = self.search(batches) or "every candidate was run"
         finally:
             if self.bar is not None:
                 self.bar.close()
@@ -368,25 +371,108 @@ class Tuning:
         self.conclude()
         return result
 
-    def search(self) -> str:
-        """The local loop: each candidate the strategy proposes measured here; why it stopped
-        ("" when every candidate was run or cut)."""
-        for candidate in self.chosen.propose(self.state):
-            key = config_key(candidate.config)
-            if key in self.previous:
-                continue
-            stop = self.limits.reached(self.result.ran_now, self.start, self.state.best_time, self.state)
-            if stop:
-                return stop
-            started = time.perf_counter()
-            outcome = measure(self.runner, self.kernel, candidate.config, self.settings, self.profile,
-                              self.language, self.source, self.iterations, self.expected, self.tolerance)
-            self.result.measure_seconds += time.perf_counter() - started
-            self.measured(candidate, key, *outcome)
-        return self.result.stopped
+    def measure_here(self, config: dict) -> tuple:
+        """(status, time, times, message) of ``config`` measured by this process's runner."""
+        return measure(self.runner, self.kernel, config, self.settings, self.profile, self.language,
+                       self.source, self.iterations, self.expected, self.tolerance)
 
-    def resumed(self, candidate, key) -> None:
-        """Proposed again, answered from the store: accounted as the search started."""
+    def search(self, batches: BatchRunner) -> str:
+        """The search loop: the strategy proposes, the store answers what it holds, the runner what
+        its recorded measurements lack (unmeasured), and ``batches`` measures the rest, a batch at a
+        time (one candidate here, so the strategy sees each result before its next proposal);
+        why it stopped ("" when every candidate was run or cut).
+
+        With batches in flight (on a cluster), the limits count them as run; a candidate the runner
+        cut by the best it knew is sent again if a later result made it a candidate after all; and
+        a proof reached while batches were in flight holds only if none of them violated a bound,
+        else the strategy searches again."""
+        state = self.state
+        proposals = self.chosen.propose(state)
+        sent: set[str] = set()  # keys sent or answered in this invocation
+        cut: list = []  # (candidate, key) the runner cut by the best it knew
+        again: list = []  # of those, the ones to send before the strategy's next candidates
+        violations_at_end = None  # violated terms when the strategy ran out
+        try:
+            while True:
+                self.take(batches, False, sent, cut)
+                if batches.in_flight and (batches.full() or self.over(batches.in_flight)):
+                    self.take(batches, True, sent, cut)
+                    continue
+                batch, stop = self.next_batch(proposals, batches, sent, again)
+                if stop:
+                    return stop
+                if batch:
+                    started = time.perf_counter()
+                    batches.send(batch)
+                    self.result.measure_seconds += time.perf_counter() - started
+                    continue
+                # the strategy ran out
+                if violations_at_end is None:
+                    violations_at_end = len(state.violated_terms)
+                if batches.in_flight:
+                    self.take(batches, True, sent, cut)
+                    continue
+                if state.proven and len(state.violated_terms) > violations_at_end:
+                    # a run in flight at the proof violated a bound: what it pruned comes back
+                    state.proven, violations_at_end = False, None
+                    proposals = self.chosen.propose(state)
+                    continue
+                again += [(c, k) for c, k in cut if k not in state.times
+                          and (c.bottleneck in state.violated_terms or not c.bound >= state.best_time)]
+                cut.clear()
+                if not again:
+                    return ""
+        finally:
+            batches.close()
+
+    def over(self, in_flight: int) -> str:
+        """Why the search stops now ("" while it goes on), the ``in_flight`` runs counted as run."""
+        return self.limits.reached(self.result.ran_now + in_flight, self.start, self.state.best_time,
+                                   self.state)
+
+    def next_batch(self, proposals, batches: BatchRunner, sent: set, again: list):
+        """(the next batch of (candidate, key), why the search stops or ""): the candidates
+        ``again``, then the strategy's, up to the runner's batch size and the budget left; those
+        the store holds or the runner cannot answer are answered here, not sent. An empty batch
+        without a reason: the strategy ran out."""
+        size = batches.batch_size()
+        if self.limits.budget is not None:
+            size = min(size, self.limits.budget - self.result.ran_now - batches.in_flight)
+        batch: list = []
+        while len(batch) < max(size, 1):
+            if again:
+                candidate, key = again.pop()
+            else:
+                candidate = next(proposals, None)
+                if candidate is None:
+                    break
+                key = config_key(candidate.config)
+            if key in sent or key in self.previous:
+                continue
+            stop = self.over(batches.in_flight + len(batch))
+            if stop:
+                return [], stop
+            sent.add(key)
+            missing = self.runner.unmeasured(candidate.config)
+            if missing:
+                self.measured(candidate, key, "unmeasured", None, None, missing)
+                continue
+            batch.append((candidate, key))
+        return batch, ""
+
+    def take(self, batches: BatchRunner, block: bool, sent: set, cut: list) -> None:
+        """What came back from ``batches`` (waiting for it with ``block``) into the store and the
+        accounting; the cut candidates into ``cut``."""
+        started = time.perf_counter()
+        outcomes = batches.collect(block)
+        if block:
+            self.result.measure_seconds += time.perf_counter() - started
+        for candidate, key, outcome in outcomes:
+            if outcome[0] == CUT:
+                sent.discard(key)
+                cut.append((candidate, key))
+            else:
+                self.measured(candidate, key, *outcome)
 
     def measured(self, candidate, key, status, time_s, times, message) -> None:
         """A fresh result: recorded (unless the backend could not answer it: it answers the same

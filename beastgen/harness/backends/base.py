@@ -72,6 +72,12 @@ class Runner(ABC):
         its file is part of the run's identity, its header the export's), or None where it measures."""
         return None
 
+    def unmeasured(self, config: dict) -> str | None:
+        """Why ``config`` is missing from the recorded measurements it answers from (what
+        :meth:`measure` would raise as KernelFailure('unmeasured')), or None where it can measure
+        it: the search loop answers such a configuration without sending it to be measured."""
+        return None
+
     def launch(self, kernel, config: dict, settings: dict, profile, language, source: str):
         """The :class:`~beastgen.harness.kernel.Launch` of ``config`` that :meth:`measure` takes."""
         return kernel.launch(config, settings, profile, language, source)

@@ -18,6 +18,9 @@ from ..kernel import Launch
 from ..recorded import Replay, load_replay
 from .base import Backend, KernelFailure, RunResult
 
+#: why a configuration is unmeasured
+NOT_IN_FILE = "not in the replay file"
+
 
 class ReplayBackend(Backend):
     name = "replay"
@@ -65,6 +68,10 @@ class ReplayBackend(Backend):
     def recording(self) -> Replay:
         return self.replay
 
+    def unmeasured(self, config: dict) -> str | None:
+        compiled = self.compile(Launch(config))
+        return None if compiled in self.replay.times or compiled in self.replay.failed else NOT_IN_FILE
+
     def launch(self, kernel, config, settings, profile, language, source) -> Launch:
         """The configuration alone: the file is keyed by its parameters, no kernel is built."""
         return Launch(config)
@@ -78,7 +85,7 @@ class ReplayBackend(Backend):
             return RunResult([time])
         if compiled in self.replay.failed:
             raise KernelFailure("launch", f"recorded as failed in the replay file: {self.replay.failed[compiled]}")
-        raise KernelFailure("unmeasured", "not in the replay file")
+        raise KernelFailure("unmeasured", NOT_IN_FILE)
 
 
 def device_property_reads(space) -> dict:
