@@ -146,10 +146,9 @@ def stacked(columns: list) -> Rows:
         if not columns:
             return np.zeros((len(indices), 1))
         parts = [column(indices) for column in columns]
-        return np.concatenate([part.reshape(len(indices), -1).astype(float) for part in parts],
-                              axis=1)
-    width = 0 if columns else 1
-    return Rows(make, width or sum(column(np.zeros(1, np.int64)).size for column in columns))
+        return np.concatenate([(part[:, None] if part.ndim == 1 else part).astype(float)
+                               for part in parts], axis=1)
+    return Rows(make, make(np.zeros(0, np.int64)).shape[1])
 
 
 def process_inputs(history) -> np.ndarray:
