@@ -12,7 +12,7 @@ from beastgen.harness.strategies.guided.features import (derived_inputs, forest_
                                                          with_sources)
 from beastgen.harness.strategies.guided.history import History
 from beastgen.harness.strategies.models.ridge import _Dense, _OneHot
-from test_search_order import _search, _space
+from test_search_order import _search, _sources, _space
 
 
 def _codes(seed, n=400):
@@ -66,11 +66,12 @@ def test_one_hot_products_equal_the_dense_ones(seed):
     assert np.allclose(dense.scaled_transposed(u), hot.scaled_transposed(u))
 
 
-@pytest.mark.parametrize("seed", [37, 47])
-def test_the_large_space_path_proves_the_exhaustive_best(seed):
+@pytest.mark.parametrize("seed,priors", [(37, False), (47, False), (48, True)])
+def test_the_large_space_path_proves_the_exhaustive_best(seed, priors):
     """``large_space=1``: every space is large (the regression's sampled minimum, its one-hot fit)."""
     codes, bounds, terms, times = _space(seed)
-    order = GuidedSearch(codes, bounds, terms, seed=seed,
+    sources = _sources(times, seed, "agree") if priors else None
+    order = GuidedSearch(codes, bounds, terms, sources=sources, seed=seed,
                          options={"large_space": 1, "large_candidates": 8, "local_share": 0.0})
     best, measured, seen, provable = _search(order, bounds, terms, times)
     assert best == provable and measured <= len(times) and len(set(seen)) == len(seen)
