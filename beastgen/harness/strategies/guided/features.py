@@ -1,5 +1,6 @@
-"""What the guided search's models see of a configuration, computed once per run for every
-candidate from the :class:`~.history.History`, each parameter's numeric values (``values``: n x
+"""What the guided search's models see of a configuration, computed when a model asks for it
+(:class:`Rows`: on a space of half a million configurations a proposal reads a few thousand rows)
+from the :class:`~.history.History`, each parameter's numeric values (``values``: n x
 the varying parameters, nan where not numeric) and, with priors, the sources' scores (``sources``:
 n x sources, nan where a source lacks a configuration).
 
@@ -22,82 +23,132 @@ from dataclasses import dataclass
 import numpy as np
 
 
+class Rows:
+    """A feature matrix computed on demand: ``rows[indices]`` is its rows ``indices`` (a list or
+    array of candidates), ``make(indices)`` computed then; every entry is a function of its own
+    candidate (and of statistics of the whole column, computed once), so a row is the same
+    whichever rows are asked with it. On a large space a model thus reads only the rows it scores."""
+
+    def __init__(self, make, width: int):
+        self.make, self.width = make, width
+
+    def __getitem__(self, indices) -> np.ndarray:
+        return self.make(np.asarray(indices, dtype=np.int64).reshape(-1))
+
+
 @dataclass
 class RegressionFeatures:
-    """``hot``: n x h column numbers of the ones (below ``hot_width``; the pairs' columns from
-    ``pairs_from``); ``dense``: n x d columns after them."""
-    hot: np.ndarray
+    """``hot``: rows of h column numbers of the ones (below ``hot_width``; the pairs' columns from
+    ``pairs_from``); ``dense``: rows of d columns after them."""
+    hot: Rows
     hot_width: int
     pairs_from: int
-    dense: np.ndarray
+    dense: Rows
 
     @property
     def width(self) -> int:
-        return self.hot_width + self.dense.shape[1]
+        return self.hot_width + self.dense.width
 
 
 def regression_features(history, values: np.ndarray) -> RegressionFeatures:
-    codes, sizes, n = history.codes, history.sizes, len(history.open)
-    hot, offset = [], 0
-    for j, size in enumerate(sizes):
-        hot.append(offset + codes[:, j])
+    codes, sizes = history.codes, history.sizes
+    starts, offset = [], 0
+    for size in sizes:
+        starts.append(offset)
         offset += int(size)
-    pairs_from = offset
+    pairs_from, pairs = offset, []
     for a in range(len(sizes)):
         for b in range(a + 1, len(sizes)):
-            hot.append(offset + codes[:, a] * sizes[b] + codes[:, b])
+            pairs.append((a, b, offset))
             offset += int(sizes[a] * sizes[b])
-    dense = [codes[:, j] / (size - 1) for j, size in enumerate(sizes)]
-    logs = [_standard(np.log2(np.maximum(values[:, j], 0) + 1)) for j in range(values.shape[1])
-            if not np.isnan(values[:, j]).any()]
-    dense += logs
-    dense += [logs[a] * logs[b] for a in range(len(logs)) for b in range(a, len(logs))]
-    dense += log_bound(history)
-    return RegressionFeatures(np.stack(hot, axis=1).astype(np.int32) if hot else np.zeros((n, 0), np.int32),
-                              offset, pairs_from, np.stack(dense, axis=1) if dense else np.zeros((n, 0)))
+
+    def hot(indices):
+        c = codes[indices]
+        columns = [start + c[:, j] for j, start in enumerate(starts)]
+        columns += [start + c[:, a] * sizes[b] + c[:, b] for a, b, start in pairs]
+        return (np.stack(columns, axis=1).astype(np.int32) if columns
+                else np.zeros((len(indices), 0), np.int32))
+
+    logs = _numeric_logs(values, standard=True)
+    bound = log_bound(history)
+
+    def dense(indices):
+        c = codes[indices]
+        columns = [c[:, j] / (size - 1) for j, size in enumerate(sizes)]
+        own = [column(indices) for column in logs]
+        columns += own
+        columns += [own[a] * own[b] for a in range(len(own)) for b in range(a, len(own))]
+        columns += [column(indices) for column in bound]
+        return np.stack(columns, axis=1) if columns else np.zeros((len(indices), 0))
+
+    width = len(sizes) + len(logs) + len(logs) * (len(logs) + 1) // 2 + len(bound)
+    return RegressionFeatures(Rows(hot, len(starts) + len(pairs)), offset, pairs_from,
+                              Rows(dense, width))
 
 
 def with_sources(features: RegressionFeatures, sources: np.ndarray) -> RegressionFeatures:
     """``features`` and, last, per source whether it lacks the configuration (only sources that
     lack some) and its score (0 where lacking)."""
     missing = np.isnan(sources)
-    extra = [column for column in missing.T.astype(float) if column.any()]
-    extra += list(np.where(missing, 0.0, sources).T)
-    dense = np.concatenate([features.dense, np.stack(extra, axis=1)], axis=1)
-    return RegressionFeatures(features.hot, features.hot_width, features.pairs_from, dense)
+    lacking = [s for s in range(sources.shape[1]) if missing[:, s].any()]
+
+    def dense(indices):
+        own, gone = sources[indices], missing[indices]
+        extra = [gone[:, s].astype(float) for s in lacking] + list(np.where(gone, 0.0, own).T)
+        return np.concatenate([features.dense[indices], np.stack(extra, axis=1)], axis=1)
+
+    return RegressionFeatures(features.hot, features.hot_width, features.pairs_from,
+                              Rows(dense, features.dense.width + len(lacking) + sources.shape[1]))
 
 
-def log_bound(history) -> list[np.ndarray]:
-    """The standardised log of the lower bound (the smallest positive one where none), or nothing
-    when no bound is positive."""
+def log_bound(history) -> list:
+    """The standardised log of the lower bound (the smallest positive one where none) as a
+    function of the candidates, or nothing when no bound is positive."""
     bounds = history.bounds
     positive = bounds > 0
     if not positive.any():
         return []
-    return [_standard(np.log(np.where(positive, bounds, bounds[positive].min())))]
+    return [_rows_of(_standard(np.log(np.where(positive, bounds, bounds[positive].min()))))]
 
 
-def forest_inputs(history) -> list[np.ndarray]:
-    """The value indices and the log bound."""
-    return [history.codes[:, j] for j in range(history.codes.shape[1])] + log_bound(history)
+def forest_inputs(history) -> list:
+    """The value indices and the log bound, as functions of the candidates."""
+    codes = history.codes
+    return [lambda indices, j=j: codes[indices, j] for j in range(codes.shape[1])] + log_bound(history)
 
 
-def derived_inputs(values: np.ndarray) -> list[np.ndarray]:
-    """Pairwise sums and differences of the numeric parameters' log values."""
-    logs = [np.log2(np.maximum(values[:, j], 0) + 1) for j in range(values.shape[1])
-            if not np.isnan(values[:, j]).any()]
-    return [logs[a] + sign * logs[b] for a in range(len(logs)) for b in range(a + 1, len(logs))
-            for sign in (1, -1)]
+def derived_inputs(values: np.ndarray) -> list:
+    """Pairwise sums and differences of the numeric parameters' log values, as one function of
+    the candidates giving all of them (each log value read once)."""
+    logs = _numeric_logs(values, standard=False)
+    if len(logs) < 2:
+        return []
+
+    def block(indices):
+        own = [log(indices) for log in logs]
+        return np.stack([own[a] + sign * own[b] for a in range(len(own))
+                         for b in range(a + 1, len(own)) for sign in (1, -1)], axis=1)
+    return [block]
 
 
-def source_inputs(sources: np.ndarray) -> list[np.ndarray]:
-    """Each source's score, a configuration it lacks past its slowest."""
-    return [np.where(np.isnan(c), np.nanmax(c, initial=0.0) + 1, c) for c in sources.T]
+def source_inputs(sources: np.ndarray) -> list:
+    """Each source's score, a configuration it lacks past its slowest, as functions of the
+    candidates."""
+    past = [np.nanmax(c, initial=0.0) + 1 for c in sources.T]
+    return [lambda indices, s=s: np.where(np.isnan(sources[indices, s]), past[s], sources[indices, s])
+            for s in range(sources.shape[1])]
 
 
-def stacked(columns: list[np.ndarray], n: int) -> np.ndarray:
-    """The columns side by side as floats (one column of zeros when there is none)."""
-    return np.stack(columns, axis=1).astype(float) if columns else np.zeros((n, 1))
+def stacked(columns: list) -> Rows:
+    """The columns (functions of the candidates giving one value, or a block of values, per
+    candidate) side by side as floats (one column of zeros when there is none)."""
+    def make(indices):
+        if not columns:
+            return np.zeros((len(indices), 1))
+        parts = [column(indices) for column in columns]
+        return np.concatenate([(part[:, None] if part.ndim == 1 else part).astype(float)
+                               for part in parts], axis=1)
+    return Rows(make, make(np.zeros(0, np.int64)).shape[1])
 
 
 def process_inputs(history) -> np.ndarray:
@@ -126,6 +177,23 @@ def source_process_inputs(indices: np.ndarray, sources: np.ndarray) -> np.ndarra
         if lacking[:, s].any():
             columns.append(lacking[:, s, None].astype(float))
     return np.concatenate(columns, axis=1)
+
+
+def _numeric_logs(values: np.ndarray, standard: bool) -> list:
+    """Per parameter numeric in every candidate, its log value (standardised over every candidate
+    when ``standard``) as a function of the candidates."""
+    logs = []
+    for j in range(values.shape[1]):
+        if np.isnan(values[:, j]).any():
+            continue
+        log = np.log2(np.maximum(values[:, j], 0) + 1)
+        logs.append(_rows_of(_standard(log) if standard else log))
+    return logs
+
+
+def _rows_of(column: np.ndarray):
+    """``column`` (one value per candidate) as a function of the candidates."""
+    return lambda indices: column[indices]
 
 
 def _standard(column: np.ndarray) -> np.ndarray:

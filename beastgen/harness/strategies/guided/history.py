@@ -74,29 +74,33 @@ class History:
 
     # -- neighbours ----------------------------------------------------------------------------
     def _neighbour_index(self, codes: np.ndarray) -> None:
-        """Per varying parameter j, the candidates sorted by a hash of all their codes but j's:
-        those sharing a hash with i differ from i in parameter j alone (a collision of the random
-        64-bit hash would only add a far candidate to the proposals, never change a result)."""
+        """The candidates sorted by a random 64-bit hash of their codes: the candidates one
+        parameter away from i are found by hashing i's codes with that parameter's value changed
+        (a collision would only add a far candidate to the proposals, never change a result)."""
         weights = np.random.default_rng(0).integers(1, 2**63, codes.shape[1], dtype=np.uint64) | np.uint64(1)
         varying = codes.max(axis=0, initial=0) > 0
         with np.errstate(over="ignore"):
-            full = (codes.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
-            self.hashes = [full - codes[:, j].astype(np.uint64) * weights[j] for j in np.flatnonzero(varying)]
-        self.by_hash = [np.argsort(h, kind="stable") for h in self.hashes]
-        self.sorted_hashes = [h[order] for h, order in zip(self.hashes, self.by_hash)]
+            self.full = (codes.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64)
         self.full_weights = weights[varying]
-        self.full_order = np.argsort(full, kind="stable")
-        self.full_sorted = full[self.full_order]
+        self.full_order = np.argsort(self.full, kind="stable")
+        self.full_sorted = self.full[self.full_order]
         self.near: dict[int, np.ndarray] = {}
 
     def neighbours(self, i: int) -> np.ndarray:
-        """The candidates one parameter away from candidate ``i``."""
+        """The candidates one parameter away from candidate ``i`` (and any with the same codes,
+        once per parameter): those of the first varying parameter first, each parameter's in
+        increasing index."""
         if i in self.near:
             return self.near[i]
         parts = []
-        for h, order, ordered in zip(self.hashes, self.by_hash, self.sorted_hashes):
-            low, high = np.searchsorted(ordered, h[i], "left"), np.searchsorted(ordered, h[i], "right")
-            parts.append(order[low:high])
+        for j, (weight, size) in enumerate(zip(self.full_weights, self.sizes)):
+            with np.errstate(over="ignore"):
+                changed = (self.full[i] - np.uint64(self.codes[i, j]) * weight
+                           + np.arange(size, dtype=np.uint64) * weight)
+            low = np.searchsorted(self.full_sorted, changed, "left")
+            count = np.searchsorted(self.full_sorted, changed, "right") - low
+            at = np.repeat(low - np.cumsum(count) + count, count) + np.arange(count.sum())
+            parts.append(np.sort(self.full_order[at]))
         near = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         self.near[i] = near[near != i]
         return self.near[i]

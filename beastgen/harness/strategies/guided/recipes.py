@@ -37,6 +37,11 @@ REGRESSION = {
                           "predicted fastest)", 0.3),
     "training": Option("at most this many measurements (drawn at random) train the regression",
                        512, 1),
+    "large_space": Option("on a space of more than this many configurations (the replay files' "
+                          "spaces have at most 116,928) the regression predicts only what a "
+                          "proposer scores, not every configuration at each fit, and its minimum "
+                          "is sought among large_candidates open ones", 200000, 1),
+    "large_candidates": Option("... drawn at random at each of its fits", 16384, 1),
 }
 #: the forest (:class:`~..models.extra_trees.Forest`) proposing by its lower confidence bound
 FOREST = {
@@ -181,8 +186,8 @@ def without_priors(history, values, o, rng) -> Recipe:
     """Random initial configurations, then half local proposals; of the rest a quarter from the
     Gaussian process, and of what remains crossover children, the forest's and the regression's."""
     features = regression_features(history, values)
-    regression = _regression(features, *_regression_prior(features, o), o, rng)
-    forest = Forest(stacked(forest_inputs(history) + derived_inputs(values), len(values)),
+    regression = _regression(features, len(values), *_regression_prior(features, o), o, rng)
+    forest = Forest(stacked(forest_inputs(history) + derived_inputs(values)),
                     o.forest_trees, Schedule(o.forest_refit, o.forest_refit_min), rng, no_baseline)
     process = Process(process_inputs(history), o.gp_training, o.gp_refit, o.gp_refit_min,
                       o.gp_steps, rng)
@@ -192,7 +197,7 @@ def without_priors(history, values, o, rng) -> Recipe:
               until=o.gp_until),
         Stage([(Crossover(history, regression, o.cross_top, o.cross_children, rng), o.cross_share),
                (ModelMinimum(history, forest, o.forest_kappa, o.forest_candidates, rng), o.forest_share),
-               (ModelMinimum(history, regression, 0.0, None, rng), 1.0)]),
+               (ModelMinimum(history, regression, 0.0, _everywhere(history, o), rng), 1.0)]),
     ]), process)
 
 
@@ -206,8 +211,8 @@ def with_priors(history, values, sources, o, rng) -> Recipe:
     count = sources.shape[1]  # their weights, last: an equal share of one, shrunk by prior_ridge
     variance[-count:] = 1.0 / o.prior_ridge
     mean[-count:] = 1.0 / count
-    regression = _regression(features, variance, mean, o, rng)
-    forest = Forest(stacked(forest_inputs(history) + source_inputs(sources), len(values)),
+    regression = _regression(features, len(values), variance, mean, o, rng)
+    forest = Forest(stacked(forest_inputs(history) + source_inputs(sources)),
                     o.forest_trees, Schedule(o.forest_refit, o.forest_refit_min), rng,
                     SourcesBaseline(sources, o.residual_ridge))
     process = Process(source_process_inputs(process_inputs(history), sources), o.gp_training,
@@ -219,8 +224,14 @@ def with_priors(history, values, sources, o, rng) -> Recipe:
         Stage([(ModelMinimum(history, process, o.gp_kappa, o.gp_candidates, rng), o.gp_share)],
               after=o.gp_after, until=o.gp_until),
         Stage([(ModelMinimum(history, forest, o.forest_kappa, o.forest_candidates, rng), o.forest_share),
-               (ModelMinimum(history, regression, 0.0, None, rng), 1.0)]),
+               (ModelMinimum(history, regression, 0.0, _everywhere(history, o), rng), 1.0)]),
     ]), process)
+
+
+def _everywhere(history, o) -> int | None:
+    """How many open configurations the regression's minimum is sought among: all (None) unless
+    the space is large."""
+    return None if len(history.open) <= o.large_space else o.large_candidates
 
 
 def _regression_prior(features, o) -> tuple[np.ndarray, np.ndarray]:
@@ -231,9 +242,10 @@ def _regression_prior(features, o) -> tuple[np.ndarray, np.ndarray]:
     return variance, np.zeros(features.width)
 
 
-def _regression(features, variance, mean, o, rng) -> ThompsonRidge:
-    return ThompsonRidge(features.hot, features.hot_width, features.dense, variance, mean,
-                         o.exploration, o.training, Schedule(o.refit_fraction, o.refit_min), rng)
+def _regression(features, n, variance, mean, o, rng) -> ThompsonRidge:
+    return ThompsonRidge(features.hot, features.hot_width, features.dense, n, variance, mean,
+                         o.exploration, o.training, Schedule(o.refit_fraction, o.refit_min), rng,
+                         o.large_space)
 
 
 def documentation() -> str:
